@@ -18,8 +18,13 @@ else()
   set(BPF_TARGET_ARCH ${CMAKE_SYSTEM_PROCESSOR})
 endif()
 
+# cephscope_bpf_object(NAME [SOURCE path.bpf.c]): SOURCE defaults to bpf/NAME.bpf.c.
 function(cephscope_bpf_object name)
+  cmake_parse_arguments(ARG "" "SOURCE" "" ${ARGN})
   set(src ${PROJECT_SOURCE_DIR}/bpf/${name}.bpf.c)
+  if(ARG_SOURCE)
+    set(src ${ARG_SOURCE})
+  endif()
   set(obj ${CEPHSCOPE_SKEL_DIR}/${name}.bpf.o)
   set(skel ${CEPHSCOPE_SKEL_DIR}/${name}.skel.h)
   set(debug_flag)
