@@ -30,6 +30,7 @@ snap() {    # snap N: perf dump of every OSD
 }
 
 R cleanup >/dev/null 2>&1 || true
+R cleanup > "$OUT/rados-cleanup-empty.txt"   # prints nothing on an empty pool
 snap 0
 R bench "$BENCH_SECONDS" write -b 4096 -t 16 --no-cleanup > "$OUT/rados-bench-write-4k.txt"
 snap 1

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# fixture.sh - the CTest fixtures of the e2e layer (see tests/e2e/CMakeLists.txt).
+#
+#   fixture.sh packages     install Ceph and its debug symbols (tests/ceph/install.sh)
+#   fixture.sh up DIR       bring a test cluster up in DIR (a stale one left there by an
+#                           interrupted run is taken down first)
+#   fixture.sh down DIR     take it down and remove DIR
+#
+# Exits 77 (CTest's SKIP_RETURN_CODE) with "skipped: needs root" when not run as root.
+set -euo pipefail
+
+CEPH_TESTS=$(cd "$(dirname "${BASH_SOURCE[0]}")/../ceph" && pwd)
+if [ "$(id -u)" != 0 ]; then
+    echo "skipped: needs root (the e2e layer runs a real Ceph cluster)"
+    exit 77
+fi
+case "${1:-}" in
+    packages)
+        exec "$CEPH_TESTS/install.sh" ;;
+    up)
+        [ $# -eq 2 ] || { echo "usage: $0 up DIR" >&2; exit 2; }
+        if [ -e "$2" ]; then
+            echo "fixture.sh: $2 exists (an interrupted run?): taking it down first"
+            "$CEPH_TESTS/cluster.sh" down "$2"
+        fi
+        exec "$CEPH_TESTS/cluster.sh" up "$2" ;;
+    down)
+        [ $# -eq 2 ] || { echo "usage: $0 down DIR" >&2; exit 2; }
+        exec "$CEPH_TESTS/cluster.sh" down "$2" ;;
+    *)
+        sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2
+        exit 2 ;;
+esac
