@@ -1,1 +1,127 @@
-# placeholder
+# probe, kernel-tests and matrix: what the harness runs inside the guests.
+# shellcheck shell=bash
+
+VM_RESULTS=${CEPHSCOPE_VM_RESULTS:-$VM_BUILD_DIR/vm-results}
+VM_KERNEL_TESTS_BIN=$VM_BUILD_DIR/tests/kernel/cephscope_kernel_tests
+VM_DAEMON_BIN=${CEPHSCOPE_BIN:-$VM_BUILD_DIR/daemon/cephscope}
+VM_HOOKPROBE_BIN=$VM_BUILD_DIR/tests/vm/cephscope_vm_hookprobe
+VM_CHECK_CONFIG=${CEPHSCOPE_VM_CHECK_CONFIG:-$VM_SRC_DIR/config/cephscope.yaml}
+
+# Every shared library a host binary needs must be in the guest root filesystem.
+vm_check_libs() { # BINARY...
+  local rootfs b lib missing=()
+  rootfs=$(vm_rootfs_dir)
+  for b in "$@"; do
+    [ -x "$b" ] || continue
+    while read -r lib; do
+      [ -n "$lib" ] || continue
+      if ! compgen -G "$rootfs/usr/lib/x86_64-linux-gnu/$lib" > /dev/null &&
+        ! compgen -G "$rootfs/lib/x86_64-linux-gnu/$lib" > /dev/null &&
+        ! compgen -G "$rootfs/usr/lib/$lib" > /dev/null; then
+        missing+=("$lib (needed by ${b##*/})")
+      fi
+    done < <(readelf -d "$b" 2>/dev/null | awk '/\(NEEDED\)/ { gsub(/[\[\]]/, "", $5); print $5 }')
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  vm_log "the guest root filesystem lacks: ${missing[*]}"
+  vm_log "add the packages to VM_ROOTFS_PACKAGES in tests/vm/lib/common.sh (or CEPHSCOPE_VM_EXTRA_PACKAGES)"
+  return 1
+}
+
+cmd_probe() { # [--out DIR] KERNEL
+  local out= label=
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --out) out=$2; shift 2 ;;
+      -*) vm_die "usage: cephscope-vm probe [--out DIR] KERNEL" ;;
+      *) label=$1; shift ;;
+    esac
+  done
+  [ -n "$label" ] || vm_die "usage: cephscope-vm probe [--out DIR] KERNEL"
+  vm_check_label "$label"
+  out=${out:-$VM_RESULTS/$label-probe}
+  local rc=0
+  cmd_run --out "$out" -e "CEPHSCOPE_BUILD_DIR=$VM_BUILD_DIR" "$label" -- \
+    "$VM_HERE/guest/probe.sh | tee \$CEPHSCOPE_VM_OUT/probe.txt" || rc=$?
+  return $rc
+}
+
+cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] KERNEL
+  local out= label= filter='~[promtool]' hooks rc=0
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --out) out=$2; shift 2 ;;
+      --filter) filter=$2; shift 2 ;;
+      -*) vm_die "usage: cephscope-vm kernel-tests [--out DIR] [--filter F] KERNEL" ;;
+      *) label=$1; shift ;;
+    esac
+  done
+  [ -n "$label" ] || vm_die "usage: cephscope-vm kernel-tests [--out DIR] [--filter F] KERNEL"
+  vm_check_label "$label"
+  local b
+  for b in "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN"; do
+    [ -x "$b" ] || vm_die "$b is not built: cmake -S $VM_SRC_DIR -B $VM_BUILD_DIR && cmake --build $VM_BUILD_DIR"
+  done
+  [ -f "$VM_CHECK_CONFIG" ] || vm_die "no configuration $VM_CHECK_CONFIG for cephscope --check"
+  [ -x "$VM_HOOKPROBE_BIN" ] || vm_log "note: $VM_HOOKPROBE_BIN is not built; the probe reports facts only"
+  if [ -n "${CEPHSCOPE_EXPECT_VFS_HOOKS+x}" ]; then
+    hooks=$CEPHSCOPE_EXPECT_VFS_HOOKS
+    vm_log "CEPHSCOPE_EXPECT_VFS_HOOKS=\"$hooks\" from the environment (kernels.conf says \"$(vm_expected_hooks "$label")\")"
+  else
+    hooks=$(vm_expected_hooks "$label")
+  fi
+  out=${out:-$VM_RESULTS/$label}
+  vm_rootfs_ready || VM_DIE_RC=$VM_RC_SETUP cmd_prepare "$label"
+  vm_check_libs "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN" "$VM_HOOKPROBE_BIN" || return $VM_RC_SETUP
+  cmd_run --out "$out" \
+    -e "CEPHSCOPE_EXPECT_VFS_HOOKS=$hooks" \
+    -e "CEPHSCOPE_BIN=$VM_DAEMON_BIN" \
+    -e "CEPHSCOPE_BUILD_DIR=$VM_BUILD_DIR" \
+    -e "CEPHSCOPE_VM_CHECK_CONFIG=$VM_CHECK_CONFIG" \
+    -e "CEPHSCOPE_VM_TEST_FILTER=$filter" \
+    "$label" -- "$VM_HERE/guest/kernel-tests.sh" || rc=$?
+  echo "expect_vfs_hooks=$hooks" >> "$out/result"
+  echo "filter=$filter" >> "$out/result"
+  if [ -f "$out/out/kernel-tests.summary" ]; then
+    vm_log "kernel $label: $(tail -n 1 "$out/out/kernel-tests.summary")"
+  fi
+  return $rc
+}
+
+cmd_matrix() { # [--no-docs] [KERNEL...]
+  local labels=() docs=1 l rc=0 status=()
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --no-docs) docs=0; shift ;;
+      -*) vm_die "usage: cephscope-vm matrix [--no-docs] [KERNEL...]" ;;
+      *) labels+=("$1"); shift ;;
+    esac
+  done
+  [ ${#labels[@]} -gt 0 ] || mapfile -t labels < <(vm_kernel_labels)
+  local t0
+  t0=$(vm_now)
+  cmd_prepare "${labels[@]}"
+  local prep_s
+  prep_s=$(vm_since "$t0")
+  mkdir -p "$VM_RESULTS"
+  echo "$prep_s" > "$VM_RESULTS/prepare.seconds"
+  for l in "${labels[@]}"; do
+    local r=0
+    if [ -x "$VM_KERNEL_TESTS_BIN" ] && [ -x "$VM_DAEMON_BIN" ]; then
+      (cmd_kernel_tests "$l") || r=$?
+    else
+      vm_log "kernel tests not built ($VM_KERNEL_TESTS_BIN): probing $l only"
+      rm -rf "${VM_RESULTS:?}/$l"
+      (cmd_probe --out "$VM_RESULTS/$l" "$l") || r=$?
+    fi
+    status+=("$l=$r")
+    [ $r = 0 ] || rc=1
+  done
+  local report_args=(--results "$VM_RESULTS" --labels "${labels[*]}")
+  if [ $docs = 1 ]; then
+    "$VM_HERE/report.sh" "${report_args[@]}" --output "$VM_SRC_DIR/docs/kernel-matrix.md"
+  fi
+  "$VM_HERE/report.sh" "${report_args[@]}" --output "$VM_RESULTS/kernel-matrix.md"
+  vm_log "matrix: ${status[*]} (prepare ${prep_s}s, total $(vm_since "$t0")s)"
+  return $rc
+}

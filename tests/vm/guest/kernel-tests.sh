@@ -1,0 +1,44 @@
+#!/bin/bash
+# In the guest: the kernel layer of cephscope on this kernel, in one boot.
+#   1. probe.sh: what the kernel offers and which hooks load/attach/fire   -> probe.txt
+#   2. cephscope --check: the hook each collector picks                     -> check.txt
+#   3. the Catch2 kernel tests (filter $CEPHSCOPE_VM_TEST_FILTER, default "~[promtool]")
+#                                                                           -> kernel-tests.xml
+# Files land in $CEPHSCOPE_VM_OUT. Exit status: the kernel tests', or 1 when --check failed.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+out=${CEPHSCOPE_VM_OUT:?}
+build=${CEPHSCOPE_BUILD_DIR:?}
+bin=${CEPHSCOPE_BIN:-$build/daemon/cephscope}
+tests=$build/tests/kernel/cephscope_kernel_tests
+config=${CEPHSCOPE_VM_CHECK_CONFIG:?}
+filter=${CEPHSCOPE_VM_TEST_FILTER:-~[promtool]}
+mkdir -p "$out"
+ts() { cut -d' ' -f1 /proc/uptime; }
+section() { echo "=== [$(ts)s] $*"; }
+
+section "kernel $(uname -r), CEPHSCOPE_EXPECT_VFS_HOOKS=\"${CEPHSCOPE_EXPECT_VFS_HOOKS-}\", test dir $CEPHSCOPE_TEST_DIR"
+section "probe"
+t0=$(ts)
+"$here/probe.sh" "$CEPHSCOPE_TEST_DIR" | tee "$out/probe.txt"
+awk -v a="$t0" -v b="$(ts)" 'BEGIN { printf "%.1f\n", b - a }' > "$out/probe.seconds"
+
+section "$bin --check --config $config"
+check_rc=0
+"$bin" --check --config "$config" > "$out/check.txt" 2> "$out/check.stderr" || check_rc=$?
+cat "$out/check.txt"
+[ -s "$out/check.stderr" ] && sed 's/^/check stderr: /' "$out/check.stderr" | tail -n 20
+echo "$check_rc" > "$out/check.rc"
+[ $check_rc = 0 ] || echo "cephscope --check exited $check_rc"
+
+section "kernel tests: $tests \"$filter\""
+t0=$(ts)
+# Catch2 v2: one reporter; XML streams per test case and carries durations and failures
+stdbuf -oL "$tests" "$filter" -r xml -d yes | tee "$out/kernel-tests.xml"
+tests_rc=${PIPESTATUS[0]}
+awk -v a="$t0" -v b="$(ts)" 'BEGIN { printf "%.1f\n", b - a }' > "$out/kernel-tests.seconds"
+echo "$tests_rc" > "$out/kernel-tests.rc"
+section "kernel tests exited $tests_rc"
+awk -f "$here/../catch2-summary.awk" "$out/kernel-tests.xml" | tee "$out/kernel-tests.summary"
+[ $tests_rc = 0 ] || exit "$tests_rc"
+exit $check_rc
