@@ -1,0 +1,302 @@
+#include "profile/cli.h"
+
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "profile/dwarf_file.h"
+#include "profile/insn.h"
+#include "profile/process.h"
+#include "profile/profile_json.h"
+#include "profile/resolver.h"
+#include "profile/store.h"
+
+#ifndef CEPHSCOPE_PROBE_SET_DIR
+#define CEPHSCOPE_PROBE_SET_DIR "/usr/share/cephscope/probe-sets"
+#endif
+
+namespace cephscope::profile {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Options {
+  std::string binary;
+  std::string debug_file;
+  std::string probe_set;
+  std::string probe_set_dir = CEPHSCOPE_PROBE_SET_DIR;
+  std::string out;
+  std::string object;
+  bool no_inlined = false;
+  std::string file;
+  int pid = 0;
+  std::string module;
+  std::string cache_dir = StoreOptions{}.cache_dir;
+  std::vector<std::string> shipped_dirs = StoreOptions{}.shipped_dirs;
+  bool no_resolve = false;
+  bool no_cache_write = false;
+  bool json = false;
+};
+
+[[noreturn]] void fail(const std::string& message) {
+  std::fprintf(stderr, "cephscope profile: %s\n", message.c_str());
+  throw CLI::RuntimeError(1);
+}
+
+template <typename T>
+T must(Result<T> r) {
+  if (!r.ok()) {
+    fail(r.error().message);
+  }
+  return std::move(r).value();
+}
+
+std::string hex(uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
+  return buf;
+}
+
+// The probe sets to use: the file given, or those of the directory that apply to FILE_NAME.
+std::vector<ProbeSet> probe_sets_for(const Options& o, const std::string& file_name) {
+  if (!o.probe_set.empty()) {
+    return {must(load_probe_set(o.probe_set))};
+  }
+  std::vector<ProbeSet> out;
+  for (ProbeSet& s : must(load_probe_sets(o.probe_set_dir))) {
+    if (file_name.empty() || s.applies_to(file_name)) {
+      out.push_back(std::move(s));
+    }
+  }
+  return out;
+}
+
+void print_summary(const Profile& p, std::FILE* f) {
+  std::fprintf(f, "object      %s\nbuild-id    %s\nsource      %s%s%s\nprobe set   %s (%s)\n",
+               p.object.c_str(), p.build_id.c_str(), p.source.c_str(),
+               p.debug_file.empty() ? "" : " ", p.debug_file.c_str(), p.probe_set.c_str(),
+               p.probe_set_digest.c_str());
+  std::fprintf(f, "generated   %s by %s from %s\n", p.created.c_str(), p.generator.c_str(),
+               p.binary_path.c_str());
+  std::fprintf(f, "\nfunctions\n");
+  for (const FunctionEntry& fn : p.functions) {
+    size_t inlined = 0;
+    std::string where;
+    for (const FunctionInstance& i : fn.instances) {
+      if (i.inlined) {
+        ++inlined;
+        continue;
+      }
+      where += " " + hex(i.file_offset) + "(" + i.entry_insn + (i.clone ? ",clone" : "") + ")";
+    }
+    std::fprintf(f, "  %-40s %-12s%s", fn.name.c_str(), std::string(to_string(fn.status)).c_str(),
+                 where.c_str());
+    if (inlined > 0) {
+      std::fprintf(f, " +%zu inlined", inlined);
+    }
+    if (!fn.message.empty() && fn.status != ItemStatus::kOk) {
+      std::fprintf(f, "  (%s)", fn.message.c_str());
+    }
+    std::fputc('\n', f);
+  }
+  std::fprintf(f, "\ntypes\n");
+  for (const TypeEntry& t : p.types) {
+    std::fprintf(f, "  %-40s %-12s", t.name.c_str(), std::string(to_string(t.status)).c_str());
+    if (t.status == ItemStatus::kOk) {
+      std::fprintf(f, " %" PRIu64 " B", t.size);
+    } else {
+      std::fprintf(f, " (%s)", t.message.c_str());
+    }
+    std::fputc('\n', f);
+  }
+  std::fprintf(f, "\nmembers\n");
+  for (const MemberEntry& m : p.members) {
+    const std::string name = m.type + "." + m.path;
+    std::fprintf(f, "  %-40s %-12s", name.c_str(), std::string(to_string(m.status)).c_str());
+    if (m.status == ItemStatus::kOk) {
+      std::fprintf(f, " @%" PRIu64 " %" PRIu64 " B %s", m.offset, m.size, m.type_name.c_str());
+    } else {
+      std::fprintf(f, " (%s)", m.message.c_str());
+    }
+    std::fputc('\n', f);
+  }
+}
+
+void generate(const Options& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto binary = must(ElfFile::open(o.binary));
+  const std::string build_id = must(binary.build_id());
+  const auto sets = probe_sets_for(o, fs::path(o.binary).filename().string());
+  if (sets.size() != 1) {
+    fail(sets.empty() ? "no probe set applies to " + o.binary + " (use --probe-set)"
+                      : "several probe sets apply to " + o.binary + " (use --probe-set)");
+  }
+  DebugSearch search;
+  search.explicit_file = o.debug_file;
+  auto ref = find_debuginfo(binary, build_id, o.binary, search);
+  std::optional<DwarfFile> dwarf;
+  if (ref.ok()) {
+    dwarf.emplace(must(DwarfFile::open(ref->path)));
+  } else if (!o.debug_file.empty()) {
+    fail(ref.error().message);
+  } else {
+    std::fprintf(stderr, "%s; using the symbol table only\n", ref.error().message.c_str());
+  }
+  const double open_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ResolveOptions ro;
+  ro.object = o.object;
+  ro.inlined = !o.no_inlined;
+  ResolveStats stats;
+  Profile p = must(resolve_profile(binary, dwarf ? &*dwarf : nullptr, sets[0], ro, &stats));
+  if (auto st = save_profile(o.out, p); !st.ok()) {
+    fail(st.error().message);
+  }
+  const double total =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr,
+               "%s: %s profile from %s (%s) in %.3f s (open+inflate %.3f s, resolve %.3f s, "
+               "%zu units, %zu DIEs, %zu symbols, %zu demangled) -> %s (%ju bytes)\n",
+               o.binary.c_str(), p.source.c_str(), ref.ok() ? ref->path.c_str() : "-",
+               ref.ok() ? std::string(to_string(ref->source)).c_str() : "-", total, open_s,
+               stats.seconds, stats.units_scanned, stats.dies_visited, stats.symbols,
+               stats.demangled, o.out.c_str(),
+               static_cast<uintmax_t>(fs::file_size(o.out)));
+}
+
+void show_file(const Options& o) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Profile p = must(load_profile(o.file));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.json) {
+    std::fputs(dump_profile(p).c_str(), stdout);
+    return;
+  }
+  std::printf("file        %s (valid, loaded in %.1f ms)\n", o.file.c_str(), s * 1e3);
+  print_summary(p, stdout);
+}
+
+void show_pid(const Options& o) {
+  StoreOptions so;
+  so.cache_dir = o.cache_dir;
+  so.shipped_dirs = o.shipped_dirs;
+  so.resolve = !o.no_resolve;
+  so.write_cache = !o.no_cache_write;
+  ProfileStore store(so);
+  const auto t_shipped = std::chrono::steady_clock::now();
+  store.load_shipped();
+  const double shipped_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t_shipped).count();
+  for (const RejectedProfile& r : store.rejected()) {
+    std::printf("shipped profile rejected: %s\n", r.error.message.c_str());
+  }
+  std::printf("shipped     %zu profiles from %zu directories in %.1f ms\n", store.shipped_count(),
+              so.shipped_dirs.size(), shipped_s * 1e3);
+
+  // Which modules: the one asked for, or the executable and every library a probe set names.
+  std::vector<std::pair<std::string, ProbeSet>> work;
+  if (!o.module.empty() || !o.probe_set.empty()) {
+    for (ProbeSet& s : probe_sets_for(o, o.module)) {
+      std::string module = o.module;
+      if (module.empty()) {
+        module = s.objects.front();
+      }
+      work.emplace_back(module, std::move(s));
+    }
+  } else {
+    for (ProbeSet& s : must(load_probe_sets(o.probe_set_dir))) {
+      for (const std::string& obj : s.objects) {
+        work.emplace_back(obj, s);
+      }
+    }
+  }
+  bool any = false;
+  for (const auto& [module, set] : work) {
+    const auto t0 = std::chrono::steady_clock::now();
+    // The executable is asked for by its name: match it through /proc/PID/exe first.
+    Identification id = identify_module(o.pid, "");
+    if (!id.ok() || !module_name_matches(id.module->name, module)) {
+      id = identify_module(o.pid, module);
+    }
+    if (!id.ok()) {
+      if (id.refusal != Refusal::kNotMapped || !o.module.empty()) {
+        std::printf("%s: refused (%s): %s\n", module.c_str(),
+                    std::string(to_string(id.refusal)).c_str(), id.detail.c_str());
+      }
+      continue;
+    }
+    any = true;
+    auto loaded = store.for_module(*id.module, set);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("\nprocess     %d: %s (%s, inode %" PRIu64 ")\n", o.pid, id.module->path.c_str(),
+                id.module->host_path.c_str(), id.module->inode);
+    if (!loaded.ok()) {
+      std::printf("no profile: %s\n", loaded.error().message.c_str());
+      continue;
+    }
+    std::printf("origin      %s: %s", std::string(to_string(loaded->origin)).c_str(),
+                loaded->location.c_str());
+    if (loaded->debug_source) {
+      std::printf(" (debuginfo: %s)", std::string(to_string(*loaded->debug_source)).c_str());
+    }
+    std::printf("\nlookup      %.1f ms (identify + %s)\n", s * 1e3,
+                loaded->origin == Origin::kResolved ? "resolve" : "load");
+    if (o.json) {
+      std::fputs(dump_profile(loaded->profile).c_str(), stdout);
+    } else {
+      print_summary(loaded->profile, stdout);
+    }
+  }
+  if (!any) {
+    fail("no module of process " + std::to_string(o.pid) + " matches a probe set");
+  }
+}
+
+}  // namespace
+
+CLI::App* add_profile_commands(CLI::App& app) {
+  auto o = std::make_shared<Options>();
+  CLI::App* profile = app.add_subcommand("profile", "Probe profiles: generate and inspect");
+  profile->require_subcommand(1);
+
+  CLI::App* gen = profile->add_subcommand("generate", "Resolve a probe set against a binary");
+  gen->add_option("--binary", o->binary, "The binary uprobes attach to")->required();
+  gen->add_option("--debug-file", o->debug_file, "Its DWARF (default: searched)");
+  gen->add_option("--probe-set", o->probe_set, "Probe-set spec (default: by binary name)");
+  gen->add_option("--probe-set-dir", o->probe_set_dir, "Where the probe-set specs are");
+  gen->add_option("--object", o->object, "Object name to record (default: file name)");
+  gen->add_flag("--no-inlined", o->no_inlined, "Do not list inlined instances");
+  gen->add_option("--out", o->out, "Profile file to write")->required();
+  gen->callback([o] { generate(*o); });
+
+  CLI::App* show = profile->add_subcommand("show", "Show a profile file, or a process's");
+  show->add_option("file", o->file, "Profile file");
+  auto* pid = show->add_option("--pid", o->pid, "Process: what the daemon would use for it");
+  show->add_option("--module", o->module, "Module of the process (default: all that match)")
+      ->needs(pid);
+  show->add_option("--probe-set", o->probe_set, "Probe-set spec (default: all that apply)");
+  show->add_option("--probe-set-dir", o->probe_set_dir, "Where the probe-set specs are");
+  show->add_option("--cache-dir", o->cache_dir, "Profile cache")->needs(pid);
+  show->add_option("--shipped-dir", o->shipped_dirs, "Shipped profiles (repeatable)")->needs(pid);
+  show->add_flag("--no-resolve", o->no_resolve, "Use stored profiles only")->needs(pid);
+  show->add_flag("--no-cache-write", o->no_cache_write, "Do not cache what is resolved")
+      ->needs(pid);
+  show->add_flag("--json", o->json, "Print the profile as JSON");
+  show->callback([o] {
+    if (o->pid > 0 && o->file.empty()) {
+      show_pid(*o);
+    } else if (o->pid == 0 && !o->file.empty()) {
+      show_file(*o);
+    } else {
+      fail("show takes a FILE or --pid PID");
+    }
+  });
+  return profile;
+}
+
+}  // namespace cephscope::profile

@@ -1,0 +1,13 @@
+// cephscope-profile-cli: the daemon's `profile` command as a standalone tool, for tests and
+// for hosts where only profiles are wanted.
+#include <CLI/CLI.hpp>
+
+#include "profile/cli.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"cephscope probe profiles"};
+  app.require_subcommand(1);
+  cephscope::profile::add_profile_commands(app);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

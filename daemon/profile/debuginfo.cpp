@@ -1,0 +1,185 @@
+#include "profile/debuginfo.h"
+
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#ifdef CEPHSCOPE_HAVE_DEBUGINFOD
+#include <elfutils/debuginfod.h>
+#endif
+
+namespace cephscope::profile {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string under(const std::string& root, const std::string& path) {
+  if (root.empty() || root == "/") {
+    return path;
+  }
+  return (fs::path(root) / fs::path(path).relative_path()).string();
+}
+
+// CRC32 of a whole file, as .gnu_debuglink records it. Only used for debug files without a
+// build-id note.
+std::optional<uint32_t> file_crc32(const ElfFile& f) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  constexpr size_t kChunk = 1 << 20;
+  for (uint64_t off = 0; off < f.file_size(); off += kChunk) {
+    auto bytes = f.read(off, kChunk);
+    if (bytes.empty()) {
+      return std::nullopt;
+    }
+    crc = crc32(crc, bytes.data(), static_cast<uInt>(bytes.size()));
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+// Empty when PATH is a debug file for BUILD_ID, else why not.
+std::string check_candidate(const std::string& path, const std::string& build_id,
+                            std::optional<uint32_t> crc = std::nullopt) {
+  auto f = ElfFile::open(path);
+  if (!f.ok()) {
+    return f.error().message;
+  }
+  if (!f->has_data_section(".debug_info")) {
+    return path + ": no .debug_info";
+  }
+  auto id = f->build_id();
+  if (id.ok()) {
+    return *id == build_id ? "" : path + ": build-id " + *id + ", want " + build_id;
+  }
+  if (crc && file_crc32(*f) == crc) {
+    return "";
+  }
+  return path + ": no build-id to check it against";
+}
+
+#ifdef CEPHSCOPE_HAVE_DEBUGINFOD
+std::optional<std::string> from_debuginfod(const std::string& build_id, std::string* why) {
+  const char* urls = std::getenv("DEBUGINFOD_URLS");
+  if (urls == nullptr || *urls == '\0') {
+    return std::nullopt;
+  }
+  std::unique_ptr<debuginfod_client, decltype(&debuginfod_end)> client(debuginfod_begin(),
+                                                                        &debuginfod_end);
+  if (!client) {
+    *why = "debuginfod: cannot start a client";
+    return std::nullopt;
+  }
+  char* path = nullptr;
+  // A hex build-id may be passed as text with length 0.
+  const int fd = debuginfod_find_debuginfo(
+      client.get(), reinterpret_cast<const unsigned char*>(build_id.c_str()), 0, &path);
+  if (fd < 0) {
+    *why = "debuginfod: " + std::string(std::strerror(-fd));
+    return std::nullopt;
+  }
+  ::close(fd);
+  std::string out = path != nullptr ? path : "";
+  std::free(path);
+  return out;
+}
+#endif
+
+}  // namespace
+
+std::string_view to_string(DebugSource s) {
+  switch (s) {
+    case DebugSource::kExplicit:
+      return "explicit";
+    case DebugSource::kEmbedded:
+      return "embedded";
+    case DebugSource::kBuildIdHost:
+      return "build-id (host)";
+    case DebugSource::kBuildIdRoot:
+      return "build-id (target root)";
+    case DebugSource::kDebuglink:
+      return "gnu_debuglink";
+    case DebugSource::kDebuginfod:
+      return "debuginfod";
+  }
+  return "explicit";
+}
+
+bool have_debuginfod() {
+#ifdef CEPHSCOPE_HAVE_DEBUGINFOD
+  return true;
+#else
+  return false;
+#endif
+}
+
+Result<DebugFileRef> find_debuginfo(const ElfFile& binary, const std::string& build_id,
+                                    const std::string& binary_path, const DebugSearch& search) {
+  if (!search.explicit_file.empty()) {
+    if (std::string why = check_candidate(search.explicit_file, build_id); !why.empty()) {
+      return make_error(ErrorKind::kInvalidInput, why);
+    }
+    return DebugFileRef{search.explicit_file, DebugSource::kExplicit};
+  }
+  if (binary.has_data_section(".debug_info")) {
+    return DebugFileRef{binary.path(), DebugSource::kEmbedded};
+  }
+  std::vector<std::string> tried;
+  auto attempt = [&](const std::string& path, DebugSource source,
+                     std::optional<uint32_t> crc = std::nullopt) -> std::optional<DebugFileRef> {
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      return std::nullopt;
+    }
+    if (std::string why = check_candidate(path, build_id, crc); !why.empty()) {
+      tried.push_back(why);
+      return std::nullopt;
+    }
+    return DebugFileRef{path, source};
+  };
+
+  if (build_id.size() > 2) {
+    const std::string rel =
+        search.debug_dir + "/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) +
+        ".debug";
+    if (auto r = attempt(under(search.host_root, rel), DebugSource::kBuildIdHost)) {
+      return *r;
+    }
+    if (!search.target_root.empty()) {
+      if (auto r = attempt(under(search.target_root, rel), DebugSource::kBuildIdRoot)) {
+        return *r;
+      }
+    }
+  }
+  if (auto link = binary.debuglink()) {
+    const std::string dir = fs::path(binary_path).parent_path().string();
+    const std::string root = search.target_root.empty() ? search.host_root : search.target_root;
+    for (const std::string& d : {dir, dir + "/.debug", search.debug_dir + dir}) {
+      if (auto r = attempt(under(root, d + "/" + link->name), DebugSource::kDebuglink,
+                           link->crc)) {
+        return *r;
+      }
+    }
+  }
+#ifdef CEPHSCOPE_HAVE_DEBUGINFOD
+  if (search.debuginfod) {
+    std::string why;
+    if (auto path = from_debuginfod(build_id, &why)) {
+      if (auto r = attempt(*path, DebugSource::kDebuginfod)) {
+        return *r;
+      }
+    } else if (!why.empty()) {
+      tried.push_back(why);
+    }
+  }
+#endif
+  std::string message = "no debuginfo for build-id " + build_id;
+  for (const auto& t : tried) {
+    message += "; " + t;
+  }
+  return make_error(ErrorKind::kNotFound, message);
+}
+
+}  // namespace cephscope::profile

@@ -1,0 +1,157 @@
+#include "profile/probe_set.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "profile/json_util.h"
+
+namespace cephscope::profile {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr size_t kMaxSpecBytes = 1 << 20;
+constexpr size_t kMaxItems = 4096;
+constexpr size_t kMaxNameLen = 512;
+
+Error bad(std::string_view what) {
+  return make_error(ErrorKind::kInvalidInput, "probe set: " + std::string(what));
+}
+
+bool valid_object_name(std::string_view s) {
+  return !s.empty() && s.size() <= 255 && s.find('/') == std::string_view::npos &&
+         std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isgraph(static_cast<unsigned char>(c)) != 0; });
+}
+
+}  // namespace
+
+bool is_identifier(std::string_view s) {
+  if (s.empty() || s.size() > kMaxNameLen || std::isdigit(static_cast<unsigned char>(s[0]))) {
+    return false;
+  }
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  });
+}
+
+bool is_member_path(std::string_view s) {
+  size_t parts = 0;
+  while (true) {
+    const size_t dot = s.find('.');
+    if (!is_identifier(s.substr(0, dot)) || ++parts > 16) {
+      return false;
+    }
+    if (dot == std::string_view::npos) {
+      return true;
+    }
+    s.remove_prefix(dot + 1);
+  }
+}
+
+bool is_qualified_name(std::string_view s) {
+  return !s.empty() && s.size() <= kMaxNameLen && s.front() != ':' &&
+         std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isprint(static_cast<unsigned char>(c)) != 0 && c != '"' && c != '\\';
+         });
+}
+
+bool ProbeSet::applies_to(std::string_view file_name) const {
+  return std::any_of(objects.begin(), objects.end(), [&](const std::string& o) {
+    return file_name == o || (file_name.starts_with(o) && file_name.size() > o.size() &&
+                              file_name[o.size()] == '.');
+  });
+}
+
+Result<ProbeSet> parse_probe_set(std::string_view text) {
+  if (text.size() > kMaxSpecBytes) {
+    return bad("file too large");
+  }
+  json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return bad("not a JSON object");
+  }
+  JsonReader r(doc, "probe set");
+  ProbeSet set;
+  std::string schema;
+  int64_t version = 0;
+  r.known_keys({"schema", "schema_version", "name", "description", "objects", "functions",
+                "types"});
+  r.string("schema", &schema, 64);
+  r.integer("schema_version", &version, 0, 1 << 20);
+  if (r.ok() && schema != "cephscope-probe-set") {
+    return bad("schema is \"" + schema + "\", expected \"cephscope-probe-set\"");
+  }
+  if (r.ok() && version != kProbeSetSchemaVersion) {
+    return bad("unknown schema_version " + std::to_string(version));
+  }
+  r.string("name", &set.name, 64);
+  r.string("description", &set.description, 4096, /*required=*/false);
+  r.string_array("objects", &set.objects, 64, valid_object_name, "an object file name");
+  r.string_array("functions", &set.functions, kMaxItems, is_qualified_name,
+                 "a qualified function name", /*required=*/false);
+  r.array("types", kMaxItems, /*required=*/false, [&](JsonReader& t) {
+    TypeSpec spec;
+    t.known_keys({"name", "members"});
+    t.string("name", &spec.name, kMaxNameLen, true, is_qualified_name, "a qualified type name");
+    t.string_array("members", &spec.members, kMaxItems, is_member_path, "a member path",
+                   /*required=*/false);
+    set.types.push_back(std::move(spec));
+  });
+  if (!r.ok()) {
+    return r.error();
+  }
+  if (!is_identifier(std::string_view(set.name).substr(0, set.name.find('-'))) ||
+      set.objects.empty()) {
+    return bad("needs a name and at least one object");
+  }
+  // The digest covers what changes the resolved result, not the description.
+  json canon = {{"functions", set.functions}, {"objects", set.objects}};
+  for (const auto& t : set.types) {
+    canon["types"].push_back({{"name", t.name}, {"members", t.members}});
+  }
+  set.digest = fnv1a_hex(canon.dump());
+  return set;
+}
+
+Result<ProbeSet> load_probe_set(const std::string& path) {
+  auto text = read_small_file(path, kMaxSpecBytes);
+  if (!text.ok()) {
+    return text.error();
+  }
+  auto set = parse_probe_set(*text);
+  if (!set.ok()) {
+    return make_error(set.error().kind, path + ": " + set.error().message);
+  }
+  return set;
+}
+
+Result<std::vector<ProbeSet>> load_probe_sets(const std::string& dir) {
+  std::vector<std::string> paths;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".json") {
+      paths.push_back(e.path().string());
+    }
+  }
+  if (ec) {
+    return make_error(ErrorKind::kNotFound, dir + ": " + ec.message(), ec.value());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<ProbeSet> sets;
+  for (const auto& p : paths) {
+    auto s = load_probe_set(p);
+    if (!s.ok()) {
+      return s.error();
+    }
+    sets.push_back(std::move(s).value());
+  }
+  return sets;
+}
+
+}  // namespace cephscope::profile

@@ -1,0 +1,50 @@
+// Probe-set spec: what to resolve for a kind of target (the OSD, a librados client): function
+// names, types with member paths. Shipped as data files in config/probe-sets/.
+//
+//   {"schema": "cephscope-probe-set", "schema_version": 1, "name": "osd",
+//    "objects": ["ceph-osd"],
+//    "functions": ["OSD::dequeue_op", ...],
+//    "types": [{"name": "OpRequest", "members": ["request", "reqid.name._num"]}]}
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/result.h"
+
+namespace cephscope::profile {
+
+inline constexpr int kProbeSetSchemaVersion = 1;
+
+struct TypeSpec {
+  std::string name;                  // qualified: "BlueStore::TransContext"
+  std::vector<std::string> members;  // dotted paths, through bases: "reqid.name._num"
+};
+
+struct ProbeSet {
+  std::string name;
+  std::string description;
+  std::vector<std::string> objects;  // file names the set applies to: "ceph-osd"
+  std::vector<std::string> functions;
+  std::vector<TypeSpec> types;
+  std::string digest;  // of the canonical content: a cached profile made from another
+                       // version of the spec is resolved again
+
+  // True when FILE_NAME ("librados.so.2.0.0") is one of objects (sonames match versions).
+  [[nodiscard]] bool applies_to(std::string_view file_name) const;
+};
+
+Result<ProbeSet> parse_probe_set(std::string_view text);
+Result<ProbeSet> load_probe_set(const std::string& path);
+// Every *.json in DIR; a bad file is an error (specs are ours, not from containers).
+Result<std::vector<ProbeSet>> load_probe_sets(const std::string& dir);
+
+// True for a plain C++ identifier ("_num", "TrackedOp").
+bool is_identifier(std::string_view s);
+// A member path: identifiers joined by '.', at most 16 of them.
+bool is_member_path(std::string_view s);
+// A qualified C++ name as the resolver accepts it: printable, no spaces but in templates.
+bool is_qualified_name(std::string_view s);
+
+}  // namespace cephscope::profile

@@ -1,0 +1,207 @@
+#include "profile/process.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "profile/elf_file.h"
+
+namespace cephscope::profile {
+
+namespace {
+
+constexpr std::string_view kDeletedSuffix = " (deleted)";
+
+Identification refuse(Refusal r, std::string detail) {
+  Identification id;
+  id.refusal = r;
+  id.detail = std::move(detail);
+  return id;
+}
+
+// /proc files report size 0: read until EOF. Returns 0 or an errno.
+int read_pseudo_file(const std::string& path, std::string* out) {
+  FILE* f = std::fopen(path.c_str(), "re");
+  if (f == nullptr) {
+    return errno;
+  }
+  char buf[65536];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
+    out->append(buf, n);
+  }
+  const int err = std::ferror(f) != 0 ? EIO : 0;
+  std::fclose(f);
+  return err;
+}
+
+std::string file_name(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+}  // namespace
+
+std::string_view to_string(Refusal r) {
+  switch (r) {
+    case Refusal::kNone:
+      return "none";
+    case Refusal::kNoProcess:
+      return "no_process";
+    case Refusal::kNoAccess:
+      return "no_access";
+    case Refusal::kNotMapped:
+      return "not_mapped";
+    case Refusal::kDeleted:
+      return "deleted";
+    case Refusal::kReplaced:
+      return "replaced";
+    case Refusal::kNotElf:
+      return "not_elf";
+    case Refusal::kNoBuildId:
+      return "no_build_id";
+  }
+  return "none";
+}
+
+bool module_name_matches(std::string_view file, std::string_view name) {
+  return file == name || (file.size() > name.size() && file.starts_with(name) &&
+                          file[name.size()] == '.' && name.find(".so") != std::string_view::npos);
+}
+
+std::vector<Mapping> parse_maps(std::string_view text) {
+  std::vector<Mapping> out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string line(text.substr(0, nl));
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    Mapping m;
+    char perms[8] = {};
+    unsigned maj = 0;
+    unsigned min = 0;
+    int path_at = 0;
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
+                    &m.start, &m.end, perms, &m.offset, &maj, &min, &m.inode, &path_at) < 7) {
+      continue;
+    }
+    m.dev_major = maj;
+    m.dev_minor = min;
+    m.executable = perms[2] == 'x';
+    if (path_at > 0 && static_cast<size_t>(path_at) <= line.size()) {
+      m.path = line.substr(static_cast<size_t>(path_at));
+    }
+    if (m.path.ends_with(kDeletedSuffix)) {
+      m.deleted = true;
+      m.path.resize(m.path.size() - kDeletedSuffix.size());
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+Result<std::vector<Mapping>> read_maps(pid_t pid, const std::string& proc) {
+  const std::string path = proc + "/" + std::to_string(pid) + "/maps";
+  std::string text;
+  if (int err = read_pseudo_file(path, &text); err != 0) {
+    return make_error(err == ENOENT ? ErrorKind::kNotFound : ErrorKind::kSystem,
+                      path + ": " + std::strerror(err), err);
+  }
+  return parse_maps(text);
+}
+
+Identification identify_module(pid_t pid, std::string_view name, const std::string& proc) {
+  const std::string base = proc + "/" + std::to_string(pid);
+  std::string maps_text;
+  if (int err = read_pseudo_file(base + "/maps", &maps_text); err != 0) {
+    return refuse(err == ENOENT || err == ESRCH ? Refusal::kNoProcess : Refusal::kNoAccess,
+                  base + "/maps: " + std::strerror(err));
+  }
+  std::string wanted_path;
+  if (name.empty()) {
+    std::error_code ec;
+    wanted_path = std::filesystem::read_symlink(base + "/exe", ec).string();
+    if (ec) {
+      return refuse(ec.value() == ENOENT ? Refusal::kNoProcess : Refusal::kNoAccess,
+                    base + "/exe: " + ec.message());
+    }
+    if (wanted_path.ends_with(kDeletedSuffix)) {
+      wanted_path.resize(wanted_path.size() - kDeletedSuffix.size());
+    }
+  }
+  const Mapping* found = nullptr;
+  const std::vector<Mapping> maps = parse_maps(maps_text);
+  for (const Mapping& m : maps) {
+    if (m.inode == 0 || m.path.empty() || m.path[0] != '/') {
+      continue;
+    }
+    const bool match = name.empty() ? m.path == wanted_path
+                                    : module_name_matches(file_name(m.path), name);
+    // Prefer the executable mapping: it is what uprobes hit.
+    if (match && (found == nullptr || (!found->executable && m.executable))) {
+      found = &m;
+    }
+  }
+  if (found == nullptr) {
+    return refuse(Refusal::kNotMapped, std::string(name.empty() ? "executable" : name) +
+                                           " is not mapped in " + std::to_string(pid));
+  }
+  ModuleIdentity id;
+  id.pid = pid;
+  id.name = file_name(found->path);
+  id.path = found->path;
+  id.root = base + "/root";
+  id.host_path = id.root + found->path;
+  id.dev = makedev(found->dev_major, found->dev_minor);
+  id.inode = found->inode;
+  id.main_executable = name.empty();
+  if (found->deleted) {
+    return refuse(Refusal::kDeleted, found->path + " was deleted after " + std::to_string(pid) +
+                                         " mapped it");
+  }
+  struct stat by_path {};
+  if (::stat(id.host_path.c_str(), &by_path) != 0) {
+    const int err = errno;
+    if (err == EACCES || err == EPERM) {
+      return refuse(Refusal::kNoAccess, id.host_path + ": " + std::strerror(err));
+    }
+    return refuse(Refusal::kDeleted, id.host_path + ": " + std::strerror(err));
+  }
+  // The mapped file itself, even when deleted or shadowed (needs CAP_SYS_ADMIN).
+  char range[64];
+  std::snprintf(range, sizeof range, "/map_files/%" PRIx64 "-%" PRIx64, found->start, found->end);
+  const std::string mapped = base + range;
+  struct stat by_map {};
+  const bool have_map = ::stat(mapped.c_str(), &by_map) == 0;
+  const bool same_as_maps = by_path.st_ino == id.inode && by_path.st_dev == id.dev;
+  // overlayfs reports one device in maps and another in stat: then map_files decides.
+  const bool same_as_map_file =
+      have_map && by_path.st_ino == by_map.st_ino && by_path.st_dev == by_map.st_dev;
+  if (!same_as_maps && !same_as_map_file) {
+    return refuse(Refusal::kReplaced, id.host_path + " is no longer the file " +
+                                          std::to_string(pid) + " mapped (inode " +
+                                          std::to_string(id.inode) + ", now " +
+                                          std::to_string(by_path.st_ino) + ")");
+  }
+  auto elf = ElfFile::open(have_map ? mapped : id.host_path);
+  if (!elf.ok() && have_map) {
+    elf = ElfFile::open(id.host_path);
+  }
+  if (!elf.ok()) {
+    return refuse(Refusal::kNotElf, elf.error().message);
+  }
+  auto build_id = elf->build_id();
+  if (!build_id.ok()) {
+    return refuse(Refusal::kNoBuildId, build_id.error().message);
+  }
+  id.build_id = *build_id;
+  Identification out;
+  out.module = std::move(id);
+  return out;
+}
+
+}  // namespace cephscope::profile

@@ -1,0 +1,108 @@
+#include "profile/profile.h"
+
+#include <array>
+
+namespace cephscope::profile {
+
+namespace {
+
+// DWARF register numbers of the x86-64 psABI, 0..16.
+constexpr std::array<std::string_view, 17> kRegs = {
+    "rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp", "r8",
+    "r9",  "r10", "r11", "r12", "r13", "r14", "r15", "rip",
+};
+
+constexpr std::array<std::pair<ItemStatus, std::string_view>, 5> kStatus = {{
+    {ItemStatus::kOk, "ok"},
+    {ItemStatus::kInlinedOnly, "inlined_only"},
+    {ItemStatus::kNotFound, "not_found"},
+    {ItemStatus::kNoDebuginfo, "no_debuginfo"},
+    {ItemStatus::kError, "error"},
+}};
+
+constexpr std::array<std::pair<ParamLocation::Kind, std::string_view>, 4> kKinds = {{
+    {ParamLocation::Kind::kRegister, "register"},
+    {ParamLocation::Kind::kMemory, "memory"},
+    {ParamLocation::Kind::kUnavailable, "unavailable"},
+    {ParamLocation::Kind::kComplex, "complex"},
+}};
+
+}  // namespace
+
+const FunctionEntry* Profile::function(std::string_view name) const {
+  for (const auto& f : functions) {
+    if (f.name == name) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+const TypeEntry* Profile::type(std::string_view name) const {
+  for (const auto& t : types) {
+    if (t.name == name) {
+      return &t;
+    }
+  }
+  return nullptr;
+}
+
+const MemberEntry* Profile::member(std::string_view type, std::string_view path) const {
+  for (const auto& m : members) {
+    if (m.type == type && m.path == path) {
+      return &m;
+    }
+  }
+  return nullptr;
+}
+
+std::string_view to_string(ItemStatus s) {
+  for (const auto& [k, v] : kStatus) {
+    if (k == s) {
+      return v;
+    }
+  }
+  return "error";
+}
+
+std::optional<ItemStatus> item_status_from(std::string_view s) {
+  for (const auto& [k, v] : kStatus) {
+    if (v == s) {
+      return k;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(ParamLocation::Kind k) {
+  for (const auto& [kind, v] : kKinds) {
+    if (kind == k) {
+      return v;
+    }
+  }
+  return "complex";
+}
+
+std::optional<ParamLocation::Kind> location_kind_from(std::string_view s) {
+  for (const auto& [k, v] : kKinds) {
+    if (v == s) {
+      return k;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view dwarf_reg_name(int reg) {
+  return reg >= 0 && static_cast<size_t>(reg) < kRegs.size() ? kRegs[reg] : std::string_view{};
+}
+
+int dwarf_reg_from(std::string_view name) {
+  for (size_t i = 0; i < kRegs.size(); ++i) {
+    if (kRegs[i] == name) {
+      return static_cast<int>(i);
+    }
+  }
+  return -1;
+}
+
+}  // namespace cephscope::profile

@@ -1,0 +1,114 @@
+// The probe profile: everything the daemon needs to probe one build of one binary (keyed by
+// build-id), resolved once from DWARF or the symbol table. Serialised by profile_json.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cephscope::profile {
+
+inline constexpr int kSchemaVersion = 1;
+inline constexpr std::string_view kSchemaName = "cephscope-profile";
+
+// Per item: a missing or inlined-only function is reported here, never fatal for the set.
+enum class ItemStatus {
+  kOk,           // resolved
+  kInlinedOnly,  // no out-of-line copy: every instance is inlined into callers
+  kNotFound,     // absent from this build
+  kNoDebuginfo,  // needs DWARF and none was found (members, sizes)
+  kError,        // the DWARF was there but could not be read (message says why)
+};
+
+// Where a parameter's value is at the function's first instruction (x86-64).
+struct ParamLocation {
+  enum class Kind {
+    kRegister,     // in register dwarf_reg
+    kMemory,       // in memory at dwarf_reg + offset (rsp-relative for stack arguments)
+    kUnavailable,  // optimised out at entry
+    kComplex,      // a DWARF expression this schema does not model (see expr)
+  };
+  Kind kind = Kind::kUnavailable;
+  int dwarf_reg = -1;   // DWARF register number (x86-64: 0 rax .. 7 rsp, 8-15 r8-r15)
+  int64_t offset = 0;   // kMemory only
+  bool from_abi = false;  // DWARF gave a prologue spill slot: inferred from the SysV ABI
+  std::string expr;     // kComplex: the expression, for humans
+};
+
+struct Param {
+  std::string name;
+  std::string type;
+  uint64_t size = 0;
+  ParamLocation location;
+};
+
+struct FunctionInstance {
+  std::string linkage_name;  // tells overloads apart; empty for inlined copies
+  std::string symbol;        // the symbol at vaddr, when one exists (clones: "f.isra.0")
+  uint64_t vaddr = 0;
+  uint64_t file_offset = 0;  // what a uprobe takes
+  uint64_t size = 0;
+  bool inlined = false;
+  bool clone = false;        // compiler-made copy: calling convention may differ
+  std::string entry_insn;    // "push", "branch", "nop", "endbr64", "other": see insn.h
+  std::string caller;        // inlined only: the function it was inlined into
+  std::vector<Param> params;  // out-of-line only
+};
+
+struct FunctionEntry {
+  std::string name;  // qualified, as asked: "OSD::dequeue_op"
+  ItemStatus status = ItemStatus::kNotFound;
+  std::string message;
+  std::vector<FunctionInstance> instances;
+};
+
+struct MemberEntry {
+  std::string type;  // "OpRequest"
+  std::string path;  // "reqid.name._num"
+  ItemStatus status = ItemStatus::kNotFound;
+  std::string message;
+  uint64_t offset = 0;  // bytes from the start of TYPE, through bases and nested members
+  uint64_t size = 0;
+  std::string type_name;
+  std::optional<uint32_t> bit_offset;  // bit-fields only: bits from OFFSET
+  std::optional<uint32_t> bit_size;
+};
+
+struct TypeEntry {
+  std::string name;
+  ItemStatus status = ItemStatus::kNotFound;
+  std::string message;
+  uint64_t size = 0;
+};
+
+struct Profile {
+  int schema_version = kSchemaVersion;
+  std::string build_id;     // lower-case hex
+  std::string object;       // "ceph-osd", "librados.so.2"
+  std::string binary_path;  // where it was resolved from (informational)
+  std::string source;       // "dwarf" or "symtab"
+  std::string debug_file;   // empty for "symtab"
+  std::string probe_set;    // name of the probe-set spec
+  std::string probe_set_digest;
+  std::string generator;    // "cephscope 0.1.0"
+  std::string created;      // UTC, ISO 8601
+  std::vector<FunctionEntry> functions;
+  std::vector<TypeEntry> types;
+  std::vector<MemberEntry> members;
+
+  [[nodiscard]] const FunctionEntry* function(std::string_view name) const;
+  [[nodiscard]] const TypeEntry* type(std::string_view name) const;
+  [[nodiscard]] const MemberEntry* member(std::string_view type, std::string_view path) const;
+};
+
+std::string_view to_string(ItemStatus s);
+std::optional<ItemStatus> item_status_from(std::string_view s);
+std::string_view to_string(ParamLocation::Kind k);
+std::optional<ParamLocation::Kind> location_kind_from(std::string_view s);
+// "rdi" for 5, "" when out of range.
+std::string_view dwarf_reg_name(int reg);
+int dwarf_reg_from(std::string_view name);  // -1 when unknown
+
+}  // namespace cephscope::profile

@@ -1,0 +1,417 @@
+#include "profile/profile_json.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "profile/json_util.h"
+#include "profile/probe_set.h"
+#include "profile/unique_fd.h"
+
+namespace cephscope::profile {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t kMaxVaddr = uint64_t{1} << 47;     // x86-64 user space
+constexpr uint64_t kMaxFileOffset = uint64_t{1} << 40;
+constexpr uint64_t kMaxTypeSize = uint64_t{1} << 32;
+constexpr size_t kMaxEntries = 4096;
+constexpr size_t kMaxInstances = 65536;
+constexpr size_t kMaxParams = 64;
+constexpr size_t kMaxText = 4096;
+constexpr int kMaxDepth = 16;
+
+const std::vector<std::string_view> kInsnKinds = {"",    "push",    "branch", "nop",
+                                                  "ret", "endbr64", "other"};
+
+bool printable(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
+  });
+}
+
+bool is_hex16(std::string_view s) {
+  return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+Error corrupt(const std::string& why) {
+  return make_error(ErrorKind::kInvalidInput, "corrupt profile: " + why);
+}
+
+json location_json(const ParamLocation& l) {
+  json j = {{"kind", to_string(l.kind)}};
+  if (l.kind == ParamLocation::Kind::kRegister || l.kind == ParamLocation::Kind::kMemory) {
+    j["reg"] = dwarf_reg_name(l.dwarf_reg);
+  }
+  if (l.kind == ParamLocation::Kind::kMemory) {
+    j["offset"] = l.offset;
+  }
+  if (l.from_abi) {
+    j["from_abi"] = true;
+  }
+  if (!l.expr.empty()) {
+    j["expr"] = l.expr;
+  }
+  return j;
+}
+
+void read_status(JsonReader& r, ItemStatus* status, std::string* message) {
+  std::string s;
+  r.string("status", &s, 32);
+  if (!r.ok()) {
+    return;
+  }
+  auto st = item_status_from(s);
+  if (!st) {
+    r.fail("unknown status \"" + s + "\"");
+    return;
+  }
+  *status = *st;
+  r.string("message", message, kMaxText, false, printable, "printable text");
+}
+
+void read_location(JsonReader& r, ParamLocation* l) {
+  r.known_keys({"kind", "reg", "offset", "from_abi", "expr"});
+  std::string kind;
+  r.string("kind", &kind, 32);
+  if (!r.ok()) {
+    return;
+  }
+  auto k = location_kind_from(kind);
+  if (!k) {
+    r.fail("unknown location kind \"" + kind + "\"");
+    return;
+  }
+  l->kind = *k;
+  const bool has_reg = *k == ParamLocation::Kind::kRegister || *k == ParamLocation::Kind::kMemory;
+  std::string reg;
+  r.string("reg", &reg, 8, has_reg);
+  if (r.ok() && has_reg) {
+    l->dwarf_reg = dwarf_reg_from(reg);
+    if (l->dwarf_reg < 0) {
+      r.fail("unknown register \"" + reg + "\"");
+    }
+  }
+  r.integer("offset", &l->offset, -(int64_t{1} << 31), int64_t{1} << 31,
+            *k == ParamLocation::Kind::kMemory);
+  r.boolean("from_abi", &l->from_abi, false);
+  r.string("expr", &l->expr, 256, false, printable, "printable text");
+}
+
+void read_instance(JsonReader& r, FunctionInstance* i) {
+  r.known_keys({"linkage_name", "symbol", "vaddr", "file_offset", "size", "inlined", "clone",
+                "entry_insn", "caller", "params"});
+  r.string("linkage_name", &i->linkage_name, kMaxText, false, printable, "printable text");
+  r.string("symbol", &i->symbol, kMaxText, false, printable, "printable text");
+  r.unsigned_integer("vaddr", &i->vaddr, kMaxVaddr);
+  r.unsigned_integer("file_offset", &i->file_offset, kMaxFileOffset);
+  r.unsigned_integer("size", &i->size, kMaxTypeSize);
+  r.boolean("inlined", &i->inlined);
+  r.boolean("clone", &i->clone, false);
+  r.string("entry_insn", &i->entry_insn, 16, false, [](std::string_view s) {
+    return std::find(kInsnKinds.begin(), kInsnKinds.end(), s) != kInsnKinds.end();
+  }, "an instruction kind");
+  r.string("caller", &i->caller, kMaxText, false, printable, "printable text");
+  r.array("params", kMaxParams, false, [&](JsonReader& pr) {
+    Param p;
+    pr.known_keys({"name", "type", "size", "location"});
+    pr.string("name", &p.name, 256, true, printable, "printable text");
+    pr.string("type", &p.type, 1024, true, printable, "printable text");
+    pr.unsigned_integer("size", &p.size, kMaxTypeSize);
+    pr.object("location", true, [&](JsonReader& lr) { read_location(lr, &p.location); });
+    i->params.push_back(std::move(p));
+  });
+  if (r.ok() && i->inlined && !i->params.empty()) {
+    r.fail("an inlined instance carries no parameters");
+  }
+}
+
+void read_function(JsonReader& r, FunctionEntry* f) {
+  r.known_keys({"name", "status", "message", "instances"});
+  r.string("name", &f->name, 512, true, is_qualified_name, "a qualified name");
+  read_status(r, &f->status, &f->message);
+  r.array("instances", kMaxInstances, false, [&](JsonReader& ir) {
+    FunctionInstance inst;
+    read_instance(ir, &inst);
+    f->instances.push_back(std::move(inst));
+  });
+  if (!r.ok()) {
+    return;
+  }
+  const auto out_of_line = std::count_if(f->instances.begin(), f->instances.end(),
+                                         [](const FunctionInstance& i) { return !i.inlined; });
+  const bool consistent =
+      (f->status == ItemStatus::kOk && out_of_line > 0) ||
+      (f->status == ItemStatus::kInlinedOnly && out_of_line == 0 && !f->instances.empty()) ||
+      (f->status != ItemStatus::kOk && f->status != ItemStatus::kInlinedOnly &&
+       f->instances.empty());
+  if (!consistent) {
+    r.fail("function " + f->name + ": status and instances disagree");
+  }
+}
+
+}  // namespace
+
+bool is_build_id(std::string_view s) {
+  return s.size() >= 8 && s.size() <= 128 && s.size() % 2 == 0 &&
+         std::all_of(s.begin(), s.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
+json profile_to_json(const Profile& p) {
+  json j;
+  j["schema"] = kSchemaName;
+  j["schema_version"] = p.schema_version;
+  j["build_id"] = p.build_id;
+  j["object"] = p.object;
+  j["binary_path"] = p.binary_path;
+  j["source"] = p.source;
+  j["debug_file"] = p.debug_file;
+  j["probe_set"] = p.probe_set;
+  j["probe_set_digest"] = p.probe_set_digest;
+  j["generator"] = p.generator;
+  j["created"] = p.created;
+  j["functions"] = json::array();
+  for (const auto& f : p.functions) {
+    json jf = {{"name", f.name}, {"status", to_string(f.status)}};
+    if (!f.message.empty()) {
+      jf["message"] = f.message;
+    }
+    if (!f.instances.empty()) {
+      jf["instances"] = json::array();
+    }
+    for (const auto& i : f.instances) {
+      json ji = {{"vaddr", i.vaddr},        {"file_offset", i.file_offset},
+                 {"size", i.size},          {"inlined", i.inlined},
+                 {"entry_insn", i.entry_insn}};
+      if (!i.linkage_name.empty()) {
+        ji["linkage_name"] = i.linkage_name;
+      }
+      if (!i.symbol.empty()) {
+        ji["symbol"] = i.symbol;
+      }
+      if (i.clone) {
+        ji["clone"] = true;
+      }
+      if (!i.caller.empty()) {
+        ji["caller"] = i.caller;
+      }
+      if (!i.inlined) {
+        ji["params"] = json::array();
+        for (const auto& prm : i.params) {
+          ji["params"].push_back({{"name", prm.name},
+                                  {"type", prm.type},
+                                  {"size", prm.size},
+                                  {"location", location_json(prm.location)}});
+        }
+      }
+      jf["instances"].push_back(std::move(ji));
+    }
+    j["functions"].push_back(std::move(jf));
+  }
+  j["types"] = json::array();
+  for (const auto& t : p.types) {
+    json jt = {{"name", t.name}, {"status", to_string(t.status)}};
+    if (t.status == ItemStatus::kOk) {
+      jt["size"] = t.size;
+    }
+    if (!t.message.empty()) {
+      jt["message"] = t.message;
+    }
+    j["types"].push_back(std::move(jt));
+  }
+  j["members"] = json::array();
+  for (const auto& m : p.members) {
+    json jm = {{"type", m.type}, {"path", m.path}, {"status", to_string(m.status)}};
+    if (m.status == ItemStatus::kOk) {
+      jm["offset"] = m.offset;
+      jm["size"] = m.size;
+      jm["type_name"] = m.type_name;
+      if (m.bit_size) {
+        jm["bit_offset"] = *m.bit_offset;
+        jm["bit_size"] = *m.bit_size;
+      }
+    }
+    if (!m.message.empty()) {
+      jm["message"] = m.message;
+    }
+    j["members"].push_back(std::move(jm));
+  }
+  return j;
+}
+
+std::string dump_profile(const Profile& p) {
+  return profile_to_json(p).dump(1) + "\n";
+}
+
+Result<Profile> parse_profile(std::string_view text) {
+  if (text.size() > kMaxProfileBytes) {
+    return corrupt("larger than " + std::to_string(kMaxProfileBytes) + " bytes");
+  }
+  if (!json_depth_within(text, kMaxDepth)) {
+    return corrupt("nested deeper than " + std::to_string(kMaxDepth));
+  }
+  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return corrupt("not valid JSON");
+  }
+  if (!doc.is_object()) {
+    return corrupt("not a JSON object");
+  }
+  JsonReader r(doc, "$");
+  std::string schema;
+  int64_t version = 0;
+  r.string("schema", &schema, 64);
+  r.integer("schema_version", &version, 0, 1 << 20);
+  if (!r.ok()) {
+    return corrupt(r.error().message);
+  }
+  if (schema != kSchemaName) {
+    return corrupt("schema is \"" + schema + "\", not \"" + std::string(kSchemaName) + "\"");
+  }
+  if (version != kSchemaVersion) {
+    return make_error(ErrorKind::kUnsupported,
+                      "unsupported profile schema_version " + std::to_string(version) +
+                          " (this build reads " + std::to_string(kSchemaVersion) + ")");
+  }
+  Profile p;
+  p.schema_version = static_cast<int>(version);
+  r.known_keys({"schema", "schema_version", "build_id", "object", "binary_path", "source",
+                "debug_file", "probe_set", "probe_set_digest", "generator", "created",
+                "functions", "types", "members"});
+  r.string("build_id", &p.build_id, 128, true, is_build_id, "a lower-case hex build-id");
+  r.string("object", &p.object, 255, true, [](std::string_view s) {
+    return !s.empty() && s.find('/') == std::string_view::npos && printable(s);
+  }, "a file name");
+  r.string("binary_path", &p.binary_path, kMaxText, true, printable, "printable text");
+  r.string("source", &p.source, 16, true,
+           [](std::string_view s) { return s == "dwarf" || s == "symtab"; }, "dwarf or symtab");
+  r.string("debug_file", &p.debug_file, kMaxText, true, printable, "printable text");
+  r.string("probe_set", &p.probe_set, 64, true, [](std::string_view s) {
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+    });
+  }, "a probe-set name");
+  r.string("probe_set_digest", &p.probe_set_digest, 16, true, is_hex16, "16 hex digits");
+  r.string("generator", &p.generator, 128, true, printable, "printable text");
+  r.string("created", &p.created, 64, true, printable, "printable text");
+  r.array("functions", kMaxEntries, true, [&](JsonReader& fr) {
+    FunctionEntry f;
+    read_function(fr, &f);
+    p.functions.push_back(std::move(f));
+  });
+  r.array("types", kMaxEntries, true, [&](JsonReader& tr) {
+    TypeEntry t;
+    tr.known_keys({"name", "status", "message", "size"});
+    tr.string("name", &t.name, 512, true, is_qualified_name, "a qualified name");
+    read_status(tr, &t.status, &t.message);
+    tr.unsigned_integer("size", &t.size, kMaxTypeSize, t.status == ItemStatus::kOk);
+    p.types.push_back(std::move(t));
+  });
+  r.array("members", kMaxEntries * 4, true, [&](JsonReader& mr) {
+    MemberEntry m;
+    mr.known_keys({"type", "path", "status", "message", "offset", "size", "type_name",
+                   "bit_offset", "bit_size"});
+    mr.string("type", &m.type, 512, true, is_qualified_name, "a qualified name");
+    mr.string("path", &m.path, 512, true, is_member_path, "a member path");
+    read_status(mr, &m.status, &m.message);
+    const bool ok = m.status == ItemStatus::kOk;
+    mr.unsigned_integer("offset", &m.offset, kMaxTypeSize, ok);
+    mr.unsigned_integer("size", &m.size, kMaxTypeSize, ok);
+    mr.string("type_name", &m.type_name, 1024, ok, printable, "printable text");
+    if (mr.has("bit_size") || mr.has("bit_offset")) {
+      uint64_t bo = 0;
+      uint64_t bs = 0;
+      mr.unsigned_integer("bit_offset", &bo, 7);
+      mr.unsigned_integer("bit_size", &bs, 64);
+      m.bit_offset = static_cast<uint32_t>(bo);
+      m.bit_size = static_cast<uint32_t>(bs);
+    }
+    p.members.push_back(std::move(m));
+  });
+  if (!r.ok()) {
+    return corrupt(r.error().message);
+  }
+  // Cross-checks: a member must fit in its type.
+  std::map<std::string, uint64_t> sizes;
+  for (const auto& t : p.types) {
+    if (t.status == ItemStatus::kOk) {
+      sizes[t.name] = t.size;
+    }
+  }
+  for (const auto& m : p.members) {
+    auto s = sizes.find(m.type);
+    if (m.status == ItemStatus::kOk && s != sizes.end() && m.offset + m.size > s->second) {
+      return corrupt("member " + m.type + "." + m.path + " lies outside its type");
+    }
+  }
+  return p;
+}
+
+Result<Profile> load_profile(const std::string& path, std::string_view expected_build_id) {
+  auto text = read_small_file(path, kMaxProfileBytes);
+  if (!text.ok()) {
+    return text.error();
+  }
+  auto p = parse_profile(*text);
+  if (!p.ok()) {
+    return make_error(p.error().kind, path + ": " + p.error().message);
+  }
+  if (!expected_build_id.empty() && p->build_id != expected_build_id) {
+    return make_error(ErrorKind::kInvalidInput, path + ": build-id mismatch: profile is for " +
+                                                    p->build_id + ", target is " +
+                                                    std::string(expected_build_id));
+  }
+  return p;
+}
+
+Status save_profile(const std::string& path, const Profile& p) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(path);
+  if (target.has_parent_path()) {
+    fs::create_directories(target.parent_path(), ec);
+    if (ec) {
+      return make_error(ErrorKind::kSystem,
+                        target.parent_path().string() + ": " + ec.message(), ec.value());
+    }
+  }
+  const std::string text = dump_profile(p);
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.valid()) {
+    const int err = errno;
+    return make_error(ErrorKind::kSystem, tmp + ": " + std::strerror(err), err);
+  }
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      return make_error(ErrorKind::kSystem, tmp + ": " + std::strerror(err), err);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
+  }
+  return ok_status();
+}
+
+}  // namespace cephscope::profile
