@@ -48,7 +48,7 @@ step_done() {   # step_done NAME: log how long the step took
 }
 die() {
     log "ERROR: $*"
-    if [ "${SUB:-}" = up ] && [ -f "${DIR:-/nonexistent}/$MARKER" ]; then
+    if [ "${SUB:-}" = up ] && [ "${CREATED:-0}" = 1 ]; then   # only what this "up" started
         log "stopping the daemons started so far; logs stay in $DIR/log"
         stop_daemons || true
         log "remove with: $0 down $DIR"
@@ -93,7 +93,7 @@ ours() {   # ours PID: the process is alive and runs with our ceph.conf
     local pid=$1
     [[ "$pid" =~ ^[0-9]+$ ]] || return 1
     [ -r "/proc/$pid/cmdline" ] || return 1
-    tr '\0' '\n' < "/proc/$pid/cmdline" | grep -qxF -- "$CONF"
+    { tr '\0' '\n' < "/proc/$pid/cmdline"; } 2>/dev/null | grep -qxF -- "$CONF"
 }
 
 check_alive() {    # fail fast, naming the daemon, when one of ours has exited
@@ -270,6 +270,7 @@ cmd_up() {
 
     mkdir -p "$(dirname "$DIR")"
     mkdir "$DIR" 2>/dev/null || die "$DIR already exists (run: $0 down $DIR)"
+    CREATED=1
     touch "$DIR/$MARKER"
     mkdir -p "$DIR"/{run,log,crash,pid,mon.a,mgr.x}
     local fsid port pbase
@@ -315,9 +316,11 @@ cmd_up() {
             >"$DIR/log/osd.$id.mkfs.log" 2>&1 &
         pids+=($!)
     done
-    for i in "${!pids[@]}"; do
-        wait "${pids[$i]}" || die "ceph-osd --mkfs failed for osd.${ids[$i]} (see $DIR/log/osd.${ids[$i]}.mkfs.log)"
+    local failed=()
+    for i in "${!pids[@]}"; do   # wait for all, so no mkfs still writes into DIR after a failure
+        wait "${pids[$i]}" || failed+=("osd.${ids[$i]}")
     done
+    [ ${#failed[@]} -eq 0 ] || die "ceph-osd --mkfs failed for ${failed[*]} (see $DIR/log/osd.*.mkfs.log)"
     step_done osd-mkfs
     for id in "${ids[@]}"; do
         start_daemon "osd.$id" ceph-osd -i "$id"
