@@ -117,9 +117,39 @@ vm_prepare_kernel() {
   vm_log "kernel $label: $kver ready in $(vm_since "$t0")s"
 }
 
+# The kernel image qemu boots. Debian's bzImage decompresses itself, which takes seconds
+# under TCG; the uncompressed ELF inside boots directly through its PVH entry point (qemu
+# -kernel vmlinux, CONFIG_PVH=y in Debian's kernels). Falls back to the bzImage.
+vm_kernel_image() { # LABEL -> prints path
+  local kdir kver bz elf off magic tool
+  kdir=$(vm_kernel_dir "$1")
+  kver=$(cat "$kdir/kver")
+  bz=$kdir/tree/boot/vmlinuz-$kver
+  elf=$kdir/vmlinux-$kver
+  if [ "${CEPHSCOPE_VM_BZIMAGE:-0}" = 1 ] || ! grep -q '^CONFIG_PVH=y' "$kdir/tree/boot/config-$kver"; then
+    echo "$bz"; return 0
+  fi
+  if [ ! -f "$elf" ]; then
+    for magic in $'\xfd7zXZ\x00':xz $'\x28\xb5\x2f\xfd':zstd $'\x1f\x8b\x08':gzip; do
+      tool=${magic##*:}
+      off=$(LC_ALL=C grep -abo "${magic%:*}" "$bz" 2>/dev/null | head -n 1 | cut -d: -f1)
+      [ -n "$off" ] && command -v "$tool" > /dev/null || continue
+      # trailing bytes after the stream make the decompressor complain: the ELF is checked below
+      tail -c +$((off + 1)) "$bz" | "$tool" -dc 2>/dev/null > "$elf.tmp" || true
+      if [ "$(head -c 4 "$elf.tmp" | od -An -c | tr -d ' ')" = 177ELF ] &&
+        readelf -n "$elf.tmp" 2>/dev/null | grep -q 'Unknown note type: (0x00000012)'; then
+        mv "$elf.tmp" "$elf"
+        break
+      fi
+      rm -f "$elf.tmp"
+    done
+  fi
+  if [ -f "$elf" ]; then echo "$elf"; else echo "$bz"; fi
+}
+
 # Tiny busybox initramfs per kernel: loads what is needed to mount the 9p root and hands over
 # to guest/init.sh inside the Debian root. Keyed by its inputs; rebuilt in a second when they change.
-VM_INITRD_MODULES=(virtio_pci 9pnet_virtio 9p overlay)
+VM_INITRD_MODULES=(virtio_pci 9pnet_virtio 9p overlay virtio_blk ext4 virtio_rng)
 vm_initrd() { # LABEL -> prints path
   local label=$1 kdir kver busybox key out w m ko b
   kdir=$(vm_kernel_dir "$label")
@@ -167,6 +197,7 @@ cmd_prepare() { # [LABEL...]
   for l in "${labels[@]}"; do
     vm_prepare_kernel "$l"
     vm_initrd "$l" > /dev/null
+    vm_kernel_image "$l" > /dev/null
   done
   vm_unlock
   vm_log "prepare: done in $(vm_since "$t0")s (cache $VM_CACHE)"

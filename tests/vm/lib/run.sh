@@ -61,11 +61,15 @@ vm_boot_once() {
   local dir=$1 kimg=$2 initrd=$3 scratch=$4; shift 4
   local qemu_args=("$@") t0 now qpid tailpid started_at= rc_at= append accel
   ATTEMPT_OUTCOME=died BOOT_S= CMD_S= SHUTDOWN_S=
-  rm -f "$dir"/{rc,started,finished,uname,init-failed}
+  rm -f "$dir"/{rc,started,finished,uname,init-failed,scratch-dev}
   rm -rf "$dir/out"
   : > "$dir/output.log"
   : > "$dir/console.log"
-  truncate -s 0 "$scratch" && truncate -s "$VM_SCRATCH_SIZE" "$scratch"
+  # a fresh ext4 per boot; formatting here costs nothing, in the guest it is slow under TCG
+  rm -f "$scratch"
+  truncate -s "$VM_SCRATCH_SIZE" "$scratch"
+  mkfs.ext4 -q -F -L cephscope-test -E lazy_itable_init=1,lazy_journal_init=1 "$scratch" ||
+    vm_die "mkfs.ext4 of the scratch image failed"
   case $VM_ACCEL in
     kvm) accel=(-accel kvm -cpu host) ;;
     tcg) accel=(-accel tcg,thread=multi,tb-size=256 -cpu max) ;;
@@ -154,7 +158,7 @@ cmd_run() {
   done
   [ -n "$label" ] && [ $# -gt 0 ] || { vm_run_usage >&2; exit $VM_RC_USAGE; }
   vm_check_label "$label"
-  VM_TOOLS_RC=$VM_RC_SETUP vm_need_tools qemu-system-x86_64
+  VM_TOOLS_RC=$VM_RC_SETUP vm_need_tools qemu-system-x86_64 mkfs.ext4
 
   # prepare (a no-op when the cache has it)
   t0=$(vm_now)
@@ -163,7 +167,7 @@ cmd_run() {
   fi
   kdir=$(vm_kernel_dir "$label")
   kver=$(cat "$kdir/kver")
-  kimg=$kdir/tree/boot/vmlinuz-$kver
+  kimg=$(vm_kernel_image "$label")
   initrd=$(VM_DIE_RC=$VM_RC_SETUP vm_initrd "$label")
   prep_s=$(vm_since "$t0")
 
@@ -171,7 +175,7 @@ cmd_run() {
   if [ -n "$out" ]; then
     mkdir -p "$out"
     dir=$(cd "$out" && pwd)
-    rm -rf "$dir"/{rc,started,finished,uname,init-failed,result,out,output*.log,console*.log,cmd,env0,cwd,mounts,init.sh}
+    rm -rf "$dir"/{rc,started,finished,uname,init-failed,scratch-dev,result,out,output*.log,console*.log,cmd,env0,cwd,mounts,init.sh}
   else
     dir=$(mktemp -d "${TMPDIR:-/tmp}/cephscope-vm-run.XXXXXX")
   fi
@@ -222,7 +226,7 @@ cmd_run() {
   sort -t $'\t' -k2,2 -o "$dir/mounts" "$dir/mounts"
   echo "$cwd" > "$dir/cwd"
 
-  vm_log "kernel $label ($kver): booting qemu -accel $VM_ACCEL -smp $VM_SMP -m $VM_MEM (prepare ${prep_s}s)"
+  vm_log "kernel $label ($kver, ${kimg##*/}): booting qemu -accel $VM_ACCEL -smp $VM_SMP -m $VM_MEM (prepare ${prep_s}s)"
   local attempt=1 max=$((1 + retry)) status
   while :; do
     vm_boot_once "$dir" "$kimg" "$initrd" "$scratch_dir/scratch.img" "${fs[@]}"
