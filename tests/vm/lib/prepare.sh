@@ -45,6 +45,7 @@ vm_prepare_rootfs() {
   echo cephscope-vm > "$tmp/etc/hostname"
   chroot "$tmp" dpkg-query -W -f '${Package} ${Version}\n' > "$tmp/.manifest" 2>/dev/null || true
   vm_rootfs_packages > "$tmp/.packages"
+  vm_since "$t0" > "$tmp/.seconds"
   touch "$tmp/.complete"
   mv "$tmp" "$dir"
   vm_log "rootfs: built $dir in $(vm_since "$t0")s ($(du -sh "$dir" | cut -f1))"
@@ -111,6 +112,7 @@ vm_prepare_kernel() {
   echo "$ver" > "$kdir.tmp/version"
   echo "$kver" > "$kdir.tmp/kver"
   rm -f "$deb"
+  vm_since "$t0" > "$kdir.tmp/seconds"
   touch "$kdir.tmp/.complete"
   rm -rf "$kdir"
   mv "$kdir.tmp" "$kdir"
