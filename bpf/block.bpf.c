@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * block collector: per device and op, queue time (insert -> issue), device time
+ * (issue -> complete), bytes and errors; attributed to the tracked process that submitted
+ * the request's first bio. Two flavours of the same four hooks: tp_btf (typed request
+ * pointers) and classic tracepoints (device + sector); the daemon loads one of them.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "block.h"
+#include "maps.bpf.h"
+#include "targets.bpf.h"
+#include "core_fixes.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BLOCK_INFLIGHT_MAX);
+	__type(key, struct block_rq_key);
+	__type(value, struct block_rq);
+} block_inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BLOCK_BIO_OWNER_MAX);
+	__type(key, struct block_bio_key);
+	__type(value, __u32);
+} block_bio_owner SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, BLOCK_STATS_MAX);
+	__type(key, struct block_stats_key);
+	__type(value, struct block_stats);
+} block_stats SEC(".maps");
+
+/* Partition dev_t -> whole-disk dev_t, filled by the daemon from /sys/class/block. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, BLOCK_PARTITIONS_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} block_partitions SEC(".maps");
+
+static const struct block_stats zero_stats;
+
+static __always_inline __u32 whole_disk(__u32 dev)
+{
+	__u32 *disk = bpf_map_lookup_elem(&block_partitions, &dev);
+
+	return disk ? *disk : dev;
+}
+
+static __always_inline void on_bio_queue(__u32 dev, __u64 sector)
+{
+	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
+	__u32 target = current_target();
+
+	if (target == CEPHSCOPE_UNTRACKED)
+		return;
+	if (bpf_map_update_elem(&block_bio_owner, &key, &target, BPF_ANY))
+		count_lost(LOST_INFLIGHT_FULL);
+}
+
+static __always_inline __u32 take_owner(__u32 dev, __u64 sector)
+{
+	struct block_bio_key key = {.sector = sector, .dev = dev};
+	__u32 *owner = bpf_map_lookup_elem(&block_bio_owner, &key);
+	__u32 target;
+
+	if (!owner)
+		return CEPHSCOPE_UNTRACKED;
+	target = *owner;
+	bpf_map_delete_elem(&block_bio_owner, &key);
+	return target;
+}
+
+/* insert (issue == false) or issue (issue == true) of a request. */
+static __always_inline void on_rq_start(struct block_rq_key *key, __u64 sector, __u32 op,
+					bool issue)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
+	struct block_rq fresh = {};
+
+	if (rq) {
+		if (issue)
+			rq->issue_ns = now;
+		else
+			rq->insert_ns = now; /* requeued: queue time restarts */
+		return;
+	}
+	fresh.target = take_owner(key->dev, sector);
+	fresh.op = op;
+	if (issue)
+		fresh.issue_ns = now;
+	else
+		fresh.insert_ns = now;
+	if (bpf_map_update_elem(&block_inflight, key, &fresh, BPF_ANY))
+		count_lost(LOST_INFLIGHT_FULL);
+}
+
+static __always_inline void on_rq_complete(struct block_rq_key *key, __u64 bytes, int error)
+{
+	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
+	struct block_stats_key skey = {};
+	struct block_stats *stats;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (!rq) {
+		count_lost(LOST_NO_START);
+		return;
+	}
+	skey.target = rq->target;
+	skey.dev = key->dev;
+	skey.op = rq->op;
+	__u64 insert_ns = rq->insert_ns, issue_ns = rq->issue_ns;
+	bpf_map_delete_elem(&block_inflight, key);
+	if (!issue_ns)
+		return; /* completed without issue (e.g. merged away): not a device IO */
+
+	stats = lookup_or_init(&block_stats, &skey, &zero_stats);
+	if (!stats)
+		return;
+	hist_add(&stats->device, now - issue_ns);
+	if (insert_ns && insert_ns <= issue_ns)
+		hist_add(&stats->queue, issue_ns - insert_ns);
+	stats->bytes += bytes;
+	if (error)
+		stats->errors += 1;
+}
+
+/* ---- tp_btf flavour: typed pointers, requests keyed by address ---- */
+
+#define REQ_OP_MASK_BITS 0xff
+
+static __always_inline __u32 op_from_flags(__u32 cmd_flags)
+{
+	switch (cmd_flags & REQ_OP_MASK_BITS) {
+	case 0: return BLOCK_OP_READ;
+	case 1: return BLOCK_OP_WRITE;
+	case 2: return BLOCK_OP_FLUSH;
+	case 3: return BLOCK_OP_DISCARD;
+	default: return BLOCK_OP_OTHER;
+	}
+}
+
+static __always_inline void btf_rq_start(struct request *rq, bool issue)
+{
+	struct block_rq_key key = {.id = (__u64)rq, .dev = request_dev(rq)};
+
+	on_rq_start(&key, BPF_CORE_READ(rq, __sector), op_from_flags(BPF_CORE_READ(rq, cmd_flags)),
+		    issue);
+}
+
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(btf_bio_queue, struct bio *bio)
+{
+	on_bio_queue(bio_dev(bio), BPF_CORE_READ(bio, bi_iter.bi_sector));
+	return 0;
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(btf_rq_insert, struct request *rq)
+{
+	btf_rq_start(rq, false);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(btf_rq_issue, struct request *rq)
+{
+	btf_rq_start(rq, true);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(btf_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
+{
+	struct block_rq_key key = {.id = (__u64)rq, .dev = request_dev(rq)};
+
+	on_rq_complete(&key, nr_bytes, error);
+	return 0;
+}
+
+/* ---- classic tracepoint flavour: requests keyed by device and start sector ---- */
+
+/* rwbs as blk_fill_rwbs() writes it: an optional 'F' (preflush) before the op letter. */
+static __always_inline __u32 op_from_rwbs(const char *rwbs)
+{
+	char c = rwbs[0];
+
+	if (c == 'F' && rwbs[1] != '\0' && rwbs[1] != 'F')
+		c = rwbs[1];
+	switch (c) {
+	case 'R': return BLOCK_OP_READ;
+	case 'W': return BLOCK_OP_WRITE;
+	case 'F': return BLOCK_OP_FLUSH;
+	case 'D': return BLOCK_OP_DISCARD;
+	default: return BLOCK_OP_OTHER;
+	}
+}
+
+static __always_inline void tp_rq_start(struct trace_event_raw_block_rq *ctx, bool issue)
+{
+	char rwbs[4];
+	__u64 sector = BPF_CORE_READ(ctx, sector);
+	struct block_rq_key key = {.id = sector, .dev = BPF_CORE_READ(ctx, dev)};
+
+	bpf_probe_read_kernel(rwbs, sizeof(rwbs), ctx->rwbs);
+	on_rq_start(&key, sector, op_from_rwbs(rwbs), issue);
+}
+
+SEC("tracepoint/block/block_bio_queue")
+int tp_bio_queue(struct trace_event_raw_block_bio *ctx)
+{
+	on_bio_queue(BPF_CORE_READ(ctx, dev), BPF_CORE_READ(ctx, sector));
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_insert")
+int tp_rq_insert(struct trace_event_raw_block_rq *ctx)
+{
+	tp_rq_start(ctx, false);
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_issue")
+int tp_rq_issue(struct trace_event_raw_block_rq *ctx)
+{
+	tp_rq_start(ctx, true);
+	return 0;
+}
+
+SEC("tracepoint/block/block_rq_complete")
+int tp_rq_complete(struct trace_event_raw_block_rq_completion *ctx)
+{
+	struct block_rq_key key = {.id = BPF_CORE_READ(ctx, sector), .dev = BPF_CORE_READ(ctx, dev)};
+
+	on_rq_complete(&key, (__u64)BPF_CORE_READ(ctx, nr_sector) << 9, BPF_CORE_READ(ctx, error));
+	return 0;
+}

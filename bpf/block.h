@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Shared between block.bpf.c and daemon/collectors/block_collector.cpp. */
+#ifndef CEPHSCOPE_BLOCK_H
+#define CEPHSCOPE_BLOCK_H
+
+#include "cephscope.h"
+
+enum cephscope_block_op {
+	BLOCK_OP_READ, BLOCK_OP_WRITE, BLOCK_OP_FLUSH, BLOCK_OP_DISCARD, BLOCK_OP_OTHER,
+	BLOCK_OP_COUNT,
+};
+
+/* A request in flight: by its address (tp_btf) or by device and start sector (tracepoint). */
+struct block_rq_key {
+	__u64 id;
+	__u32 dev;
+	__u32 pad;
+};
+
+struct block_rq {
+	__u64 insert_ns; /* 0 when the request was issued without being inserted */
+	__u64 issue_ns;
+	__u32 target;
+	__u32 op;
+};
+
+/* A bio submitted by a tracked process, until its request is inserted or issued. */
+struct block_bio_key {
+	__u64 sector;
+	__u32 dev;
+	__u32 pad;
+};
+
+struct block_stats_key {
+	__u32 target; /* CEPHSCOPE_UNTRACKED for requests of other processes */
+	__u32 dev;    /* kernel dev_t of the whole disk: major << 20 | minor */
+	__u32 op;
+	__u32 pad;
+};
+
+struct block_stats {
+	struct hist queue;  /* insert -> issue */
+	struct hist device; /* issue -> complete */
+	__u64 bytes;
+	__u64 errors;
+};
+
+#define BLOCK_INFLIGHT_MAX 16384
+#define BLOCK_BIO_OWNER_MAX 16384
+#define BLOCK_STATS_MAX 8192
+#define BLOCK_PARTITIONS_MAX 1024
+
+#endif

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Types and limits shared by every BPF object and the daemon. Plain C, UAPI types only. */
+#ifndef CEPHSCOPE_H
+#define CEPHSCOPE_H
+
+#include "histogram.h"
+
+/* Capacity of the tracked-process map shared by all collectors. */
+#define CEPHSCOPE_MAX_TRACKED 4096
+
+/* Target id 0 means "no tracked process": such events count only in per-device series. */
+#define CEPHSCOPE_UNTRACKED 0
+
+/* Why an event was not folded; indexes each collector's lost_events per-CPU array. */
+enum cephscope_lost_reason {
+	LOST_INFLIGHT_FULL = 0, /* in-flight record could not be stored */
+	LOST_STATS_FULL = 1,    /* histogram map full: series cap reached in the kernel */
+	LOST_NO_START = 2,      /* completion without a start: evicted from the LRU, or started before attach */
+	LOST_REASONS = 3,
+};
+
+/* Per target and operation (a syscall, a vfs function): the shape syscall and vfs share. */
+struct target_op_key {
+	__u32 target;
+	__u32 op;
+};
+
+struct op_stats {
+	struct hist latency;
+	__u64 bytes;  /* sum of positive return values, where they count bytes */
+	__u64 errors; /* calls that returned a negative errno */
+};
+
+/* One call in flight per thread, keyed by pid_tgid. */
+struct op_start {
+	__u64 ts_ns;
+	__u32 target;
+	__u32 op;
+};
+
+#endif

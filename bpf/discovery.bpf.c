@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * discovery: tells the daemon about new programs (exec) at once, so targets are picked up
+ * without waiting for the next /proc scan, and drops an exiting target from the filter map
+ * in the kernel, before the daemon has even read the event.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "discovery.h"
+#include "maps.bpf.h"
+#include "targets.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, DISCOVERY_RINGBUF_BYTES);
+} process_events SEC(".maps");
+
+static __always_inline void emit(__u32 type, __u32 tgid)
+{
+	struct process_event *e = bpf_ringbuf_reserve(&process_events, sizeof(*e), 0);
+
+	if (!e) {
+		count_lost(LOST_INFLIGHT_FULL);
+		return;
+	}
+	e->type = type;
+	e->tgid = tgid;
+	bpf_ringbuf_submit(e, 0);
+}
+
+SEC("tracepoint/sched/sched_process_exec")
+int on_exec(void *ctx)
+{
+	emit(PROCESS_EXEC, bpf_get_current_pid_tgid() >> 32);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exit")
+int on_exit(void *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+
+	if ((__u32)id != tgid)
+		return 0; /* a thread, not the process */
+	if (bpf_map_delete_elem(&tracked_tgids, &tgid) == 0)
+		emit(PROCESS_EXIT, tgid);
+	return 0;
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Log2 latency histogram shared by the BPF programs and the daemon. Slot i counts values
+ * v with v <= 1 us * 2^i (and above the previous bound); the last slot is the +Inf overflow.
+ * Bounds are exact in nanoseconds, so Prometheus' `le` semantics hold without rounding.
+ * Plain C, usable from BPF and C++ alike, so the unit tests exercise the code the kernel runs.
+ */
+#ifndef CEPHSCOPE_HISTOGRAM_H
+#define CEPHSCOPE_HISTOGRAM_H
+
+#ifndef __VMLINUX_H__
+#include <linux/types.h> /* user space; BPF programs get the types from vmlinux.h */
+#endif
+
+/* 25 finite buckets, 1 us .. 2^24 us (16.8 s), then +Inf. */
+#define HIST_FINITE_SLOTS 25
+#define HIST_SLOTS (HIST_FINITE_SLOTS + 1)
+#define HIST_FIRST_BOUND_NS 1000ULL
+
+struct hist {
+	__u64 slots[HIST_SLOTS];
+	__u64 sum_ns;
+};
+
+/* floor(log2(v)) for v > 0, branch-light so the verifier sees a bounded program. */
+static inline __u32 hist_log2(__u64 v)
+{
+	__u32 r = 0, shift;
+
+	shift = (v > 0xFFFFFFFFULL) << 5; v >>= shift; r |= shift;
+	shift = (v > 0xFFFF) << 4; v >>= shift; r |= shift;
+	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
+	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
+	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
+	r |= (v >> 1);
+	return r;
+}
+
+/* Smallest i with ns <= 1 us * 2^i, or the overflow slot. */
+static inline __u32 hist_slot(__u64 ns)
+{
+	__u64 us_ceil = (ns + HIST_FIRST_BOUND_NS - 1) / HIST_FIRST_BOUND_NS;
+	__u32 slot;
+
+	if (us_ceil <= 1)
+		return 0;
+	slot = hist_log2(us_ceil - 1) + 1;
+	return slot < HIST_FINITE_SLOTS ? slot : HIST_FINITE_SLOTS;
+}
+
+#endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Map helpers used by every collector. */
+#ifndef CEPHSCOPE_MAPS_BPF_H
+#define CEPHSCOPE_MAPS_BPF_H
+
+#include <bpf/bpf_helpers.h>
+#include "cephscope.h"
+
+#ifndef EEXIST
+#define EEXIST 17
+#endif
+
+/* Each collector object has its own lost-event counters, read at scrape time. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, LOST_REASONS);
+	__type(key, __u32);
+	__type(value, __u64);
+} lost_events SEC(".maps");
+
+static __always_inline void count_lost(__u32 reason)
+{
+	__u64 *n = bpf_map_lookup_elem(&lost_events, &reason);
+
+	if (n)
+		*n += 1; /* per-CPU slot: no atomic needed */
+}
+
+/* Returns the value at key, inserting init first when absent; NULL when the map is full. */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *init)
+{
+	void *val = bpf_map_lookup_elem(map, key);
+	long err;
+
+	if (val)
+		return val;
+	err = bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	if (err && err != -EEXIST) {
+		count_lost(LOST_STATS_FULL);
+		return 0;
+	}
+	return bpf_map_lookup_elem(map, key);
+}
+
+static __always_inline void hist_add(struct hist *h, __u64 ns)
+{
+	__u32 slot = hist_slot(ns);
+
+	if (slot < HIST_SLOTS) /* always true; tells the verifier the index is bounded */
+		h->slots[slot] += 1;
+	h->sum_ns += ns;
+}
+
+#ifdef CEPHSCOPE_BPF_DEBUG
+#define debug_printk(fmt, ...) bpf_printk(fmt, ##__VA_ARGS__)
+#else
+#define debug_printk(fmt, ...) ((void)0)
+#endif
+
+#endif

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Start/finish of a call made by a tracked process (a syscall, a vfs function), folded into
+ * a per-CPU op_stats histogram. Shared by the syscall and vfs collectors.
+ */
+#ifndef CEPHSCOPE_OP_LATENCY_BPF_H
+#define CEPHSCOPE_OP_LATENCY_BPF_H
+
+#include "maps.bpf.h"
+#include "targets.bpf.h"
+
+static const struct op_stats zero_op_stats;
+
+/* Filters on the tracked-process map first: other processes cost one lookup here. */
+static __always_inline int op_begin(void *inflight, __u32 op)
+{
+	struct op_start start;
+	__u32 target = current_target();
+
+	if (target == CEPHSCOPE_UNTRACKED)
+		return 0;
+	__u64 id = bpf_get_current_pid_tgid();
+	start.ts_ns = bpf_ktime_get_ns();
+	start.target = target;
+	start.op = op;
+	if (bpf_map_update_elem(inflight, &id, &start, BPF_ANY))
+		count_lost(LOST_INFLIGHT_FULL);
+	return 0;
+}
+
+/* bytes_ops: bit N set when op N returns a byte count. */
+static __always_inline int op_finish(void *inflight, void *stats_map, long ret, __u32 bytes_ops)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct op_start *start = bpf_map_lookup_elem(inflight, &id);
+	struct target_op_key key;
+	struct op_stats *stats;
+
+	if (!start)
+		return 0; /* untracked, or started before attach */
+	__u64 delta = bpf_ktime_get_ns() - start->ts_ns;
+	key.target = start->target;
+	key.op = start->op;
+	bpf_map_delete_elem(inflight, &id);
+
+	stats = lookup_or_init(stats_map, &key, &zero_op_stats);
+	if (!stats)
+		return 0;
+	hist_add(&stats->latency, delta);
+	if (ret < 0)
+		stats->errors += 1;
+	else if ((bytes_ops >> (key.op & 31)) & 1)
+		stats->bytes += ret;
+	return 0;
+}
+
+#endif

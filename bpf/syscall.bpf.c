@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * syscall collector: latency, bytes and errors per tracked process and syscall, folded into
+ * per-CPU histograms. Untracked processes cost one hash lookup at entry and one at exit.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "syscall.h"
+#include "op_latency.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, SYSCALL_INFLIGHT_MAX);
+	__type(key, __u64);
+	__type(value, struct op_start);
+} syscall_inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, SYSCALL_STATS_MAX);
+	__type(key, struct target_op_key);
+	__type(value, struct op_stats);
+} syscall_stats SEC(".maps");
+
+/* Syscalls whose return value is a byte count. */
+#define BYTES_SYSCALLS                                                                             \
+	((1u << SYS_READ) | (1u << SYS_WRITE) | (1u << SYS_PREAD64) | (1u << SYS_PWRITE64) |      \
+	 (1u << SYS_READV) | (1u << SYS_WRITEV) | (1u << SYS_PREADV) | (1u << SYS_PWRITEV) |      \
+	 (1u << SYS_PREADV2) | (1u << SYS_PWRITEV2) | (1u << SYS_SENDTO) | (1u << SYS_SENDMSG) |  \
+	 (1u << SYS_RECVFROM) | (1u << SYS_RECVMSG))
+
+/* One enter/exit pair per syscall: only the traced syscalls wake a program. */
+#define TRACE_SYSCALL(name, sc)                                                                    \
+	SEC("tracepoint/syscalls/sys_enter_" #name)                                                \
+	int enter_##name(void *ctx)                                                                \
+	{                                                                                          \
+		return op_begin(&syscall_inflight, sc);                                            \
+	}                                                                                          \
+	SEC("tracepoint/syscalls/sys_exit_" #name)                                                 \
+	int exit_##name(struct trace_event_raw_sys_exit *ctx)                                      \
+	{                                                                                          \
+		return op_finish(&syscall_inflight, &syscall_stats, ctx->ret, BYTES_SYSCALLS);     \
+	}
+
+TRACE_SYSCALL(read, SYS_READ)
+TRACE_SYSCALL(write, SYS_WRITE)
+TRACE_SYSCALL(pread64, SYS_PREAD64)
+TRACE_SYSCALL(pwrite64, SYS_PWRITE64)
+TRACE_SYSCALL(readv, SYS_READV)
+TRACE_SYSCALL(writev, SYS_WRITEV)
+TRACE_SYSCALL(preadv, SYS_PREADV)
+TRACE_SYSCALL(pwritev, SYS_PWRITEV)
+TRACE_SYSCALL(preadv2, SYS_PREADV2)
+TRACE_SYSCALL(pwritev2, SYS_PWRITEV2)
+TRACE_SYSCALL(fsync, SYS_FSYNC)
+TRACE_SYSCALL(fdatasync, SYS_FDATASYNC)
+TRACE_SYSCALL(sync_file_range, SYS_SYNC_FILE_RANGE)
+TRACE_SYSCALL(io_submit, SYS_IO_SUBMIT)
+TRACE_SYSCALL(io_getevents, SYS_IO_GETEVENTS)
+TRACE_SYSCALL(io_uring_enter, SYS_IO_URING_ENTER)
+TRACE_SYSCALL(sendto, SYS_SENDTO)
+TRACE_SYSCALL(sendmsg, SYS_SENDMSG)
+TRACE_SYSCALL(sendmmsg, SYS_SENDMMSG)
+TRACE_SYSCALL(recvfrom, SYS_RECVFROM)
+TRACE_SYSCALL(recvmsg, SYS_RECVMSG)
+TRACE_SYSCALL(recvmmsg, SYS_RECVMMSG)

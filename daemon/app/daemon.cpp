@@ -1,0 +1,211 @@
+#include "app/daemon.h"
+
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+
+#include "libbpf/features.h"
+#include "libbpf/libbpf_log.h"
+#include "libbpf/tracefs.h"
+#include "collectors/collector.h"
+#include "discovery/discovery.h"
+#include "discovery/process_events.h"
+#include "metrics/exporter.h"
+#include "server/http_server.h"
+
+namespace cephscope {
+namespace {
+
+// An fd that closes itself.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) {
+      close(fd_);
+    }
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  [[nodiscard]] int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+Result<std::string> prepare_kernel(const Config& config, KernelFeatures& features) {
+  route_libbpf_log_to_spdlog();
+  auto tracefs = ensure_tracefs(config.mount_tracefs);
+  const std::string dir = tracefs.ok() ? *tracefs : std::string(kTracefsDir);
+  if (!tracefs.ok()) {
+    spdlog::warn("{}", tracefs.error().message);
+  }
+  features = KernelFeatures::probe(dir);
+  return dir;
+}
+
+std::string describe(const Feature& f) { return f.available ? "yes" : "no (" + f.reason + ")"; }
+
+}  // namespace
+
+void apply_overrides(Config& config, const Overrides& overrides) {
+  if (overrides.listen) {
+    config.listen = *overrides.listen;
+  }
+  if (overrides.log_level) {
+    config.log_level = *overrides.log_level;
+  }
+}
+
+int run_check(Config config) {
+  KernelFeatures features;
+  const std::string tracefs = *prepare_kernel(config, features);
+  std::cout << "kernel " << features.kernel_release << "\n"
+            << "feature btf: " << describe(features.btf) << "\n"
+            << "feature tracefs: " << describe(features.tracefs) << "\n"
+            << "feature tp_btf: " << describe(features.tp_btf) << "\n"
+            << "feature fentry: " << describe(features.fentry) << "\n"
+            << "feature kprobe: " << describe(features.kprobe) << "\n"
+            << "feature bpf_stats: " << describe(features.bpf_stats) << "\n";
+  auto events = ProcessEvents::start([](pid_t, bool) {});
+  if (!events.ok()) {
+    std::cout << "discovery: unavailable (" << events.error().message << ")\n";
+  }
+  const CollectorContext ctx{features, config, events.ok() ? (*events)->tracked_map_fd() : -1, tracefs};
+  for (const auto& c : make_collectors(ctx)) {
+    const bool ok = c->hook() != "unavailable";
+    std::string reason = c->unavailable_reason();
+    for (const auto& p : c->probes()) {
+      if (ok && !p.attached) {
+        reason += (reason.empty() ? "" : "; ") + p.probe + ": " + p.reason;
+      }
+    }
+    std::cout << "collector=" << c->name() << " hook=" << c->hook() << " status=" << (ok ? "ok" : "unavailable")
+              << " reason=\"" << reason << "\"\n";
+  }
+  return 0;
+}
+
+int run_daemon(const std::string& config_path, Config config, const Overrides& overrides) {
+  KernelFeatures features;
+  const std::string tracefs = *prepare_kernel(config, features);
+  spdlog::info("kernel {}: tp_btf {}, fentry {}, kprobe {}", features.kernel_release,
+               features.tp_btf.available ? "yes" : "no", features.fentry.available ? "yes" : "no",
+               features.kprobe.available ? "yes" : "no");
+
+  // Signals are read from a signalfd in the loop, never in async handlers.
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) {
+    sigaddset(&mask, s);
+  }
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  Fd sigfd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+
+  std::unique_ptr<Discovery> discovery;
+  auto events = ProcessEvents::start([&](pid_t pid, bool exec) {
+    const auto now = Clock::now();
+    if (exec) {
+      discovery->on_exec(pid, now);
+    } else {
+      discovery->on_exit(pid, now);
+    }
+  });
+  if (!events.ok()) {
+    spdlog::critical("{}", events.error().message);
+    return 1;
+  }
+  TargetRegistry registry((*events)->tracked_map_fd(), config.discovery.series_ttl,
+                          static_cast<std::size_t>((*events)->tracked_map_capacity()));
+  discovery = std::make_unique<Discovery>(ProcReader("/proc"), registry);
+  discovery->set_config(config.discovery);
+
+  const CollectorContext ctx{features, config, (*events)->tracked_map_fd(), tracefs};
+  const auto collectors = make_collectors(ctx);
+  for (const auto& c : collectors) {
+    spdlog::info("collector {}: {}", c->name(), c->hook());
+    for (const auto& p : c->probes()) {
+      if (!p.attached && config.strict_attach) {
+        spdlog::critical("strict_attach: {} probe {} did not attach: {}", c->name(), p.probe, p.reason);
+        return 1;
+      }
+    }
+  }
+
+  Exporter exporter(registry, collectors, events->get(), features);
+  exporter.set_max_series(config.limits.max_series);
+  std::atomic<bool> ready{false};
+  auto server = HttpServer::start(config.listen, [&] { return exporter.render(); }, ready);
+  if (!server.ok()) {
+    spdlog::critical("{}", server.error().message);
+    return 1;
+  }
+  spdlog::info("serving /metrics on {}", config.listen);
+
+  Fd epfd(epoll_create1(EPOLL_CLOEXEC));
+  for (int fd : {sigfd.get(), (*events)->poll_fd()}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    epoll_ctl(epfd.get(), EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  discovery->scan(Clock::now());
+  ready = true;
+  auto next_scan = Clock::now() + config.discovery.scan_interval;
+  for (;;) {
+    std::array<epoll_event, 4> evs{};
+    const int n = epoll_wait(epfd.get(), evs.data(), evs.size(), 100);
+    if (n < 0 && errno != EINTR) {
+      spdlog::critical("epoll_wait: {}", std::strerror(errno));
+      return 1;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (evs[i].data.fd != sigfd.get()) {
+        (*events)->consume();
+        continue;
+      }
+      signalfd_siginfo si{};
+      while (read(sigfd.get(), &si, sizeof(si)) == sizeof(si)) {
+        if (si.ssi_signo != SIGHUP) {
+          spdlog::info("signal {}: shutting down", si.ssi_signo);
+          return 0;  // destructors detach every probe: server first, then collectors, then discovery
+        }
+        auto fresh = load_config(config_path);
+        if (!fresh.ok()) {
+          spdlog::error("reload rejected, the running config stays in force: {}", fresh.error().message);
+          continue;
+        }
+        apply_overrides(*fresh, overrides);
+        if (fresh->listen != config.listen) {
+          spdlog::warn("reload: listen changes at the next restart");
+        }
+        config.log_level = fresh->log_level;
+        spdlog::set_level(spdlog::level::from_str(config.log_level));
+        config.discovery = fresh->discovery;
+        config.limits = fresh->limits;
+        discovery->set_config(config.discovery);
+        registry.set_ttl(config.discovery.series_ttl);
+        exporter.set_max_series(config.limits.max_series);
+        next_scan = Clock::now();
+        spdlog::info("config reloaded from {}", config_path);
+      }
+    }
+    const auto now = Clock::now();
+    discovery->recheck_due(now);
+    if (now >= next_scan) {
+      discovery->scan(now);
+      next_scan = now + config.discovery.scan_interval;
+    }
+  }
+}
+
+}  // namespace cephscope

@@ -1,0 +1,23 @@
+#include "collectors/block_collector.h"
+#include "collectors/collector.h"
+#include "collectors/syscall_collector.h"
+#include "collectors/vfs_collector.h"
+
+namespace cephscope {
+
+std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorContext& ctx) {
+  std::vector<std::unique_ptr<Collector>> out;
+  const auto& c = ctx.config.collectors;
+  if (c.syscall.enabled) {
+    out.push_back(make_syscall_collector(ctx));
+  }
+  if (c.block.enabled) {
+    out.push_back(make_block_collector(ctx));
+  }
+  if (c.vfs.enabled) {
+    out.push_back(make_vfs_collector(ctx));
+  }
+  return out;
+}
+
+}  // namespace cephscope

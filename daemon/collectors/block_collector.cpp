@@ -1,0 +1,184 @@
+// block collector: queue and device time, bytes and errors per device and op, and per
+// tracked target that submitted the requests.
+#include "collectors/block_collector.h"
+
+#include <bpf/bpf.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include "bpf/block.h"
+#include "block.skel.h"
+#include "libbpf/maps.h"
+#include "collectors/block_devices.h"
+
+namespace cephscope {
+namespace {
+
+constexpr std::array<const char*, BLOCK_OP_COUNT> kOps = {"read", "write", "flush", "discard", "other"};
+const std::vector<std::string> kProbes = {"block_bio_queue", "block_rq_insert", "block_rq_issue",
+                                          "block_rq_complete"};
+
+using BlockSkel = Skeleton<block_bpf, block_bpf__destroy>;
+
+struct Flavour {
+  const char* hook;
+  std::array<const char*, 4> programs;  // in the order of kProbes
+};
+constexpr Flavour kTpBtf{"tp_btf", {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_complete"}};
+constexpr Flavour kTracepoint{"tracepoint", {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_complete"}};
+
+class BlockCollector final : public BpfCollector {
+ public:
+  explicit BlockCollector(const CollectorContext& ctx) { start(ctx); }
+  [[nodiscard]] const char* name() const override { return "block"; }
+  void collect(MetricSink& out, const TargetLabelMap& targets) override;
+
+ private:
+  void start(const CollectorContext& ctx);
+  // Loads one flavour; an error text on failure.
+  std::string load(const Flavour& flavour, int tracked_map_fd);
+  void sync_partitions();
+
+  BlockDevices devices_;
+  int stats_fd_ = -1;
+  int partitions_fd_ = -1;
+};
+
+std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
+  BlockSkel skel(block_bpf__open());
+  if (!skel) {
+    return std::string("cannot open the BPF object: ") + std::strerror(errno);
+  }
+  if (auto err = reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd); !err.empty()) {
+    return err;
+  }
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel->obj) {
+    const std::string_view n = bpf_program__name(prog);
+    bpf_program__set_autoload(prog, std::find(flavour.programs.begin(), flavour.programs.end(), n) !=
+                                        flavour.programs.end());
+  }
+  if (const int err = block_bpf__load(skel.get()); err != 0) {
+    return std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err);
+  }
+  stats_fd_ = bpf_map__fd(skel->maps.block_stats);
+  partitions_fd_ = bpf_map__fd(skel->maps.block_partitions);
+  block_bpf* raw = skel.release();
+  adopt(raw->obj, [raw] { block_bpf__destroy(raw); }, flavour.hook);
+  for (std::size_t i = 0; i < kProbes.size(); ++i) {
+    attach(bpf_object__find_program_by_name(raw->obj, flavour.programs[i]), kProbes[i]);
+  }
+  return "";
+}
+
+void BlockCollector::start(const CollectorContext& ctx) {
+  const std::string& wanted = ctx.config.collectors.block.hook;
+  std::string why;
+  if (wanted != "tracepoint") {
+    if (ctx.features.tp_btf.available) {
+      why = load(kTpBtf, ctx.tracked_map_fd);
+    } else {
+      why = "tp_btf: " + ctx.features.tp_btf.reason;
+    }
+    if (loaded() || wanted == "tp_btf") {
+      if (!loaded()) {
+        unavailable(why, kProbes);
+      }
+      sync_partitions();
+      return;
+    }
+    spdlog::info("block: falling back to classic tracepoints ({})", why);
+  }
+  if (!ctx.features.tracefs.available) {
+    unavailable((why.empty() ? "" : why + "; ") + "tracepoint: " + ctx.features.tracefs.reason, kProbes);
+    return;
+  }
+  if (auto err = load(kTracepoint, ctx.tracked_map_fd); !err.empty()) {
+    unavailable((why.empty() ? "" : why + "; ") + err, kProbes);
+    return;
+  }
+  sync_partitions();
+}
+
+void BlockCollector::sync_partitions() {
+  if (partitions_fd_ < 0) {
+    return;
+  }
+  for (const auto& [part, disk] : devices_.partitions()) {
+    bpf_map_update_elem(partitions_fd_, &part, &disk, BPF_ANY);
+  }
+}
+
+void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
+  if (stats_fd_ < 0) {
+    return;
+  }
+  sync_partitions();  // cheap, and picks up disks attached since the last scrape
+  using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // target, dev, op
+  std::map<Key, block_stats> sums;
+  for_each_percpu<block_stats_key, block_stats>(stats_fd_, [&](const block_stats_key& k, std::span<const block_stats> cpus) {
+    auto& s = sums[{k.target, k.dev, k.op}];
+    for (const auto& c : cpus) {
+      add_hist(s.queue, c.queue);
+      add_hist(s.device, c.device);
+      s.bytes += c.bytes;
+      s.errors += c.errors;
+    }
+  });
+  prune_keys<block_stats_key>(stats_fd_, [&](const block_stats_key& k) {
+    return k.target == CEPHSCOPE_UNTRACKED || targets.contains(k.target);
+  });
+
+  std::map<std::pair<std::uint32_t, std::uint32_t>, block_stats> per_device;  // dev, op
+  std::map<std::pair<std::uint32_t, std::string>, std::uint64_t> layer_bytes;
+  for (const auto& [key, s] : sums) {
+    const auto [target, dev, op] = key;
+    if (op >= BLOCK_OP_COUNT) {
+      continue;
+    }
+    auto& d = per_device[{dev, op}];
+    add_hist(d.queue, s.queue);
+    add_hist(d.device, s.device);
+    d.bytes += s.bytes;
+    d.errors += s.errors;
+    auto labels = targets.find(target);
+    if (target == CEPHSCOPE_UNTRACKED || labels == targets.end()) {
+      continue;
+    }
+    const Labels l = labels->second + Labels{{"device", devices_.name(dev)}, {"op", kOps[op]}};
+    out.histogram("cephscope_block_target_device_seconds",
+                  "Device time (issue to complete) of requests submitted by a tracked process.", l, s.device);
+    out.counter("cephscope_block_target_bytes_total", "Bytes of requests submitted by a tracked process.", l,
+                static_cast<double>(s.bytes));
+    if (op == BLOCK_OP_READ || op == BLOCK_OP_WRITE) {
+      layer_bytes[{target, kOps[op]}] += s.bytes;
+    }
+  }
+  for (const auto& [key, d] : per_device) {
+    const Labels l{{"device", devices_.name(key.first)}, {"op", kOps[key.second]}};
+    out.histogram("cephscope_block_queue_seconds", "Time requests spent queued (insert to issue).", l, d.queue);
+    out.histogram("cephscope_block_device_seconds", "Time requests spent in the device (issue to complete).", l,
+                  d.device);
+    out.counter("cephscope_block_bytes_total", "Bytes completed by the device.", l, static_cast<double>(d.bytes));
+    out.counter("cephscope_block_errors_total", "Requests completed with an error.", l,
+                static_cast<double>(d.errors));
+  }
+  for (const auto& [key, bytes] : layer_bytes) {
+    const std::string direction = key.second;
+    out.counter("cephscope_layer_bytes_total", "Bytes seen at each layer of the IO path, per target.",
+                targets.at(key.first) + Labels{{"layer", "block"}, {"direction", direction}},
+                static_cast<double>(bytes));
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Collector> make_block_collector(const CollectorContext& ctx) {
+  return std::make_unique<BlockCollector>(ctx);
+}
+
+}  // namespace cephscope

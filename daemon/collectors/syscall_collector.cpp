@@ -1,0 +1,108 @@
+// syscall collector: per tracked process and syscall, latency histogram, bytes and errors.
+#include "collectors/syscall_collector.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "collectors/op_stats.h"
+#include "bpf/syscall.h"
+#include "syscall.skel.h"
+
+namespace cephscope {
+namespace {
+
+// In the order of enum cephscope_syscall.
+constexpr std::array<const char*, SYS_COUNT> kNames = {
+    "read",      "write",     "pread64",         "pwrite64",  "readv",        "writev",
+    "preadv",    "pwritev",   "preadv2",         "pwritev2",  "fsync",        "fdatasync",
+    "sync_file_range", "io_submit", "io_getevents", "io_uring_enter", "sendto", "sendmsg",
+    "sendmmsg",  "recvfrom",  "recvmsg",         "recvmmsg"};
+
+const char* direction(unsigned sc) {
+  switch (sc) {
+    case SYS_READ: case SYS_PREAD64: case SYS_READV: case SYS_PREADV: case SYS_PREADV2:
+    case SYS_RECVFROM: case SYS_RECVMSG:
+      return "read";
+    case SYS_WRITE: case SYS_PWRITE64: case SYS_WRITEV: case SYS_PWRITEV: case SYS_PWRITEV2:
+    case SYS_SENDTO: case SYS_SENDMSG:
+      return "write";
+    default:
+      return nullptr;  // no byte count in the return value
+  }
+}
+
+using SyscallSkel = Skeleton<syscall_bpf, syscall_bpf__destroy>;
+
+class SyscallCollector final : public BpfCollector {
+ public:
+  explicit SyscallCollector(const CollectorContext& ctx) { start(ctx); }
+  [[nodiscard]] const char* name() const override { return "syscall"; }
+  void collect(MetricSink& out, const TargetLabelMap& targets) override;
+
+ private:
+  void start(const CollectorContext& ctx);
+  int stats_fd_ = -1;
+};
+
+void SyscallCollector::start(const CollectorContext& ctx) {
+  std::vector<std::string> all(kNames.begin(), kNames.end());
+  if (!ctx.features.tracefs.available) {
+    unavailable(ctx.features.tracefs.reason, all);
+    return;
+  }
+  SyscallSkel skel(syscall_bpf__open());
+  if (!skel) {
+    unavailable(std::string("cannot open the BPF object: ") + std::strerror(errno), all);
+    return;
+  }
+  if (auto err = reuse_tracked_map(skel->maps.tracked_tgids, ctx.tracked_map_fd); !err.empty()) {
+    unavailable(err, all);
+    return;
+  }
+  // A syscall this kernel does not have (or has no tracepoint for) is left out, not fatal.
+  std::vector<bool> present(SYS_COUNT);
+  for (unsigned i = 0; i < SYS_COUNT; ++i) {
+    present[i] = std::filesystem::exists(ctx.tracefs_dir + "/events/syscalls/sys_enter_" + kNames[i]);
+    for (const char* side : {"enter_", "exit_"}) {
+      auto* prog = bpf_object__find_program_by_name(skel->obj, (std::string(side) + kNames[i]).c_str());
+      bpf_program__set_autoload(prog, present[i]);
+    }
+  }
+  if (const int err = syscall_bpf__load(skel.get()); err != 0) {
+    unavailable(std::string("BPF load failed: ") + std::strerror(-err), all);
+    return;
+  }
+  stats_fd_ = bpf_map__fd(skel->maps.syscall_stats);
+  syscall_bpf* raw = skel.release();
+  adopt(raw->obj, [raw] { syscall_bpf__destroy(raw); }, "tracepoint");
+  for (unsigned i = 0; i < SYS_COUNT; ++i) {
+    if (!present[i]) {
+      ProbeStatus missing{std::string("sys_enter_") + kNames[i], "", false, "no such tracepoint on this kernel"};
+      unavailable_probe(missing);
+      continue;
+    }
+    for (const char* side : {"enter_", "exit_"}) {
+      const std::string prog_name = std::string(side) + kNames[i];
+      attach(bpf_object__find_program_by_name(raw->obj, prog_name.c_str()),
+             std::string("sys_") + prog_name);
+    }
+  }
+}
+
+void SyscallCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
+  if (stats_fd_ >= 0) {
+    scrape_op_stats(stats_fd_, {"cephscope_syscall", "syscalls", "syscall", "syscall", kNames, direction}, out,
+                    targets);
+  }
+}
+
+}  // namespace
+
+const char* syscall_name(unsigned index) { return index < SYS_COUNT ? kNames[index] : nullptr; }
+
+std::unique_ptr<Collector> make_syscall_collector(const CollectorContext& ctx) {
+  return std::make_unique<SyscallCollector>(ctx);
+}
+
+}  // namespace cephscope

@@ -1,0 +1,115 @@
+// vfs collector: latency, bytes and errors of vfs_read/write/readv/writev/fsync_range per
+// tracked process. fentry/fexit where the kernel allows it, kprobes otherwise; where neither
+// works the collector says so on cephscope_probe_attached and the daemon runs on.
+#include "collectors/vfs_collector.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "collectors/op_stats.h"
+#include "bpf/vfs.h"
+#include "vfs.skel.h"
+
+namespace cephscope {
+namespace {
+
+constexpr std::array<const char*, VFS_OP_COUNT> kOps = {"read", "write", "readv", "writev", "fsync"};
+constexpr std::array<const char*, VFS_OP_COUNT> kFunctions = {"vfs_read", "vfs_write", "vfs_readv", "vfs_writev",
+                                                             "vfs_fsync_range"};
+
+const char* direction(unsigned op) {
+  switch (op) {
+    case VFS_READ: case VFS_READV:
+      return "read";
+    case VFS_WRITE: case VFS_WRITEV:
+      return "write";
+    default:
+      return nullptr;
+  }
+}
+
+using VfsSkel = Skeleton<vfs_bpf, vfs_bpf__destroy>;
+
+struct Flavour {
+  const char* hook;
+  const char* entry_prefix;  // program names: <prefix>_<function>
+  const char* return_prefix;
+};
+constexpr Flavour kFentry{"fentry", "fentry", "fexit"};
+constexpr Flavour kKprobe{"kprobe", "kprobe", "kretprobe"};
+
+class VfsCollector final : public BpfCollector {
+ public:
+  explicit VfsCollector(const CollectorContext& ctx) { start(ctx); }
+  [[nodiscard]] const char* name() const override { return "vfs"; }
+  void collect(MetricSink& out, const TargetLabelMap& targets) override {
+    if (stats_fd_ >= 0) {
+      scrape_op_stats(stats_fd_, {"cephscope_vfs", "vfs calls", "op", "vfs", kOps, direction}, out, targets);
+    }
+  }
+
+ private:
+  void start(const CollectorContext& ctx);
+  std::string load(const Flavour& flavour, int tracked_map_fd);
+  int stats_fd_ = -1;
+};
+
+std::string VfsCollector::load(const Flavour& flavour, int tracked_map_fd) {
+  VfsSkel skel(vfs_bpf__open());
+  if (!skel) {
+    return std::string("cannot open the BPF object: ") + std::strerror(errno);
+  }
+  if (auto err = reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd); !err.empty()) {
+    return err;
+  }
+  const std::string entry = std::string(flavour.entry_prefix) + "_";
+  const std::string ret = std::string(flavour.return_prefix) + "_";
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel->obj) {
+    const std::string n = bpf_program__name(prog);
+    bpf_program__set_autoload(prog, n.starts_with(entry) || n.starts_with(ret));
+  }
+  if (const int err = vfs_bpf__load(skel.get()); err != 0) {
+    return std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err);
+  }
+  stats_fd_ = bpf_map__fd(skel->maps.vfs_stats);
+  vfs_bpf* raw = skel.release();
+  adopt(raw->obj, [raw] { vfs_bpf__destroy(raw); }, flavour.hook);
+  for (const char* fn : kFunctions) {
+    attach(bpf_object__find_program_by_name(raw->obj, (entry + fn).c_str()), entry + fn);
+    attach(bpf_object__find_program_by_name(raw->obj, (ret + fn).c_str()), ret + fn);
+  }
+  return "";
+}
+
+void VfsCollector::start(const CollectorContext& ctx) {
+  const std::string& wanted = ctx.config.collectors.vfs.hook;
+  const std::vector<std::string> probes(kFunctions.begin(), kFunctions.end());
+  std::string why;
+  if (wanted != "kprobe") {
+    why = ctx.features.fentry.available ? load(kFentry, ctx.tracked_map_fd) : "fentry: " + ctx.features.fentry.reason;
+    if (loaded()) {
+      return;
+    }
+    if (wanted == "fentry") {
+      unavailable(why, probes);
+      return;
+    }
+    spdlog::info("vfs: fentry unusable ({}), trying kprobes", why);
+  }
+  const std::string kprobe_why =
+      ctx.features.kprobe.available ? load(kKprobe, ctx.tracked_map_fd) : "kprobe: " + ctx.features.kprobe.reason;
+  if (!loaded()) {
+    unavailable(why.empty() ? kprobe_why : why + "; " + kprobe_why, probes);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Collector> make_vfs_collector(const CollectorContext& ctx) {
+  return std::make_unique<VfsCollector>(ctx);
+}
+
+}  // namespace cephscope

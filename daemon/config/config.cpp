@@ -1,0 +1,263 @@
+#include "config/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace cephscope {
+namespace {
+
+const std::set<std::string> kLogLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+
+// Carries the first problem found up to parse_config, which turns it into an Error.
+struct ConfigProblem {
+  int line;
+  std::string key;
+  std::string what;
+};
+
+int line_of(const YAML::Node& node) { return node.Mark().line + 1; }
+
+std::string join(const std::string& parent, const std::string& key) {
+  return parent.empty() ? key : parent + "." + key;
+}
+
+void require_map(const YAML::Node& node, const std::string& key) {
+  if (!node.IsMap()) {
+    throw ConfigProblem{line_of(node), key, "expected a mapping"};
+  }
+}
+
+// Rejects keys this section does not know.
+void check_keys(const YAML::Node& node, const std::string& parent, const std::set<std::string>& known) {
+  for (const auto& item : node) {
+    const auto name = item.first.as<std::string>();
+    if (!known.contains(name)) {
+      throw ConfigProblem{line_of(item.first), join(parent, name), "unknown key"};
+    }
+  }
+}
+
+std::string scalar(const YAML::Node& node, const std::string& key) {
+  if (!node.IsScalar()) {
+    throw ConfigProblem{line_of(node), key, "expected a string"};
+  }
+  return node.Scalar();
+}
+
+bool boolean(const YAML::Node& node, const std::string& key) {
+  bool value = false;
+  if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+    throw ConfigProblem{line_of(node), key, "expected true or false, got '" + node.Scalar() + "'"};
+  }
+  return value;
+}
+
+std::size_t positive_count(const YAML::Node& node, const std::string& key) {
+  const std::string text = scalar(node, key);
+  std::size_t pos = 0;
+  unsigned long long value = 0;
+  try {
+    value = std::stoull(text, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  if (pos != text.size() || text.empty() || text[0] == '-' || value == 0) {
+    throw ConfigProblem{line_of(node), key, "expected a positive whole number, got '" + text + "'"};
+  }
+  return value;
+}
+
+std::chrono::milliseconds duration(const YAML::Node& node, const std::string& key) {
+  const std::string text = scalar(node, key);
+  auto value = parse_duration(text);
+  if (!value || value->count() == 0) {
+    throw ConfigProblem{line_of(node), key,
+                        "expected a positive duration such as 500ms, 10s, 5m or 1h, got '" + text + "'"};
+  }
+  return *value;
+}
+
+std::regex pattern(const YAML::Node& node, const std::string& key) {
+  const std::string text = scalar(node, key);
+  try {
+    return std::regex(text, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw ConfigProblem{line_of(node), key, "invalid regular expression '" + text + "': " + e.what()};
+  }
+}
+
+CollectorConfig parse_collector(const YAML::Node& node, const std::string& key,
+                                const std::set<std::string>& hooks) {
+  require_map(node, key);
+  check_keys(node, key, {"enabled", "hook"});
+  CollectorConfig out;
+  if (node["enabled"]) {
+    out.enabled = boolean(node["enabled"], key + ".enabled");
+  }
+  if (node["hook"]) {
+    out.hook = scalar(node["hook"], key + ".hook");
+    if (out.hook != "auto" && !hooks.contains(out.hook)) {
+      std::string allowed = "auto";
+      for (const auto& h : hooks) {
+        allowed += ", " + h;
+      }
+      throw ConfigProblem{line_of(node["hook"]), key + ".hook",
+                          "unknown hook '" + out.hook + "' (one of: " + allowed + ")"};
+    }
+  }
+  return out;
+}
+
+Matcher parse_matcher(const YAML::Node& node, const std::string& key) {
+  require_map(node, key);
+  check_keys(node, key, {"name", "exe", "comm"});
+  Matcher m;
+  if (node["name"]) {
+    m.name = scalar(node["name"], key + ".name");
+  }
+  if (node["exe"]) {
+    m.exe_pattern = scalar(node["exe"], key + ".exe");
+    m.exe = pattern(node["exe"], key + ".exe");
+  }
+  if (node["comm"]) {
+    m.comm_pattern = scalar(node["comm"], key + ".comm");
+    m.comm = pattern(node["comm"], key + ".comm");
+  }
+  if (!m.exe && !m.comm) {
+    throw ConfigProblem{line_of(node), key, "a matcher needs exe or comm"};
+  }
+  return m;
+}
+
+void parse_discovery(const YAML::Node& node, Config::Discovery& out) {
+  const std::string key = "discovery";
+  require_map(node, key);
+  check_keys(node, key, {"scan_interval", "series_ttl", "ceph_osd", "rados_clients", "matchers"});
+  if (node["scan_interval"]) {
+    out.scan_interval = duration(node["scan_interval"], key + ".scan_interval");
+  }
+  if (node["series_ttl"]) {
+    out.series_ttl = duration(node["series_ttl"], key + ".series_ttl");
+  }
+  if (node["ceph_osd"]) {
+    out.ceph_osd = boolean(node["ceph_osd"], key + ".ceph_osd");
+  }
+  if (node["rados_clients"]) {
+    out.rados_clients = boolean(node["rados_clients"], key + ".rados_clients");
+  }
+  if (const auto& list = node["matchers"]) {
+    if (!list.IsSequence()) {
+      throw ConfigProblem{line_of(list), key + ".matchers", "expected a list"};
+    }
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      out.matchers.push_back(parse_matcher(list[i], key + ".matchers[" + std::to_string(i) + "]"));
+    }
+  }
+}
+
+Config parse_root(const YAML::Node& root) {
+  Config cfg;
+  if (root.IsNull()) {
+    return cfg;  // an empty file means every default
+  }
+  require_map(root, "(top level)");
+  check_keys(root, "", {"listen", "log_level", "mount_tracefs", "strict_attach", "discovery",
+                        "collectors", "limits"});
+  if (root["listen"]) {
+    cfg.listen = scalar(root["listen"], "listen");
+    const auto colon = cfg.listen.rfind(':');
+    const std::string port = colon == std::string::npos ? cfg.listen : cfg.listen.substr(colon + 1);
+    if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoul(port.substr(0, 6)) > 65535) {
+      throw ConfigProblem{line_of(root["listen"]), "listen",
+                          "expected HOST:PORT or PORT, got '" + cfg.listen + "'"};
+    }
+  }
+  if (root["log_level"]) {
+    cfg.log_level = scalar(root["log_level"], "log_level");
+    if (!kLogLevels.contains(cfg.log_level)) {
+      throw ConfigProblem{line_of(root["log_level"]), "log_level",
+                          "unknown level '" + cfg.log_level + "' (trace, debug, info, warn, error, critical, off)"};
+    }
+  }
+  if (root["mount_tracefs"]) {
+    cfg.mount_tracefs = boolean(root["mount_tracefs"], "mount_tracefs");
+  }
+  if (root["strict_attach"]) {
+    cfg.strict_attach = boolean(root["strict_attach"], "strict_attach");
+  }
+  if (root["discovery"]) {
+    parse_discovery(root["discovery"], cfg.discovery);
+  }
+  if (const auto& c = root["collectors"]) {
+    require_map(c, "collectors");
+    check_keys(c, "collectors", {"syscall", "block", "vfs"});
+    if (c["syscall"]) {
+      cfg.collectors.syscall = parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"});
+    }
+    if (c["block"]) {
+      cfg.collectors.block = parse_collector(c["block"], "collectors.block", {"tp_btf", "tracepoint"});
+    }
+    if (c["vfs"]) {
+      cfg.collectors.vfs = parse_collector(c["vfs"], "collectors.vfs", {"fentry", "kprobe"});
+    }
+  }
+  if (const auto& l = root["limits"]) {
+    require_map(l, "limits");
+    check_keys(l, "limits", {"max_series"});
+    if (l["max_series"]) {
+      cfg.limits.max_series = positive_count(l["max_series"], "limits.max_series");
+    }
+  }
+  return cfg;
+}
+
+}  // namespace
+
+std::optional<std::chrono::milliseconds> parse_duration(const std::string& text) {
+  static const std::regex kDuration("^([0-9]{1,9})(ms|s|m|h)$");
+  std::smatch m;
+  if (!std::regex_match(text, m, kDuration)) {
+    return std::nullopt;
+  }
+  const long long n = std::stoll(m[1].str());
+  const std::string unit = m[2].str();
+  long long ms = n;
+  if (unit == "s") {
+    ms = n * 1000;
+  } else if (unit == "m") {
+    ms = n * 60'000;
+  } else if (unit == "h") {
+    ms = n * 3'600'000;
+  }
+  return std::chrono::milliseconds(ms);
+}
+
+Result<Config> parse_config(const std::string& yaml_text, const std::string& source) {
+  try {
+    return parse_root(YAML::Load(yaml_text));
+  } catch (const ConfigProblem& p) {
+    std::ostringstream msg;
+    msg << source << ":" << p.line << ": " << p.key << ": " << p.what;
+    return make_error(ErrorKind::kInvalidInput, msg.str());
+  } catch (const YAML::Exception& e) {
+    std::ostringstream msg;
+    msg << source << ":" << e.mark.line + 1 << ": not valid YAML: " << e.msg;
+    return make_error(ErrorKind::kInvalidInput, msg.str());
+  }
+}
+
+Result<Config> load_config(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return make_error(ErrorKind::kNotFound, path + ": cannot read the config file");
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_config(text.str(), path);
+}
+
+}  // namespace cephscope

@@ -1,0 +1,61 @@
+// The daemon's configuration: parsed strictly from YAML, so a typo is an error that names
+// the key and its line, never a silently ignored setting.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace cephscope {
+
+// An operator-defined target: a process whose executable path or comm matches.
+struct Matcher {
+  std::string name;  // `process` label; the process's comm when empty
+  std::string exe_pattern;
+  std::string comm_pattern;
+  std::optional<std::regex> exe;
+  std::optional<std::regex> comm;
+};
+
+struct CollectorConfig {
+  bool enabled = true;
+  std::string hook = "auto";  // auto, or one hook type the collector supports
+};
+
+struct Config {
+  std::string listen = "0.0.0.0:9488";
+  std::string log_level = "info";
+  bool mount_tracefs = true;
+  bool strict_attach = false;  // exit when a probe fails to attach, instead of reporting it
+
+  struct Discovery {
+    std::chrono::milliseconds scan_interval{10'000};
+    std::chrono::milliseconds series_ttl{300'000};
+    bool ceph_osd = true;
+    bool rados_clients = true;
+    std::vector<Matcher> matchers;
+  } discovery;
+
+  struct Collectors {
+    CollectorConfig syscall;
+    CollectorConfig block;
+    CollectorConfig vfs;
+  } collectors;
+
+  struct Limits {
+    std::size_t max_series = 50'000;
+  } limits;
+};
+
+// Parses YAML text; `source` names the file in error messages ("FILE:LINE: key: problem").
+Result<Config> parse_config(const std::string& yaml_text, const std::string& source);
+Result<Config> load_config(const std::string& path);
+
+// "250ms", "10s", "5m", "1h" -> milliseconds; nullopt when malformed.
+std::optional<std::chrono::milliseconds> parse_duration(const std::string& text);
+
+}  // namespace cephscope

@@ -1,0 +1,145 @@
+#include "discovery/proc.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace cephscope {
+namespace {
+
+constexpr std::uint64_t kPfKthread = 0x00200000;
+constexpr std::size_t kMaxCmdline = 64 * 1024;
+constexpr std::string_view kDeleted = " (deleted)";
+
+bool read_file(const std::string& path, std::string& out, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return false;
+  }
+  out.assign(max_bytes, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(max_bytes));
+  out.resize(static_cast<std::size_t>(in.gcount()));
+  return true;
+}
+
+}  // namespace
+
+bool parse_stat(const std::string& text, ProcessInfo& out) {
+  // "pid (comm) state ppid ..." where comm may hold spaces and parentheses.
+  const auto open = text.find('(');
+  const auto close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close < open ||
+      close + 2 >= text.size()) {
+    return false;
+  }
+  out.comm = text.substr(open + 1, close - open - 1);
+  std::istringstream rest(text.substr(close + 2));
+  std::vector<std::string> fields;
+  std::string field;
+  while (rest >> field && fields.size() < 20) {
+    fields.push_back(field);
+  }
+  // After comm: state(0) ppid(1) pgrp(2) session(3) tty(4) tpgid(5) flags(6) ... starttime(19).
+  if (fields.size() < 20 || fields[0].size() != 1) {
+    return false;
+  }
+  out.state = fields[0][0];
+  std::uint64_t flags = 0;
+  const auto& f = fields[6];
+  if (std::from_chars(f.data(), f.data() + f.size(), flags).ec != std::errc{}) {
+    return false;
+  }
+  out.kernel_thread = (flags & kPfKthread) != 0;
+  const auto& st = fields[19];
+  return std::from_chars(st.data(), st.data() + st.size(), out.start_time).ec == std::errc{};
+}
+
+std::vector<pid_t> ProcReader::list_pids() const {
+  std::vector<pid_t> pids;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root_, ec)) {
+    const auto name = entry.path().filename().string();
+    pid_t pid = 0;
+    if (std::from_chars(name.data(), name.data() + name.size(), pid).ec == std::errc{} &&
+        pid > 0) {
+      pids.push_back(pid);
+    }
+  }
+  return pids;
+}
+
+Result<ProcessInfo> ProcReader::read(pid_t pid) const {
+  const std::string dir = root_ + "/" + std::to_string(pid);
+  ProcessInfo info;
+  info.pid = pid;
+  std::string stat;
+  if (!read_file(dir + "/stat", stat, 4096) || stat.empty()) {
+    return make_error(ErrorKind::kNotFound, "process " + std::to_string(pid) + " is gone");
+  }
+  if (!parse_stat(stat, info)) {
+    return make_error(ErrorKind::kInvalidInput, dir + "/stat: malformed");
+  }
+  info.root = dir + "/root";
+  if (info.kernel_thread || info.state == 'Z') {
+    return info;  // no exe, no argv: never a target
+  }
+  std::string cmdline;
+  if (!read_file(dir + "/cmdline", cmdline, kMaxCmdline)) {
+    return make_error(ErrorKind::kNotFound, "process " + std::to_string(pid) + " is gone");
+  }
+  std::size_t start = 0;
+  while (start < cmdline.size()) {
+    auto end = cmdline.find('\0', start);
+    if (end == std::string::npos) {
+      end = cmdline.size();
+    }
+    info.argv.push_back(cmdline.substr(start, end - start));
+    start = end + 1;
+  }
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink(dir + "/exe", ec).string();
+  if (!ec) {
+    if (exe.size() > kDeleted.size() && exe.ends_with(kDeleted)) {
+      exe.resize(exe.size() - kDeleted.size());
+      info.exe_deleted = true;
+    }
+    info.exe = exe;
+  }
+  return info;
+}
+
+bool ProcReader::maps_library(pid_t pid, const std::vector<std::string>& prefixes) const {
+  std::ifstream maps(root_ + "/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    const auto slash = line.rfind('/');
+    if (slash == std::string::npos) {
+      continue;
+    }
+    const std::string_view base(line.c_str() + slash + 1);
+    for (const auto& p : prefixes) {
+      if (base.starts_with(p)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+Result<std::string> ProcReader::read_in_root(pid_t pid, const std::string& path,
+                                             std::size_t max_bytes) const {
+  if (path.empty() || path[0] != '/' || path.find("/../") != std::string::npos ||
+      path.ends_with("/..")) {
+    return make_error(ErrorKind::kInvalidInput, "refusing path '" + path + "'");
+  }
+  std::string text;
+  if (!read_file(root_ + "/" + std::to_string(pid) + "/root" + path, text, max_bytes)) {
+    return make_error(ErrorKind::kNotFound, path + ": not readable in process " + std::to_string(pid));
+  }
+  return text;
+}
+
+}  // namespace cephscope

@@ -1,0 +1,48 @@
+// Reads what discovery needs from /proc. Every field is untrusted input: a process can set
+// its own comm and argv, and can exit between two reads.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+
+namespace cephscope {
+
+struct ProcessInfo {
+  pid_t pid = 0;
+  std::string comm;
+  char state = '?';
+  std::uint64_t start_time = 0;  // clock ticks after boot: tells a reused pid apart
+  bool kernel_thread = false;
+  std::vector<std::string> argv;
+  std::string exe;  // path in the process's mount namespace; " (deleted)" removed
+  bool exe_deleted = false;
+  std::string root;  // /proc/PID/root: where the process's files are reachable from here
+};
+
+class ProcReader {
+ public:
+  explicit ProcReader(std::string proc_root = "/proc") : root_(std::move(proc_root)) {}
+
+  [[nodiscard]] std::vector<pid_t> list_pids() const;
+  // kNotFound when the process is gone (or vanished while being read).
+  [[nodiscard]] Result<ProcessInfo> read(pid_t pid) const;
+  // Whether the process maps a file whose name starts with one of `prefixes`.
+  [[nodiscard]] bool maps_library(pid_t pid, const std::vector<std::string>& prefixes) const;
+  // Reads a file as the process sees it (through /proc/PID/root), at most max_bytes.
+  [[nodiscard]] Result<std::string> read_in_root(pid_t pid, const std::string& path,
+                                                 std::size_t max_bytes) const;
+  [[nodiscard]] const std::string& root() const { return root_; }
+
+ private:
+  std::string root_;
+};
+
+// Parses the content of /proc/PID/stat; false when malformed.
+bool parse_stat(const std::string& text, ProcessInfo& out);
+
+}  // namespace cephscope

@@ -1,0 +1,43 @@
+// The discovery BPF object: owns the tracked-process map every collector shares, and
+// reports execs (for prompt pick-up) and exits of tracked processes through a ring buffer.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+
+#include "libbpf/handles.h"
+#include "core/result.h"
+
+struct discovery_bpf;
+
+namespace cephscope {
+
+class ProcessEvents {
+ public:
+  using Handler = std::function<void(pid_t pid, bool exec)>;
+
+  static Result<std::unique_ptr<ProcessEvents>> start(Handler handler);
+  ~ProcessEvents();
+  ProcessEvents(const ProcessEvents&) = delete;
+  ProcessEvents& operator=(const ProcessEvents&) = delete;
+
+  [[nodiscard]] int tracked_map_fd() const;
+  [[nodiscard]] int tracked_map_capacity() const;
+  // An fd that becomes readable when events wait; then call consume().
+  [[nodiscard]] int poll_fd() const;
+  void consume();
+  [[nodiscard]] std::uint64_t lost() const;
+
+ private:
+  ProcessEvents() = default;
+  static int on_event(void* ctx, void* data, std::size_t size);
+
+  discovery_bpf* skel_ = nullptr;
+  std::vector<Link> links_;
+  ring_buffer* ring_ = nullptr;
+  Handler handler_;
+};
+
+}  // namespace cephscope

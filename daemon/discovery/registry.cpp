@@ -1,0 +1,151 @@
+#include "discovery/registry.h"
+
+#include <bpf/bpf.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace cephscope {
+
+Labels target_labels(const TargetIdentity& identity) {
+  if (!identity.ceph_daemon.empty()) {
+    return {{"ceph_daemon", identity.ceph_daemon}};
+  }
+  return {{"process", identity.process}};
+}
+
+TargetRegistry::TargetRegistry(int tracked_map_fd, std::chrono::milliseconds ttl,
+                               std::size_t max_targets)
+    : map_fd_(tracked_map_fd), ttl_(ttl), max_targets_(max_targets) {}
+
+Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& identity,
+                             Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (auto it = processes_.find(info.pid); it != processes_.end()) {
+    if (it->second.start_time == info.start_time) {
+      return ok_status();
+    }
+    forget_locked(info.pid, now);  // the pid was reused by a new process
+  }
+  auto it = targets_.find(identity.key());
+  if (it == targets_.end()) {
+    if (targets_.size() >= max_targets_) {
+      return make_error(ErrorKind::kInvalidInput,
+                        "target limit reached (" + std::to_string(max_targets_) + "): not tracking pid " +
+                            std::to_string(info.pid));
+    }
+    it = targets_.emplace(identity.key(), Target{next_id_++, identity, {}, now}).first;
+    spdlog::info("new target {} ({}) id {}", identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon,
+                 to_string(identity.kind), it->second.id);
+  } else if (!identity.fsid.empty()) {
+    it->second.identity.fsid = identity.fsid;  // a restarted OSD may now know its fsid
+  }
+  Target& target = it->second;
+  if (map_fd_ >= 0) {
+    const auto tgid = static_cast<std::uint32_t>(info.pid);
+    if (bpf_map_update_elem(map_fd_, &tgid, &target.id, BPF_ANY) != 0) {
+      const int err = errno;
+      return make_error(ErrorKind::kSystem,
+                        "cannot add pid " + std::to_string(info.pid) + " to the filter map: " + std::strerror(err), err);
+    }
+  }
+  target.pids.insert(info.pid);
+  target.last_alive = now;
+  processes_[info.pid] = Process{target.id, info.start_time};
+  spdlog::info("tracking pid {} as {}", info.pid,
+               identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon);
+  return ok_status();
+}
+
+void TargetRegistry::forget_locked(pid_t pid, Clock::time_point now) {
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) {
+    return;
+  }
+  const std::uint32_t id = it->second.target_id;
+  processes_.erase(it);
+  if (map_fd_ >= 0) {
+    const auto tgid = static_cast<std::uint32_t>(pid);
+    bpf_map_delete_elem(map_fd_, &tgid);  // may already be gone: the BPF exit hook deletes it
+  }
+  for (auto& [key, target] : targets_) {
+    if (target.id == id) {
+      target.pids.erase(pid);
+      target.last_alive = now;
+      spdlog::info("pid {} of {} exited", pid, target.identity.ceph_daemon.empty() ? target.identity.process
+                                                                                  : target.identity.ceph_daemon);
+      break;
+    }
+  }
+}
+
+void TargetRegistry::forget(pid_t pid, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  forget_locked(pid, now);
+}
+
+void TargetRegistry::reconcile(const std::unordered_set<pid_t>& alive, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  std::vector<pid_t> gone;
+  for (const auto& [pid, process] : processes_) {
+    if (!alive.contains(pid)) {
+      gone.push_back(pid);
+    }
+  }
+  for (pid_t pid : gone) {
+    forget_locked(pid, now);
+  }
+}
+
+void TargetRegistry::expire(Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  std::erase_if(targets_, [&](const auto& item) {
+    const Target& t = item.second;
+    const bool expired = t.pids.empty() && now - t.last_alive >= ttl_;
+    if (expired) {
+      spdlog::info("target id {} expired: its series are dropped", t.id);
+    }
+    return expired;
+  });
+}
+
+void TargetRegistry::set_ttl(std::chrono::milliseconds ttl) {
+  std::lock_guard lock(mu_);
+  ttl_ = ttl;
+}
+
+bool TargetRegistry::is_tracked(pid_t pid, std::uint64_t start_time) const {
+  std::lock_guard lock(mu_);
+  auto it = processes_.find(pid);
+  return it != processes_.end() && it->second.start_time == start_time;
+}
+
+std::vector<TargetView> TargetRegistry::snapshot() const {
+  std::lock_guard lock(mu_);
+  std::vector<TargetView> out;
+  out.reserve(targets_.size());
+  for (const auto& [key, t] : targets_) {
+    TargetView v{t.id, t.identity, {t.pids.begin(), t.pids.end()}};
+    std::sort(v.pids.begin(), v.pids.end());
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::unordered_map<std::uint32_t, Labels> TargetRegistry::labels() const {
+  std::lock_guard lock(mu_);
+  std::unordered_map<std::uint32_t, Labels> out;
+  for (const auto& [key, t] : targets_) {
+    out.emplace(t.id, target_labels(t.identity));
+  }
+  return out;
+}
+
+std::size_t TargetRegistry::tracked_processes() const {
+  std::lock_guard lock(mu_);
+  return processes_.size();
+}
+
+}  // namespace cephscope

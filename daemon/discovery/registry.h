@@ -1,0 +1,83 @@
+// The set of targets: which processes are tracked (mirrored into the BPF filter map), under
+// which target id, and with which labels. Target ids are never reused, so a scrape can tell
+// stale map entries from live ones. A target whose processes all exited keeps its series for
+// the configured TTL (an OSD restarted within it continues the same series).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "core/result.h"
+#include "discovery/classify.h"
+#include "metrics/labels.h"
+
+namespace cephscope {
+
+using Clock = std::chrono::steady_clock;
+
+struct TargetView {
+  std::uint32_t id = 0;
+  TargetIdentity identity;
+  std::vector<pid_t> pids;  // live processes, empty while the target awaits its TTL
+};
+
+class TargetRegistry {
+ public:
+  // tracked_map_fd: the BPF hash map tgid -> target id shared by all collectors (-1: none,
+  // for tests without BPF).
+  TargetRegistry(int tracked_map_fd, std::chrono::milliseconds ttl, std::size_t max_targets);
+
+  // Starts tracking a process; idempotent for a process already tracked.
+  Status track(const ProcessInfo& info, const TargetIdentity& identity, Clock::time_point now);
+  // The process exited (the BPF side has already dropped it from the filter map).
+  void forget(pid_t pid, Clock::time_point now);
+  // After a full /proc scan: forgets tracked processes that are no longer there.
+  void reconcile(const std::unordered_set<pid_t>& alive, Clock::time_point now);
+  // Drops targets whose processes all exited more than the TTL ago.
+  void expire(Clock::time_point now);
+  void set_ttl(std::chrono::milliseconds ttl);
+
+  // Whether this exact process (pid and start time) is already tracked.
+  [[nodiscard]] bool is_tracked(pid_t pid, std::uint64_t start_time) const;
+  [[nodiscard]] std::vector<TargetView> snapshot() const;
+  // Labels of every known target, by id, for the collectors' scrape.
+  [[nodiscard]] std::unordered_map<std::uint32_t, Labels> labels() const;
+  [[nodiscard]] std::size_t tracked_processes() const;
+
+ private:
+  struct Target {
+    std::uint32_t id;
+    TargetIdentity identity;
+    std::unordered_set<pid_t> pids;
+    Clock::time_point last_alive;
+  };
+  struct Process {
+    std::uint32_t target_id;
+    std::uint64_t start_time;
+  };
+
+  void forget_locked(pid_t pid, Clock::time_point now);
+
+  mutable std::mutex mu_;
+  int map_fd_;
+  std::chrono::milliseconds ttl_;
+  std::size_t max_targets_;
+  std::uint32_t next_id_ = 1;
+  std::map<std::string, Target> targets_;  // by identity key
+  std::unordered_map<pid_t, Process> processes_;
+};
+
+// The labels that name a target in every series: ceph_daemon for Ceph daemons, process for
+// everything else.
+Labels target_labels(const TargetIdentity& identity);
+
+}  // namespace cephscope

@@ -1,0 +1,76 @@
+#include "libbpf/features.h"
+
+#include <sys/utsname.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "features.skel.h"
+#include "libbpf/handles.h"
+
+namespace cephscope {
+namespace {
+
+using FeaturesSkel = Skeleton<features_bpf, features_bpf__destroy>;
+
+// Loads only `wanted` from the feature object; the load result is the answer.
+Feature try_load(bpf_program* (*pick)(features_bpf*)) {
+  FeaturesSkel skel(features_bpf__open());
+  if (!skel) {
+    return {false, std::string("cannot open the feature probe: ") + std::strerror(errno)};
+  }
+  bpf_program* wanted = pick(skel.get());
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel->obj) {
+    bpf_program__set_autoload(prog, prog == wanted);
+  }
+  const int err = features_bpf__load(skel.get());
+  if (err != 0) {
+    return {false, std::string("program load failed: ") + std::strerror(-err)};
+  }
+  return {true, ""};
+}
+
+Feature file_feature(const std::string& path, const std::string& missing) {
+  if (std::filesystem::exists(path)) {
+    return {true, ""};
+  }
+  return {false, missing};
+}
+
+}  // namespace
+
+KernelFeatures KernelFeatures::probe(const std::string& tracefs_dir) {
+  KernelFeatures f;
+  utsname u{};
+  if (uname(&u) == 0) {
+    f.kernel_release = u.release;
+  }
+  f.btf = file_feature("/sys/kernel/btf/vmlinux", "the kernel has no BTF (/sys/kernel/btf/vmlinux)");
+  f.tracefs = file_feature(tracefs_dir + "/events", "tracefs is not mounted at " + tracefs_dir);
+  if (f.btf.available) {
+    f.tp_btf = try_load([](features_bpf* s) { return s->progs.probe_tp_btf; });
+    f.fentry = try_load([](features_bpf* s) { return s->progs.probe_fentry; });
+  } else {
+    f.tp_btf = f.fentry = {false, "needs kernel BTF"};
+  }
+  // libbpf attaches kprobes through the kprobe PMU, or through tracefs on old kernels.
+  if (std::filesystem::exists("/sys/bus/event_source/devices/kprobe/type") ||
+      std::filesystem::exists(tracefs_dir + "/kprobe_events")) {
+    f.kprobe = {true, ""};
+  } else {
+    f.kprobe = {false, "the kernel has no kprobes (no kprobe PMU, no kprobe_events)"};
+  }
+  std::ifstream stats("/proc/sys/kernel/bpf_stats_enabled");
+  int enabled = 0;
+  if (stats >> enabled && enabled == 1) {
+    f.bpf_stats = {true, ""};
+  } else {
+    f.bpf_stats = {false, "kernel.bpf_stats_enabled is 0: program run time is not counted"};
+  }
+  return f;
+}
+
+}  // namespace cephscope

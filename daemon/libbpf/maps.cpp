@@ -1,0 +1,46 @@
+#include "libbpf/maps.h"
+
+#include <array>
+
+namespace cephscope {
+
+int possible_cpus() {
+  static const int n = libbpf_num_possible_cpus();
+  return n > 0 ? n : 1;
+}
+
+std::size_t count_entries(const bpf_map* map) {
+  const int fd = bpf_map__fd(map);
+  const std::size_t key_size = bpf_map__key_size(map);
+  std::vector<unsigned char> key(key_size);
+  std::vector<unsigned char> next(key_size);
+  const void* prev = nullptr;
+  std::size_t n = 0;
+  while (bpf_map_get_next_key(fd, prev, next.data()) == 0) {
+    ++n;
+    key.swap(next);
+    prev = key.data();
+  }
+  return n;
+}
+
+std::uint64_t sum_percpu_u64(int map_fd, std::uint32_t index) {
+  std::vector<std::uint64_t> values(static_cast<std::size_t>(possible_cpus()));
+  if (bpf_map_lookup_elem(map_fd, &index, values.data()) != 0) {
+    return 0;
+  }
+  std::uint64_t sum = 0;
+  for (auto v : values) {
+    sum += v;
+  }
+  return sum;
+}
+
+void add_hist(struct hist& into, const struct hist& from) {
+  for (std::size_t i = 0; i < HIST_SLOTS; ++i) {
+    into.slots[i] += from.slots[i];
+  }
+  into.sum_ns += from.sum_ns;
+}
+
+}  // namespace cephscope

@@ -1,0 +1,18 @@
+// Run time and run count of a loaded BPF program, counted by the kernel when
+// kernel.bpf_stats_enabled=1; exported so operators see the probes' own cost.
+#pragma once
+
+#include <bpf/libbpf.h>
+
+#include <cstdint>
+
+namespace cephscope {
+
+struct ProgramStats {
+  std::uint64_t run_time_ns = 0;
+  std::uint64_t run_count = 0;
+};
+
+ProgramStats program_stats(const bpf_program* prog);
+
+}  // namespace cephscope

@@ -1,0 +1,102 @@
+#include "metrics/exporter.h"
+
+#include <bpf/libbpf.h>
+#include <prometheus/text_serializer.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "discovery/process_events.h"
+
+namespace cephscope {
+namespace {
+
+constexpr std::array<const char*, LOST_REASONS> kLostReasons = {"inflight_full", "stats_full", "no_start"};
+
+}  // namespace
+
+std::string Exporter::render() {
+  std::lock_guard lock(mu_);
+  MetricSink sink(max_series_.load());
+  const TargetLabelMap targets = registry_.labels();
+  std::vector<std::pair<std::string, double>> durations;
+  for (const auto& c : collectors_) {
+    const auto start = std::chrono::steady_clock::now();
+    c->collect(sink, targets);
+    durations.emplace_back(c->name(),
+                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  sink.set_uncapped(true);
+  self_metrics(sink, durations);
+  std::ostringstream text;
+  prometheus::TextSerializer().Serialize(text, sink.take());
+  return text.str();
+}
+
+void Exporter::self_metrics(MetricSink& out, const std::vector<std::pair<std::string, double>>& durations) {
+  out.gauge("cephscope_build_info", "cephscope's version and the libbpf and kernel it runs with.",
+            {{"version", CEPHSCOPE_VERSION},
+             {"libbpf", std::to_string(libbpf_major_version()) + "." + std::to_string(libbpf_minor_version())},
+             {"kernel", features_.kernel_release}},
+            1);
+  for (const auto& [name, seconds] : durations) {
+    out.gauge("cephscope_collector_scrape_duration_seconds", "Time a collector took to read its maps.",
+              {{"collector", name}}, seconds);
+  }
+  for (const auto& c : collectors_) {
+    const std::string name = c->name();
+    const bool up = c->hook() != "unavailable";
+    out.gauge("cephscope_collector_up", "1 when the collector is loaded and attached, with the hook it uses.",
+              {{"collector", name}, {"hook", c->hook()}}, up ? 1 : 0);
+    for (const auto& p : c->probes()) {
+      out.gauge("cephscope_probe_attached", "1 when the probe is attached; reason says why not.",
+                {{"collector", name}, {"probe", p.probe}, {"target", p.target}, {"reason", p.reason}},
+                p.attached ? 1 : 0);
+    }
+    for (const auto& m : c->maps()) {
+      out.gauge("cephscope_map_entries", "Entries in a BPF map.", {{"map", m.map}}, static_cast<double>(m.entries));
+      out.gauge("cephscope_map_capacity", "Capacity of a BPF map.", {{"map", m.map}},
+                static_cast<double>(m.capacity));
+    }
+    const auto lost = c->lost();
+    for (std::size_t r = 0; r < lost.size(); ++r) {
+      out.counter("cephscope_events_lost_total", "Events not folded into a histogram, by reason.",
+                  {{"collector", name}, {"reason", kLostReasons[r]}}, static_cast<double>(lost[r]));
+    }
+    for (const auto& [prog, stats] : c->programs()) {
+      const Labels l{{"collector", name}, {"program", prog}};
+      out.counter("cephscope_bpf_program_run_seconds_total",
+                  "Time the kernel spent running a BPF program (needs kernel.bpf_stats_enabled=1).", l,
+                  static_cast<double>(stats.run_time_ns) / 1e9);
+      out.counter("cephscope_bpf_program_runs_total",
+                  "Times a BPF program ran (needs kernel.bpf_stats_enabled=1).", l,
+                  static_cast<double>(stats.run_count));
+    }
+  }
+  out.gauge("cephscope_bpf_stats_enabled", "1 when the kernel counts BPF program run time.", {},
+            features_.bpf_stats.available ? 1 : 0);
+  if (events_ != nullptr) {
+    out.counter("cephscope_events_lost_total", "Events not folded into a histogram, by reason.",
+                {{"collector", "discovery"}, {"reason", "ringbuf_full"}}, static_cast<double>(events_->lost()));
+    out.gauge("cephscope_map_entries", "Entries in a BPF map.", {{"map", "tracked_tgids"}},
+              static_cast<double>(registry_.tracked_processes()));
+    out.gauge("cephscope_map_capacity", "Capacity of a BPF map.", {{"map", "tracked_tgids"}},
+              static_cast<double>(events_->tracked_map_capacity()));
+  }
+  const auto targets = registry_.snapshot();
+  out.gauge("cephscope_targets", "Targets known, live or awaiting their series TTL.", {},
+            static_cast<double>(targets.size()));
+  for (const auto& t : targets) {
+    for (pid_t pid : t.pids) {
+      out.gauge("cephscope_target_info", "A tracked process and what is known about it.",
+                target_labels(t.identity) + Labels{{"kind", to_string(t.identity.kind)},
+                                                   {"fsid", t.identity.fsid},
+                                                   {"pid", std::to_string(pid)}},
+                1);
+    }
+  }
+  out.gauge("cephscope_scrape_series_dropped", "Series left out of this scrape by limits.max_series.", {},
+            static_cast<double>(out.dropped()));
+}
+
+}  // namespace cephscope

@@ -1,0 +1,40 @@
+// One scrape: every collector's families, then the self-metrics that explain them
+// (probe status, map usage, lost events, scrape cost, targets, build).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "libbpf/features.h"
+#include "collectors/collector.h"
+#include "discovery/registry.h"
+
+namespace cephscope {
+
+class ProcessEvents;
+
+class Exporter {
+ public:
+  Exporter(TargetRegistry& registry, const std::vector<std::unique_ptr<Collector>>& collectors,
+           const ProcessEvents* events, const KernelFeatures& features)
+      : registry_(registry), collectors_(collectors), events_(events), features_(features) {}
+
+  void set_max_series(std::size_t n) { max_series_.store(n); }
+  // The text exposition format; scrapes are serialised.
+  std::string render();
+
+ private:
+  void self_metrics(MetricSink& out, const std::vector<std::pair<std::string, double>>& durations);
+
+  std::mutex mu_;
+  TargetRegistry& registry_;
+  const std::vector<std::unique_ptr<Collector>>& collectors_;
+  const ProcessEvents* events_;
+  const KernelFeatures& features_;
+  std::atomic<std::size_t> max_series_{50'000};
+};
+
+}  // namespace cephscope

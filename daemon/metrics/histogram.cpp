@@ -1,0 +1,42 @@
+#include "metrics/histogram.h"
+
+#include <limits>
+
+namespace cephscope {
+
+const std::array<double, HIST_FINITE_SLOTS>& bucket_bounds_seconds() {
+  static const auto bounds = [] {
+    std::array<double, HIST_FINITE_SLOTS> b{};
+    for (std::size_t i = 0; i < b.size(); ++i) {
+      b[i] = static_cast<double>(HIST_FIRST_BOUND_NS << i) / 1e9;
+    }
+    return b;
+  }();
+  return bounds;
+}
+
+std::uint64_t hist_count(const struct hist& h) {
+  std::uint64_t n = 0;
+  for (auto slot : h.slots) {
+    n += slot;
+  }
+  return n;
+}
+
+prometheus::ClientMetric::Histogram to_prometheus(const struct hist& h) {
+  prometheus::ClientMetric::Histogram out;
+  const auto& bounds = bucket_bounds_seconds();
+  std::uint64_t cumulative = 0;
+  out.bucket.reserve(HIST_SLOTS);
+  for (std::size_t i = 0; i < HIST_FINITE_SLOTS; ++i) {
+    cumulative += h.slots[i];
+    out.bucket.push_back({cumulative, bounds[i]});
+  }
+  cumulative += h.slots[HIST_FINITE_SLOTS];
+  out.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});
+  out.sample_count = cumulative;
+  out.sample_sum = static_cast<double>(h.sum_ns) / 1e9;
+  return out;
+}
+
+}  // namespace cephscope
