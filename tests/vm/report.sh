@@ -48,6 +48,8 @@ tests_total() { # KERNEL -> "12 passed, 1 failed" or a reason
                     r = v["passed"] " passed, " v["failed"] " failed"
                     if (v["incomplete"] > 0) r = r ", " v["incomplete"] " incomplete"
                     print r }' "$s"
+  elif [ -f "$results/$1/out/kernel-tests.not-built" ]; then
+    echo "not built"
   elif [ -f "$results/$1/out/probe.txt" ] && [ ! -f "$results/$1/out/check.txt" ]; then
     echo "not run (probe only)"
   else
@@ -117,11 +119,27 @@ commit=$(git -C "$VM_SRC_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown
               else if ($i ~ /^status=/) status = substr($i, 8)
             }
             if (match($0, /reason="[^"]*"/)) reason = substr($0, RSTART + 8, RLENGTH - 9)
-            out = "`" hook "` " status
+            if (status == "ok") out = "`" hook "`"
+            else out = "`" hook "` " status
             if (reason != "") out = out ": " reason
             print out; exit
           }' "$results/$k/out/check.txt" 2>/dev/null | md)
         line+="| ${cell:--} "
+      done
+      echo "$line|"
+    done
+    echo
+    echo "Kernel features as the daemon detects them (\`feature\` lines of \`--check\`):"
+    echo
+    header "feature"
+    features=$(for k in "${ks[@]}"; do
+      sed -n 's/^feature \([^:]*\):.*/\1/p' "$results/$k/out/check.txt" 2>/dev/null; done | awk '!seen[$0]++')
+    for f in $features; do
+      line="| $f "
+      for k in "${ks[@]}"; do
+        v=$(awk -v f="$f" '$1 == "feature" && $2 == f ":" { sub(/^feature [^:]*: */, ""); print; exit }' \
+          "$results/$k/out/check.txt" 2>/dev/null | md)
+        line+="| ${v:--} "
       done
       echo "$line|"
     done
@@ -135,10 +153,10 @@ commit=$(git -C "$VM_SRC_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown
   echo "tests/vm/probe: each program loaded, attached and fired on its own, independently of the"
   echo "daemon (\`ok (N)\`: N hits from the probe's own reads and O_DIRECT IO on the scratch disk)."
   echo
-  header "hook" "target"
   hooks=$(for k in "${ks[@]}"; do
     awk '/^hook=/ { split($1, a, "="); split($2, b, "="); print a[2] " " b[2] }' "$results/$k/out/probe.txt" 2>/dev/null
   done | awk '!seen[$0]++')
+  if [ -n "$hooks" ]; then header "hook" "target"; else echo "_cephscope_vm_hookprobe was not built for this run._"; fi
   while read -r h t; do
     [ -n "$h" ] || continue
     line="| $h | $t "

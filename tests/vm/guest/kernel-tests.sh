@@ -31,6 +31,11 @@ cat "$out/check.txt"
 echo "$check_rc" > "$out/check.rc"
 [ $check_rc = 0 ] || echo "cephscope --check exited $check_rc"
 
+if [ ! -x "$tests" ]; then
+  section "kernel tests: $tests is not built"
+  touch "$out/kernel-tests.not-built"
+  exit $check_rc
+fi
 section "kernel tests: $tests \"$filter\""
 t0=$(ts)
 # Catch2 v2: one reporter; XML streams per test case and carries durations and failures
