@@ -12,7 +12,7 @@
 # Nothing else may use the cluster meanwhile (the deltas must be the benches' alone).
 set -euo pipefail
 
-[ $# -eq 2 ] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -eq 2 ] || { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 DIR=$(realpath -- "$1")
 OUT=$(realpath -m -- "$2")
 BENCH_SECONDS=${BENCH_SECONDS:-5}

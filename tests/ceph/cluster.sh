@@ -10,7 +10,7 @@
 # Debian's Ceph 16.2 packages (installed by install.sh --no-dbg when missing). No systemd, no
 # LVM, no ceph-volume: everything (conf, keys, mon store, OSD block files, logs, admin
 # sockets, pid files) lives in DIR, so clusters in two DIRs never collide. The mon listens on
-# 127.0.0.1 at a port found free at run time; mgr and OSDs bind inside a 64-port window also
+# 127.0.0.1 at a port found free at run time; mgr and OSDs bind in the next 99 ports, also
 # found free at run time. Tests reach the cluster with `source DIR/env` (CEPH_CONF etc.).
 #
 # Env knobs:
@@ -55,7 +55,7 @@ die() {
     fi
     exit 1
 }
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 C() { timeout 60 ceph -c "$CONF" --connect-timeout 15 "$@"; }
 
@@ -334,14 +334,16 @@ cmd_up() {
         || die "mgr.x did not become available within ${CEPH_UP_TIMEOUT}s (see $DIR/log/mgr.x.log)"
     step_done mgr-available
 
-    # the pool: replicated, size 3 over OSDs (one host), application rados
+    # the pool: replicated over OSDs (one host), size and min_size from osd_pool_default_*,
+    # application rados (else HEALTH_WARN)
     {
         C osd crush rule create-replicated replicated-osd default osd &&
         C osd pool create "$CEPH_POOL" "$CEPH_PG_NUM" "$CEPH_PG_NUM" replicated replicated-osd &&
-        C osd pool set "$CEPH_POOL" size "$POOL_SIZE" --yes-i-really-mean-it &&
-        C osd pool set "$CEPH_POOL" min_size "$POOL_MIN_SIZE" &&
         C osd pool application enable "$CEPH_POOL" rados
     } >>"$DIR/log/setup.log" 2>&1 || die "creating pool $CEPH_POOL failed (see $DIR/log/setup.log)"
+    local size
+    size=$(C osd pool get "$CEPH_POOL" size) || die "ceph osd pool get $CEPH_POOL size failed"
+    [ "$size" = "size: $POOL_SIZE" ] || die "pool $CEPH_POOL has '$size', expected size $POOL_SIZE"
     step_done pool
 
     if ! wait_for "$CEPH_UP_TIMEOUT" "all PGs active+clean" pgs_clean; then

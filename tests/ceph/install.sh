@@ -6,7 +6,7 @@
 # Installs ceph-mon ceph-mgr ceph-osd ceph-common and the debug packages ceph-osd-dbg
 # librados2-dbg ceph-common-dbg (DWARF in /usr/lib/debug/.build-id/), each group only when
 # something in it is missing. Idempotent: a second run does nothing and says so.
-#   --no-dbg   skip the debug packages (about 1.1 GB download, 3 GB installed)
+#   --no-dbg   skip the debug packages (1.2 GB download, 1.2 GB installed)
 #   --check    install nothing; exit 0 when everything is installed, 1 otherwise
 # Prints the time taken by apt-get update, the package install, and the debug packages'
 # download and install, separately. Needs root when something must be installed.
@@ -28,7 +28,7 @@ for arg in "$@"; do
     case "$arg" in
         --no-dbg) with_dbg=0 ;;
         --check) check_only=1 ;;
-        -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument: $arg (see --help)" ;;
     esac
 done
