@@ -1,5 +1,6 @@
 # Shared settings and helpers of the kernel-matrix harness (sourced by cephscope-vm).
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # settings used by the other sourced files
 
 VM_HERE=${VM_HERE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 VM_SRC_DIR=${CEPHSCOPE_SOURCE_DIR:-$(cd "$VM_HERE/../.." && pwd)}

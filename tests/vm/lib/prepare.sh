@@ -43,6 +43,7 @@ vm_prepare_rootfs() {
   fi
   rm -f "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/*_Packages
   echo cephscope-vm > "$tmp/etc/hostname"
+  # shellcheck disable=SC2016
   chroot "$tmp" dpkg-query -W -f '${Package} ${Version}\n' > "$tmp/.manifest" 2>/dev/null || true
   vm_rootfs_packages > "$tmp/.packages"
   vm_since "$t0" > "$tmp/.seconds"

@@ -78,7 +78,9 @@ vm_boot_once() {
   append="console=ttyS0 rdinit=/init panic=-1 oops=panic softlockup_panic=1 mitigations=off"
   append+=" nokaslr tsc=reliable no_timer_check audit=0 loglevel=4 ${CEPHSCOPE_VM_APPEND:-}"
   t0=$(vm_now)
-  qemu-system-x86_64 -nodefaults -no-user-config -nographic -no-reboot \
+  # `timeout` is a backstop: qemu cannot outlive the harness by long even if the harness is
+  # SIGKILLed (the loop below normally stops it first)
+  timeout -k 10 $((${VM_TIMEOUT%.*} + 120)) qemu-system-x86_64 -nodefaults -no-user-config -nographic -no-reboot \
     -machine q35 "${accel[@]}" -smp "$VM_SMP" -m "$VM_MEM" \
     -kernel "$kimg" -initrd "$initrd" -append "$append" \
     -serial "file:$dir/console.log" -serial "file:$dir/output.log" \
@@ -237,7 +239,7 @@ cmd_run() {
         vm_log "guest setup failed: $(cat "$dir/init-failed")"
         status=$VM_RC_SETUP; break ;;
       *)
-        vm_log "the guest died without a status (attempt $attempt/$max, outcome $ATTEMPT_OUTCOME)"
+        vm_log "the guest died or hung before reporting a status (attempt $attempt/$max, outcome $ATTEMPT_OUTCOME)"
         grep -m3 -E 'Kernel panic|BUG:|Oops|general protection' "$dir/console.log" | sed 's/^/  console: /' >&2 || true
         status=$VM_RC_GUEST_DIED
         [ $attempt -lt $max ] || break
