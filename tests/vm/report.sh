@@ -176,11 +176,48 @@ commit=$(git -C "$VM_SRC_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown
     echo "$line|"
   done <<< "$hooks"
   echo
+  echo "### The verifier on each BPF program"
+  echo
+  progs=$(for k in "${ks[@]}"; do
+    awk '/^object=/ { split($1, a, "="); split($2, b, "="); print a[2] " " b[2] }' "$results/$k/out/probe.txt" 2>/dev/null
+  done | awk '!seen[$0]++')
+  if [ -z "$progs" ]; then
+    echo "_cephscope_vm_loadcheck was not built for this run._"
+  else
+    echo "tests/vm/probe/loadcheck.cpp loads every program of the build's BPF objects on its own"
+    echo "(no attach). Programs the verifier accepts on every kernel are only counted."
+    echo
+    verdicts=$(for k in "${ks[@]}"; do
+      awk -v k="$k" '/^object=/ {
+          split($1, a, "="); split($2, b, "="); split($4, l, "=")
+          e = ""; if (match($0, /error="[^"]*"/)) e = substr($0, RSTART + 7, RLENGTH - 8)
+          print k "\t" a[2] " " b[2] "\t" l[2] "\t" e }' "$results/$k/out/probe.txt" 2>/dev/null
+    done)
+    total=$(printf '%s\n' "$progs" | grep -c .)
+    failing=$(printf '%s\n' "$verdicts" | awk -F'\t' '$3 != "ok" { print $2 }' | awk '!seen[$0]++')
+    nfail=$(printf '%s\n' "$failing" | grep -c . || true)
+    echo "$((total - nfail)) of $total programs load everywhere."
+    if [ "$nfail" -gt 0 ]; then
+      echo
+      header "object" "program"
+      while read -r o p; do
+        [ -n "$o" ] || continue
+        line="| $o | $p "
+        for k in "${ks[@]}"; do
+          cell=$(printf '%s\n' "$verdicts" | awk -F'\t' -v k="$k" -v id="$o $p" '
+            $1 == k && $2 == id { print ($3 == "ok" ? "ok" : "**fails**: " $4); exit }' | md)
+          line+="| ${cell:--} "
+        done
+        echo "$line|"
+      done <<< "$failing"
+    fi
+  fi
+  echo
   echo "### Kernel facts"
   echo
   header "fact"
   facts=$(for k in "${ks[@]}"; do
-    sed -n 's/^fact=\([^ ]*\) .*/\1/p' "$results/$k/out/probe.txt" 2>/dev/null; done | awk '!seen[$0]++' | grep -v '^uname$' || true)
+    sed -n 's/^fact=\([^ ]*\) .*/\1/p' "$results/$k/out/probe.txt" 2>/dev/null; done | awk '!seen[$0]++' | grep -vE '^(uname|hookprobe|loadcheck)$' || true)
   for f in $facts; do
     line="| $f "
     for k in "${ks[@]}"; do

@@ -52,3 +52,15 @@ if [ -n "$build" ] && [ -x "$probe" ]; then
 else
   echo "fact=hookprobe value=not-built"
 fi
+
+# the verifier on every program of the project's BPF objects, one program at a time
+check=$build/tests/vm/cephscope_vm_loadcheck
+objs=()
+for o in "$build"/skel/*.bpf.o; do
+  [ -f "$o" ] && [ "${o##*/}" != vm_hookprobe.bpf.o ] && objs+=("$o")
+done
+if [ -n "$build" ] && [ -x "$check" ] && [ ${#objs[@]} -gt 0 ]; then
+  "$check" "${objs[@]}"
+else
+  echo "fact=loadcheck value=not-built"
+fi
