@@ -39,7 +39,7 @@ static inline __u32 hist_log2(__u64 v)
 /* Smallest i with ns <= 1 us * 2^i, or the overflow slot. */
 static inline __u32 hist_slot(__u64 ns)
 {
-	__u64 us_ceil = (ns + HIST_FIRST_BOUND_NS - 1) / HIST_FIRST_BOUND_NS;
+	__u64 us_ceil = ns / HIST_FIRST_BOUND_NS + (ns % HIST_FIRST_BOUND_NS != 0);
 	__u32 slot;
 
 	if (us_ceil <= 1)

@@ -1,0 +1,117 @@
+#include <catch2/catch.hpp>
+
+#include "config/config.h"
+
+using namespace cephscope;
+
+namespace {
+
+// The error message for a config that must be rejected.
+std::string rejected(const std::string& yaml) {
+  auto r = parse_config(yaml, "test.yaml");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::kInvalidInput);
+  return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("the shipped default config parses", "[config]") {
+  auto r = load_config(std::string(CEPHSCOPE_SOURCE_DIR) + "/config/cephscope.yaml");
+  REQUIRE(r.ok());
+  CHECK(r->listen == "0.0.0.0:9488");
+  CHECK(r->discovery.scan_interval == std::chrono::seconds(10));
+  CHECK(r->discovery.series_ttl == std::chrono::minutes(5));
+  CHECK(r->collectors.vfs.hook == "auto");
+  CHECK(r->limits.max_series == 50000);
+}
+
+TEST_CASE("an empty config means every default", "[config]") {
+  auto r = parse_config("", "empty.yaml");
+  REQUIRE(r.ok());
+  CHECK(r->collectors.syscall.enabled);
+  CHECK(r->discovery.ceph_osd);
+}
+
+TEST_CASE("a full config is read", "[config]") {
+  auto r = parse_config(R"(
+listen: "127.0.0.1:9999"
+log_level: debug
+discovery:
+  scan_interval: 250ms
+  series_ttl: 2h
+  matchers:
+    - {name: fio, comm: "^fio$"}
+    - {exe: "/usr/bin/.*"}
+collectors:
+  vfs: {enabled: false, hook: kprobe}
+  block: {hook: tracepoint}
+limits: {max_series: 10}
+)",
+                        "full.yaml");
+  REQUIRE(r.ok());
+  CHECK(r->listen == "127.0.0.1:9999");
+  CHECK(r->discovery.scan_interval == std::chrono::milliseconds(250));
+  CHECK(r->discovery.series_ttl == std::chrono::hours(2));
+  REQUIRE(r->discovery.matchers.size() == 2);
+  CHECK(r->discovery.matchers[0].name == "fio");
+  CHECK(std::regex_search("fio", *r->discovery.matchers[0].comm));
+  CHECK_FALSE(r->discovery.matchers[1].comm.has_value());
+  CHECK_FALSE(r->collectors.vfs.enabled);
+  CHECK(r->collectors.vfs.hook == "kprobe");
+  CHECK(r->collectors.block.hook == "tracepoint");
+  CHECK(r->limits.max_series == 10);
+}
+
+TEST_CASE("each config error names the key and its line", "[config]") {
+  CHECK(rejected("listen: 1\nlisten_port: 9\n") == "test.yaml:2: listen_port: unknown key");
+  CHECK(rejected("discovery:\n  scan_interval: 10s\n  scan_intervall: 5s\n") ==
+        "test.yaml:3: discovery.scan_intervall: unknown key");
+  CHECK(rejected("collectors:\n  syscall:\n    enabled: perhaps\n") ==
+        "test.yaml:3: collectors.syscall.enabled: expected true or false, got 'perhaps'");
+  CHECK(rejected("discovery:\n  series_ttl: 10 minutes\n") ==
+        "test.yaml:2: discovery.series_ttl: expected a positive duration such as 500ms, 10s, 5m or 1h, got '10 "
+        "minutes'");
+  CHECK(rejected("discovery:\n  scan_interval: 0s\n").starts_with("test.yaml:2: discovery.scan_interval: "));
+  CHECK(rejected("discovery:\n  scan_interval: -5s\n").starts_with("test.yaml:2: discovery.scan_interval: "));
+  CHECK(rejected("discovery:\n  matchers:\n    - {comm: \"(unclosed\"}\n")
+            .starts_with("test.yaml:3: discovery.matchers[0].comm: invalid regular expression '(unclosed'"));
+  CHECK(rejected("discovery:\n  matchers:\n    - {name: x}\n") ==
+        "test.yaml:3: discovery.matchers[0]: a matcher needs exe or comm");
+  CHECK(rejected("discovery:\n  matchers: {comm: x}\n") == "test.yaml:2: discovery.matchers: expected a list");
+  CHECK(rejected("listen: \"localhost:http\"\n") ==
+        "test.yaml:1: listen: expected HOST:PORT or PORT, got 'localhost:http'");
+  CHECK(rejected("listen: \"0.0.0.0:70000\"\n").starts_with("test.yaml:1: listen: "));
+  CHECK(rejected("log_level: loud\n").starts_with("test.yaml:1: log_level: unknown level 'loud'"));
+  CHECK(rejected("collectors:\n  vfs: {hook: uprobe}\n") ==
+        "test.yaml:2: collectors.vfs.hook: unknown hook 'uprobe' (one of: auto, fentry, kprobe)");
+  CHECK(rejected("collectors:\n  nfs: {enabled: true}\n") == "test.yaml:2: collectors.nfs: unknown key");
+  CHECK(rejected("collectors:\n  syscall: true\n") == "test.yaml:2: collectors.syscall: expected a mapping");
+  CHECK(rejected("limits:\n  max_series: 0\n") ==
+        "test.yaml:2: limits.max_series: expected a positive whole number, got '0'");
+  CHECK(rejected("limits:\n  max_series: -3\n").starts_with("test.yaml:2: limits.max_series: "));
+  CHECK(rejected("limits:\n  max_series: lots\n").starts_with("test.yaml:2: limits.max_series: "));
+  CHECK(rejected("mount_tracefs: [1, 2]\n").starts_with("test.yaml:1: mount_tracefs: expected true or false"));
+  CHECK(rejected("listen: [a]\n") == "test.yaml:1: listen: expected a string");
+  CHECK(rejected("- just\n- a list\n") == "test.yaml:1: (top level): expected a mapping");
+  CHECK(rejected("discovery: {scan_interval: 1s\n").starts_with("test.yaml:"));
+  CHECK(rejected("discovery: {scan_interval: 1s\n").find("not valid YAML") != std::string::npos);
+}
+
+TEST_CASE("a missing config file is reported by path", "[config]") {
+  auto r = load_config("/nonexistent/cephscope.yaml");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == "/nonexistent/cephscope.yaml: cannot read the config file");
+}
+
+TEST_CASE("durations", "[config]") {
+  CHECK(parse_duration("250ms") == std::chrono::milliseconds(250));
+  CHECK(parse_duration("10s") == std::chrono::seconds(10));
+  CHECK(parse_duration("5m") == std::chrono::minutes(5));
+  CHECK(parse_duration("1h") == std::chrono::hours(1));
+  CHECK_FALSE(parse_duration("1.5s").has_value());
+  CHECK_FALSE(parse_duration("s").has_value());
+  CHECK_FALSE(parse_duration("10").has_value());
+  CHECK_FALSE(parse_duration("10d").has_value());
+  CHECK_FALSE(parse_duration("9999999999s").has_value());
+}

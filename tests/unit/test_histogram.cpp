@@ -1,0 +1,70 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include "metrics/histogram.h"
+
+using namespace cephscope;
+
+TEST_CASE("hist_slot puts each value in the smallest bucket whose bound holds it", "[histogram]") {
+  CHECK(hist_slot(0) == 0);
+  CHECK(hist_slot(1) == 0);
+  CHECK(hist_slot(1000) == 0);  // exactly 1 us: le="1e-06"
+  CHECK(hist_slot(1001) == 1);
+  CHECK(hist_slot(2000) == 1);
+  CHECK(hist_slot(2001) == 2);
+  CHECK(hist_slot(4000) == 2);
+  CHECK(hist_slot(4001) == 3);
+  for (unsigned i = 1; i < HIST_FINITE_SLOTS; ++i) {
+    const std::uint64_t bound = HIST_FIRST_BOUND_NS << i;
+    INFO("bucket " << i);
+    CHECK(hist_slot(bound) == i);
+    CHECK(hist_slot(bound + 1) == i + 1);
+    CHECK(hist_slot(bound - 1) == i);
+  }
+}
+
+TEST_CASE("values beyond the last finite bound go to the overflow slot", "[histogram]") {
+  const std::uint64_t last = HIST_FIRST_BOUND_NS << (HIST_FINITE_SLOTS - 1);  // 16.8 s
+  CHECK(hist_slot(last) == HIST_FINITE_SLOTS - 1);
+  CHECK(hist_slot(last + 1) == HIST_FINITE_SLOTS);
+  CHECK(hist_slot(3600ULL * 1000000000ULL) == HIST_FINITE_SLOTS);
+  CHECK(hist_slot(std::numeric_limits<std::uint64_t>::max()) == HIST_FINITE_SLOTS);
+}
+
+TEST_CASE("bucket bounds are powers of two microseconds, in seconds", "[histogram]") {
+  const auto& b = bucket_bounds_seconds();
+  CHECK(b.front() == Approx(1e-6));
+  CHECK(b[1] == Approx(2e-6));
+  CHECK(b.back() == Approx(16.777216));
+}
+
+TEST_CASE("conversion gives cumulative buckets, +Inf, the count and the real sum", "[histogram]") {
+  struct hist h {};
+  h.slots[0] = 3;                  // 3 values <= 1 us
+  h.slots[2] = 2;                  // 2 values in (2, 4] us
+  h.slots[HIST_FINITE_SLOTS] = 1;  // 1 overflow
+  h.sum_ns = 20'000'000'123ULL;
+  const auto p = to_prometheus(h);
+  REQUIRE(p.bucket.size() == HIST_SLOTS);
+  CHECK(p.bucket[0].cumulative_count == 3);
+  CHECK(p.bucket[1].cumulative_count == 3);
+  CHECK(p.bucket[2].cumulative_count == 5);
+  CHECK(p.bucket[HIST_FINITE_SLOTS - 1].cumulative_count == 5);
+  CHECK(std::isinf(p.bucket.back().upper_bound));
+  CHECK(p.bucket.back().cumulative_count == 6);
+  CHECK(p.sample_count == 6);
+  CHECK(p.sample_sum == Approx(20.000000123));
+}
+
+TEST_CASE("an empty histogram still has every bucket", "[histogram]") {
+  const struct hist h {};
+  const auto p = to_prometheus(h);
+  REQUIRE(p.bucket.size() == HIST_SLOTS);
+  for (const auto& b : p.bucket) {
+    CHECK(b.cumulative_count == 0);
+  }
+  CHECK(p.sample_count == 0);
+  CHECK(p.sample_sum == 0.0);
+}

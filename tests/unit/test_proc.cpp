@@ -1,0 +1,168 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "discovery/classify.h"
+#include "discovery/proc.h"
+
+using namespace cephscope;
+
+namespace {
+
+const std::string kProc = std::string(CEPHSCOPE_FIXTURES) + "/proc";
+const std::string kFsid = "8a3e4f6c-1b2d-4c5e-9f70-1a2b3c4d5e6f";
+
+ProcessInfo must_read(const ProcReader& proc, pid_t pid) {
+  auto r = proc.read(pid);
+  INFO("pid " << pid);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+}  // namespace
+
+TEST_CASE("every numeric entry is listed, nothing else", "[proc]") {
+  auto pids = ProcReader(kProc).list_pids();
+  std::sort(pids.begin(), pids.end());
+  CHECK(pids == std::vector<pid_t>{2, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112});
+}
+
+TEST_CASE("a process is read from stat, cmdline and exe", "[proc]") {
+  const ProcReader proc(kProc);
+  const auto p = must_read(proc, 101);
+  CHECK(p.comm == "ceph-osd");
+  CHECK(p.state == 'S');
+  CHECK(p.start_time == 1000);
+  CHECK_FALSE(p.kernel_thread);
+  CHECK(p.exe == "/usr/bin/ceph-osd");
+  CHECK_FALSE(p.exe_deleted);
+  CHECK(p.argv == std::vector<std::string>{"/usr/bin/ceph-osd", "-f", "--cluster", "ceph", "--id", "3",
+                                           "--setuser", "ceph"});
+}
+
+TEST_CASE("a deleted executable is flagged and its path kept", "[proc]") {
+  const auto p = must_read(ProcReader(kProc), 106);
+  CHECK(p.exe == "/usr/bin/ceph-osd");
+  CHECK(p.exe_deleted);
+}
+
+TEST_CASE("zombies and kernel threads are read but never targets", "[proc]") {
+  const ProcReader proc(kProc);
+  const Config::Discovery cfg;
+  const Classifier classify(proc, cfg);
+  const auto zombie = must_read(proc, 107);
+  CHECK(zombie.state == 'Z');
+  CHECK_FALSE(classify.classify(zombie).has_value());
+  const auto kthread = must_read(proc, 2);
+  CHECK(kthread.kernel_thread);
+  CHECK_FALSE(classify.classify(kthread).has_value());
+}
+
+TEST_CASE("a process that vanished mid-scan is reported gone, not an error", "[proc]") {
+  auto r = ProcReader(kProc).read(108);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::kNotFound);
+  CHECK_FALSE(ProcReader(kProc).read(99999).ok());
+}
+
+TEST_CASE("a comm with spaces and parentheses is parsed from the last parenthesis", "[proc]") {
+  const auto p = must_read(ProcReader(kProc), 110);
+  CHECK(p.comm == "a) (b c");
+  CHECK(p.state == 'S');
+}
+
+TEST_CASE("malformed stat lines are rejected", "[proc]") {
+  ProcessInfo p;
+  CHECK_FALSE(parse_stat("", p));
+  CHECK_FALSE(parse_stat("12 (x) S 1 2", p));
+  CHECK_FALSE(parse_stat("12 no-parens S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", p));
+  CHECK_FALSE(parse_stat("12 (x) S 1 2 3 4 5 notanumber 7 8 9 10 11 12 13 14 15 16 17 18 19 20", p));
+}
+
+TEST_CASE("every ceph-osd command line form gives osd.N", "[classify]") {
+  CHECK(parse_osd_args({"ceph-osd", "--id", "3"}).id == 3u);
+  CHECK(parse_osd_args({"ceph-osd", "--id=8"}).id == 8u);
+  CHECK(parse_osd_args({"ceph-osd", "-i", "4"}).id == 4u);
+  CHECK(parse_osd_args({"ceph-osd", "-n", "osd.5"}).id == 5u);
+  CHECK(parse_osd_args({"ceph-osd", "--name", "osd.6"}).id == 6u);
+  CHECK(parse_osd_args({"ceph-osd", "--name=osd.7"}).id == 7u);
+  CHECK_FALSE(parse_osd_args({"ceph-osd", "--name", "mon.a"}).id.has_value());
+  CHECK_FALSE(parse_osd_args({"ceph-osd", "--id", "x1"}).id.has_value());
+  CHECK_FALSE(parse_osd_args({"ceph-osd", "--id"}).id.has_value());
+  const auto a = parse_osd_args({"ceph-osd", "--cluster", "prod", "--fsid", kFsid, "-c", "/etc/ceph/prod.conf"});
+  CHECK(a.cluster == "prod");
+  CHECK(a.fsid == kFsid);
+  CHECK(a.conf_path == "/etc/ceph/prod.conf");
+}
+
+TEST_CASE("OSDs in the fixture tree are classified with their fsid", "[classify]") {
+  const ProcReader proc(kProc);
+  const Config::Discovery cfg;
+  const Classifier classify(proc, cfg);
+  auto osd = [&](pid_t pid) {
+    auto t = classify.classify(must_read(proc, pid));
+    INFO("pid " << pid);
+    REQUIRE(t.has_value());
+    CHECK(t->kind == TargetKind::kCephOsd);
+    return *t;
+  };
+  const auto a = osd(101);  // fsid from the OSD data dir, read through the process's root
+  CHECK(a.ceph_daemon == "osd.3");
+  CHECK(a.fsid == kFsid);
+  const auto b = osd(102);  // fsid from [global] of its -c conf; [osd] is ignored
+  CHECK(b.ceph_daemon == "osd.4");
+  CHECK(b.cluster == "prod");
+  CHECK(b.fsid == kFsid);
+  CHECK(osd(103).ceph_daemon == "osd.5");
+  CHECK(osd(103).fsid.empty());
+  CHECK(osd(104).fsid == kFsid);
+  const auto e = osd(105);  // an invalid --fsid is dropped, not trusted
+  CHECK(e.ceph_daemon == "osd.7");
+  CHECK(e.fsid.empty());
+  CHECK(osd(106).ceph_daemon == "osd.9");  // deleted binary: still an OSD
+  CHECK(osd(112).fsid.empty());            // a conf path with .. is refused
+  CHECK_FALSE(classify.classify(must_read(proc, 111)).has_value());  // no usable id
+}
+
+TEST_CASE("librados clients are found by their mappings and named by comm", "[classify]") {
+  const ProcReader proc(kProc);
+  Config::Discovery cfg;
+  auto t = Classifier(proc, cfg).classify(must_read(proc, 109));
+  REQUIRE(t.has_value());
+  CHECK(t->kind == TargetKind::kRadosClient);
+  CHECK(t->process == "rados");
+  cfg.rados_clients = false;
+  CHECK_FALSE(Classifier(proc, cfg).classify(must_read(proc, 109)).has_value());
+}
+
+TEST_CASE("operator matchers pick programs by comm or exe", "[classify]") {
+  const ProcReader proc(kProc);
+  Config::Discovery cfg;
+  CHECK_FALSE(Classifier(proc, cfg).classify(must_read(proc, 110)).has_value());
+  Matcher by_exe;
+  by_exe.exe_pattern = "^/opt/";
+  by_exe.exe = std::regex(by_exe.exe_pattern);
+  by_exe.name = "evil";
+  cfg.matchers.push_back(by_exe);
+  auto t = Classifier(proc, cfg).classify(must_read(proc, 110));
+  REQUIRE(t.has_value());
+  CHECK(t->kind == TargetKind::kMatched);
+  CHECK(t->process == "evil");
+  Matcher by_comm;
+  by_comm.comm = std::regex("^rados$");
+  cfg.matchers = {by_comm};
+  auto r = Classifier(proc, cfg).classify(must_read(proc, 109));
+  REQUIRE(r.has_value());
+  CHECK(r->kind == TargetKind::kMatched);  // matchers come before the librados check
+  CHECK(r->process == "rados");
+}
+
+TEST_CASE("files are read only inside the process's root", "[proc]") {
+  const ProcReader proc(kProc);
+  CHECK(proc.read_in_root(101, "/var/lib/ceph/osd/ceph-3/ceph_fsid", 64).ok());
+  CHECK_FALSE(proc.read_in_root(101, "/var/lib/../../../etc/passwd", 64).ok());
+  CHECK_FALSE(proc.read_in_root(101, "relative/path", 64).ok());
+  auto capped = proc.read_in_root(101, "/var/lib/ceph/osd/ceph-3/ceph_fsid", 8);
+  REQUIRE(capped.ok());
+  CHECK(capped->size() == 8);
+}
