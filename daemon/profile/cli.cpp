@@ -157,16 +157,14 @@ void generate(const Options& o) {
   if (auto st = save_profile(o.out, p); !st.ok()) {
     fail(st.error().message);
   }
-  const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr,
                "%s: %s profile from %s (%s) in %.3f s (open+inflate %.3f s, resolve %.3f s, "
                "%zu units, %zu DIEs, %zu symbols, %zu demangled) -> %s (%ju bytes)\n",
                o.binary.c_str(), p.source.c_str(), ref.ok() ? ref->path.c_str() : "-",
                ref.ok() ? std::string(to_string(ref->source)).c_str() : "-", total, open_s,
                stats.seconds, stats.units_scanned, stats.dies_visited, stats.symbols,
-               stats.demangled, o.out.c_str(),
-               static_cast<uintmax_t>(fs::file_size(o.out)));
+               stats.demangled, o.out.c_str(), static_cast<uintmax_t>(fs::file_size(o.out)));
 }
 
 void show_file(const Options& o) {

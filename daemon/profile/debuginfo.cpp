@@ -67,7 +67,7 @@ std::optional<std::string> from_debuginfod(const std::string& build_id, std::str
     return std::nullopt;
   }
   std::unique_ptr<debuginfod_client, decltype(&debuginfod_end)> client(debuginfod_begin(),
-                                                                        &debuginfod_end);
+                                                                       &debuginfod_end);
   if (!client) {
     *why = "debuginfod: cannot start a client";
     return std::nullopt;
@@ -141,9 +141,8 @@ Result<DebugFileRef> find_debuginfo(const ElfFile& binary, const std::string& bu
   };
 
   if (build_id.size() > 2) {
-    const std::string rel =
-        search.debug_dir + "/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) +
-        ".debug";
+    const std::string rel = search.debug_dir + "/.build-id/" + build_id.substr(0, 2) + "/" +
+                            build_id.substr(2) + ".debug";
     if (auto r = attempt(under(search.host_root, rel), DebugSource::kBuildIdHost)) {
       return *r;
     }
@@ -157,8 +156,7 @@ Result<DebugFileRef> find_debuginfo(const ElfFile& binary, const std::string& bu
     const std::string dir = fs::path(binary_path).parent_path().string();
     const std::string root = search.target_root.empty() ? search.host_root : search.target_root;
     for (const std::string& d : {dir, dir + "/.debug", search.debug_dir + dir}) {
-      if (auto r = attempt(under(root, d + "/" + link->name), DebugSource::kDebuglink,
-                           link->crc)) {
+      if (auto r = attempt(under(root, d + "/" + link->name), DebugSource::kDebuglink, link->crc)) {
         return *r;
       }
     }

@@ -30,11 +30,11 @@ struct DebugFileRef {
 };
 
 struct DebugSearch {
-  std::string explicit_file;             // --debug-file: the only candidate when set
-  std::string target_root;               // "/proc/PID/root"; empty for a host binary
-  std::string host_root = "/";           // tests point this at a fixture tree
+  std::string explicit_file;    // --debug-file: the only candidate when set
+  std::string target_root;      // "/proc/PID/root"; empty for a host binary
+  std::string host_root = "/";  // tests point this at a fixture tree
   std::string debug_dir = "/usr/lib/debug";
-  bool debuginfod = true;                // used only if DEBUGINFOD_URLS is set
+  bool debuginfod = true;  // used only if DEBUGINFOD_URLS is set
 };
 
 // BINARY_PATH is the binary's path inside its root (for .gnu_debuglink directories).

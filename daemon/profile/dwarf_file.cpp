@@ -21,9 +21,9 @@ namespace {
 // What the resolver reads. .debug_line (the largest after .debug_info and .debug_loclists),
 // .debug_frame and .debug_macro are not needed for addresses, layouts or locations.
 constexpr std::string_view kWanted[] = {
-    ".debug_info",    ".debug_abbrev",   ".debug_str",         ".debug_line_str",
-    ".debug_addr",    ".debug_aranges",  ".debug_str_offsets", ".debug_rnglists",
-    ".debug_ranges",  ".debug_loclists", ".debug_loc",         ".debug_types",
+    ".debug_info",       ".debug_abbrev",   ".debug_str",         ".debug_line_str",
+    ".debug_addr",       ".debug_aranges",  ".debug_str_offsets", ".debug_rnglists",
+    ".debug_ranges",     ".debug_loclists", ".debug_loc",         ".debug_types",
     ".gnu_debugaltlink",
 };
 
@@ -89,9 +89,8 @@ Result<std::vector<Piece>> collect_pieces(const ElfFile& file, bool* any_compres
       continue;
     }
     const char* name = elf_strptr(file.elf(), shstrndx, p.shdr.sh_name);
-    if (name == nullptr ||
-        std::find(std::begin(kWanted), std::end(kWanted), std::string_view(name)) ==
-            std::end(kWanted)) {
+    if (name == nullptr || std::find(std::begin(kWanted), std::end(kWanted),
+                                     std::string_view(name)) == std::end(kWanted)) {
       continue;
     }
     p.name = name;
@@ -296,8 +295,8 @@ Result<DwarfFile> DwarfFile::open(const std::string& path, const DwarfOpenOption
   bool compressed = false;
   auto pieces = collect_pieces(out.file_, &compressed);
   GElf_Ehdr ehdr;
-  const bool elf64 = gelf_getehdr(out.file_.elf(), &ehdr) != nullptr &&
-                     ehdr.e_ident[EI_CLASS] == ELFCLASS64;
+  const bool elf64 =
+      gelf_getehdr(out.file_.elf(), &ehdr) != nullptr && ehdr.e_ident[EI_CLASS] == ELFCLASS64;
   Elf* elf = out.file_.elf();
   if (pieces.ok() && compressed && elf64) {
     const unsigned threads =

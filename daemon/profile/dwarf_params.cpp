@@ -105,9 +105,8 @@ std::string describe(const Dwarf_Op* ops, size_t n) {
   std::string out;
   for (size_t i = 0; i < n; ++i) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%sop0x%02x(%" PRIu64 ",%" PRIu64 ")", i ? " " : "",
-                  ops[i].atom, static_cast<uint64_t>(ops[i].number),
-                  static_cast<uint64_t>(ops[i].number2));
+    std::snprintf(buf, sizeof buf, "%sop0x%02x(%" PRIu64 ",%" PRIu64 ")", i ? " " : "", ops[i].atom,
+                  static_cast<uint64_t>(ops[i].number), static_cast<uint64_t>(ops[i].number2));
     out += buf;
   }
   return out;
@@ -143,8 +142,8 @@ ParamLocation translate(Dwarf_Attribute* attr, const Dwarf_Op* ops, size_t n, bo
     Dwarf_Op* sub = nullptr;
     size_t sub_n = 0;
     if (dwarf_getlocation_attr(attr, &op, &inner) == 0 &&
-        dwarf_getlocation(&inner, &sub, &sub_n) == 0 && sub_n == 1 &&
-        sub[0].atom >= DW_OP_reg0 && sub[0].atom <= DW_OP_reg31) {
+        dwarf_getlocation(&inner, &sub, &sub_n) == 0 && sub_n == 1 && sub[0].atom >= DW_OP_reg0 &&
+        sub[0].atom <= DW_OP_reg31) {
       loc.kind = ParamLocation::Kind::kRegister;
       loc.dwarf_reg = sub[0].atom - DW_OP_reg0;
     } else {

@@ -15,7 +15,8 @@ constexpr size_t kNone = static_cast<size_t>(-1);
 bool ref_offset(Dwarf_Die* die, unsigned attr_name, Dwarf_Off* out) {
   Dwarf_Attribute attr;
   Dwarf_Die target;
-  if (dwarf_attr(die, attr_name, &attr) == nullptr || dwarf_formref_die(&attr, &target) == nullptr) {
+  if (dwarf_attr(die, attr_name, &attr) == nullptr ||
+      dwarf_formref_die(&attr, &target) == nullptr) {
     return false;
   }
   *out = dwarf_dieoffset(&target);

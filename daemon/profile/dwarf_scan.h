@@ -13,8 +13,8 @@
 namespace cephscope::profile {
 
 struct FunctionDie {
-  size_t function = 0;   // index into the wanted function names
-  Dwarf_Off die = 0;     // DW_TAG_subprogram (out-of-line) or DW_TAG_inlined_subroutine
+  size_t function = 0;  // index into the wanted function names
+  Dwarf_Off die = 0;    // DW_TAG_subprogram (out-of-line) or DW_TAG_inlined_subroutine
   bool inlined = false;
   Dwarf_Off caller = 0;  // inlined: the concrete subprogram it sits in
 };
@@ -32,7 +32,7 @@ struct CuScan {
 
 struct ScanRequest {
   std::unordered_map<std::string, size_t> functions;  // qualified name -> index
-  bool function_bodies = true;  // descend into bodies, for inlined instances
+  bool function_bodies = true;                        // descend into bodies, for inlined instances
 };
 
 // Scans the unit whose CU DIE is at CU_OFFSET.

@@ -140,9 +140,8 @@ void JsonReader::boolean(std::string_view key, bool* out, bool required) {
   *out = v->get<bool>();
 }
 
-void JsonReader::string_array(std::string_view key, std::vector<std::string>* out,
-                              size_t max_items, const Check& check, std::string_view what,
-                              bool required) {
+void JsonReader::string_array(std::string_view key, std::vector<std::string>* out, size_t max_items,
+                              const Check& check, std::string_view what, bool required) {
   const json* v = field(key, required);
   if (v == nullptr) {
     return;

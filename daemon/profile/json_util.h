@@ -33,8 +33,7 @@ class JsonReader {
 
   void string(std::string_view key, std::string* out, size_t max_len, bool required = true,
               const Check& check = nullptr, std::string_view what = {});
-  void integer(std::string_view key, int64_t* out, int64_t min, int64_t max,
-               bool required = true);
+  void integer(std::string_view key, int64_t* out, int64_t min, int64_t max, bool required = true);
   void unsigned_integer(std::string_view key, uint64_t* out, uint64_t max, bool required = true);
   void boolean(std::string_view key, bool* out, bool required = true);
   void string_array(std::string_view key, std::vector<std::string>* out, size_t max_items,

@@ -63,8 +63,8 @@ bool is_qualified_name(std::string_view s) {
 
 bool ProbeSet::applies_to(std::string_view file_name) const {
   return std::any_of(objects.begin(), objects.end(), [&](const std::string& o) {
-    return file_name == o || (file_name.starts_with(o) && file_name.size() > o.size() &&
-                              file_name[o.size()] == '.');
+    return file_name == o ||
+           (file_name.starts_with(o) && file_name.size() > o.size() && file_name[o.size()] == '.');
   });
 }
 
@@ -80,8 +80,8 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
   ProbeSet set;
   std::string schema;
   int64_t version = 0;
-  r.known_keys({"schema", "schema_version", "name", "description", "objects", "functions",
-                "types"});
+  r.known_keys(
+      {"schema", "schema_version", "name", "description", "objects", "functions", "types"});
   r.string("schema", &schema, 64);
   r.integer("schema_version", &version, 0, 1 << 20);
   if (r.ok() && schema != "cephscope-probe-set") {

@@ -139,8 +139,8 @@ Identification identify_module(pid_t pid, std::string_view name, const std::stri
     if (m.inode == 0 || m.path.empty() || m.path[0] != '/') {
       continue;
     }
-    const bool match = name.empty() ? m.path == wanted_path
-                                    : module_name_matches(file_name(m.path), name);
+    const bool match =
+        name.empty() ? m.path == wanted_path : module_name_matches(file_name(m.path), name);
     // Prefer the executable mapping: it is what uprobes hit.
     if (match && (found == nullptr || (!found->executable && m.executable))) {
       found = &m;
@@ -159,17 +159,20 @@ Identification identify_module(pid_t pid, std::string_view name, const std::stri
   id.dev = makedev(found->dev_major, found->dev_minor);
   id.inode = found->inode;
   id.main_executable = name.empty();
-  if (found->deleted) {
-    return refuse(Refusal::kDeleted, found->path + " was deleted after " + std::to_string(pid) +
-                                         " mapped it");
-  }
   struct stat by_path {};
   if (::stat(id.host_path.c_str(), &by_path) != 0) {
     const int err = errno;
     if (err == EACCES || err == EPERM) {
       return refuse(Refusal::kNoAccess, id.host_path + ": " + std::strerror(err));
     }
-    return refuse(Refusal::kDeleted, id.host_path + ": " + std::strerror(err));
+    return refuse(Refusal::kDeleted,
+                  found->path + " was deleted after " + std::to_string(pid) + " mapped it");
+  }
+  // The kernel marks a mapping " (deleted)" once its name is unlinked, which a rename over
+  // it (a package upgrade) also does: the path then names a new file.
+  if (found->deleted) {
+    return refuse(Refusal::kReplaced,
+                  id.host_path + " was replaced after " + std::to_string(pid) + " mapped it");
   }
   // The mapped file itself, even when deleted or shadowed (needs CAP_SYS_ADMIN).
   char range[64];

@@ -36,13 +36,13 @@ Result<std::vector<Mapping>> read_maps(pid_t pid, const std::string& proc = "/pr
 
 enum class Refusal {
   kNone,
-  kNoProcess,   // the process is gone
-  kNoAccess,    // /proc/PID/... not readable (capabilities)
-  kNotMapped,   // no such module in the process
-  kDeleted,     // the mapped file was deleted (or is no longer reachable by its path)
-  kReplaced,    // the path now names another file than the one mapped
-  kNotElf,      // unreadable as ELF
-  kNoBuildId,   // no build-id note: profiles cannot be keyed
+  kNoProcess,  // the process is gone
+  kNoAccess,   // /proc/PID/... not readable (capabilities)
+  kNotMapped,  // no such module in the process
+  kDeleted,    // the mapped file was deleted (or is no longer reachable by its path)
+  kReplaced,   // the path now names another file than the one mapped
+  kNotElf,     // unreadable as ELF
+  kNoBuildId,  // no build-id note: profiles cannot be keyed
 };
 
 // Stable label for metrics: "none", "no_process", "no_access", "not_mapped", "deleted",
@@ -51,12 +51,12 @@ std::string_view to_string(Refusal r);
 
 struct ModuleIdentity {
   pid_t pid = 0;
-  std::string name;         // file name of the mapped file: "librados.so.2.0.0"
-  std::string path;         // inside the process's mount namespace: "/usr/lib/..."
-  std::string host_path;    // the same file from the host: "/proc/PID/root/usr/lib/..."
-  std::string root;         // "/proc/PID/root"
+  std::string name;       // file name of the mapped file: "librados.so.2.0.0"
+  std::string path;       // inside the process's mount namespace: "/usr/lib/..."
+  std::string host_path;  // the same file from the host: "/proc/PID/root/usr/lib/..."
+  std::string root;       // "/proc/PID/root"
   std::string build_id;
-  uint64_t dev = 0;         // makedev(major, minor) from maps
+  uint64_t dev = 0;  // makedev(major, minor) from maps
   uint64_t inode = 0;
   bool main_executable = false;
 };
@@ -71,8 +71,7 @@ struct Identification {
 
 // The module NAME of PID: "" for the main executable, else a file name matched as a soname
 // ("librados.so.2" matches "librados.so.2.0.0").
-Identification identify_module(pid_t pid, std::string_view name,
-                               const std::string& proc = "/proc");
+Identification identify_module(pid_t pid, std::string_view name, const std::string& proc = "/proc");
 
 // True when FILE_NAME is NAME or NAME followed by a version suffix (".0.0").
 bool module_name_matches(std::string_view file_name, std::string_view name);

@@ -31,10 +31,10 @@ struct ParamLocation {
     kComplex,      // a DWARF expression this schema does not model (see expr)
   };
   Kind kind = Kind::kUnavailable;
-  int dwarf_reg = -1;   // DWARF register number (x86-64: 0 rax .. 7 rsp, 8-15 r8-r15)
-  int64_t offset = 0;   // kMemory only
+  int dwarf_reg = -1;     // DWARF register number (x86-64: 0 rax .. 7 rsp, 8-15 r8-r15)
+  int64_t offset = 0;     // kMemory only
   bool from_abi = false;  // DWARF gave a prologue spill slot: inferred from the SysV ABI
-  std::string expr;     // kComplex: the expression, for humans
+  std::string expr;       // kComplex: the expression, for humans
 };
 
 struct Param {
@@ -51,9 +51,9 @@ struct FunctionInstance {
   uint64_t file_offset = 0;  // what a uprobe takes
   uint64_t size = 0;
   bool inlined = false;
-  bool clone = false;        // compiler-made copy: calling convention may differ
-  std::string entry_insn;    // "push", "branch", "nop", "endbr64", "other": see insn.h
-  std::string caller;        // inlined only: the function it was inlined into
+  bool clone = false;         // compiler-made copy: calling convention may differ
+  std::string entry_insn;     // "push", "branch", "nop", "endbr64", "other": see insn.h
+  std::string caller;         // inlined only: the function it was inlined into
   std::vector<Param> params;  // out-of-line only
 };
 
@@ -92,8 +92,8 @@ struct Profile {
   std::string debug_file;   // empty for "symtab"
   std::string probe_set;    // name of the probe-set spec
   std::string probe_set_digest;
-  std::string generator;    // "cephscope 0.1.0"
-  std::string created;      // UTC, ISO 8601
+  std::string generator;  // "cephscope 0.1.0"
+  std::string created;    // UTC, ISO 8601
   std::vector<FunctionEntry> functions;
   std::vector<TypeEntry> types;
   std::vector<MemberEntry> members;

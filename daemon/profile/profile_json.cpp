@@ -20,7 +20,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr uint64_t kMaxVaddr = uint64_t{1} << 47;     // x86-64 user space
+constexpr uint64_t kMaxVaddr = uint64_t{1} << 47;  // x86-64 user space
 constexpr uint64_t kMaxFileOffset = uint64_t{1} << 40;
 constexpr uint64_t kMaxTypeSize = uint64_t{1} << 32;
 constexpr size_t kMaxEntries = 4096;
@@ -33,9 +33,8 @@ const std::vector<std::string_view> kInsnKinds = {"",    "push",    "branch", "n
                                                   "ret", "endbr64", "other"};
 
 bool printable(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f;
-  });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return static_cast<unsigned char>(c) >= 0x20 && c != 0x7f; });
 }
 
 bool is_hex16(std::string_view s) {
@@ -118,9 +117,12 @@ void read_instance(JsonReader& r, FunctionInstance* i) {
   r.unsigned_integer("size", &i->size, kMaxTypeSize);
   r.boolean("inlined", &i->inlined);
   r.boolean("clone", &i->clone, false);
-  r.string("entry_insn", &i->entry_insn, 16, false, [](std::string_view s) {
-    return std::find(kInsnKinds.begin(), kInsnKinds.end(), s) != kInsnKinds.end();
-  }, "an instruction kind");
+  r.string(
+      "entry_insn", &i->entry_insn, 16, false,
+      [](std::string_view s) {
+        return std::find(kInsnKinds.begin(), kInsnKinds.end(), s) != kInsnKinds.end();
+      },
+      "an instruction kind");
   r.string("caller", &i->caller, kMaxText, false, printable, "printable text");
   r.array("params", kMaxParams, false, [&](JsonReader& pr) {
     Param p;
@@ -191,8 +193,10 @@ json profile_to_json(const Profile& p) {
       jf["instances"] = json::array();
     }
     for (const auto& i : f.instances) {
-      json ji = {{"vaddr", i.vaddr},        {"file_offset", i.file_offset},
-                 {"size", i.size},          {"inlined", i.inlined},
+      json ji = {{"vaddr", i.vaddr},
+                 {"file_offset", i.file_offset},
+                 {"size", i.size},
+                 {"inlined", i.inlined},
                  {"entry_insn", i.entry_insn}};
       if (!i.linkage_name.empty()) {
         ji["linkage_name"] = i.linkage_name;
@@ -280,28 +284,35 @@ Result<Profile> parse_profile(std::string_view text) {
     return corrupt("schema is \"" + schema + "\", not \"" + std::string(kSchemaName) + "\"");
   }
   if (version != kSchemaVersion) {
-    return make_error(ErrorKind::kUnsupported,
-                      "unsupported profile schema_version " + std::to_string(version) +
-                          " (this build reads " + std::to_string(kSchemaVersion) + ")");
+    return make_error(ErrorKind::kUnsupported, "unsupported profile schema_version " +
+                                                   std::to_string(version) + " (this build reads " +
+                                                   std::to_string(kSchemaVersion) + ")");
   }
   Profile p;
   p.schema_version = static_cast<int>(version);
   r.known_keys({"schema", "schema_version", "build_id", "object", "binary_path", "source",
-                "debug_file", "probe_set", "probe_set_digest", "generator", "created",
-                "functions", "types", "members"});
+                "debug_file", "probe_set", "probe_set_digest", "generator", "created", "functions",
+                "types", "members"});
   r.string("build_id", &p.build_id, 128, true, is_build_id, "a lower-case hex build-id");
-  r.string("object", &p.object, 255, true, [](std::string_view s) {
-    return !s.empty() && s.find('/') == std::string_view::npos && printable(s);
-  }, "a file name");
+  r.string(
+      "object", &p.object, 255, true,
+      [](std::string_view s) {
+        return !s.empty() && s.find('/') == std::string_view::npos && printable(s);
+      },
+      "a file name");
   r.string("binary_path", &p.binary_path, kMaxText, true, printable, "printable text");
-  r.string("source", &p.source, 16, true,
-           [](std::string_view s) { return s == "dwarf" || s == "symtab"; }, "dwarf or symtab");
+  r.string(
+      "source", &p.source, 16, true,
+      [](std::string_view s) { return s == "dwarf" || s == "symtab"; }, "dwarf or symtab");
   r.string("debug_file", &p.debug_file, kMaxText, true, printable, "printable text");
-  r.string("probe_set", &p.probe_set, 64, true, [](std::string_view s) {
-    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
-    });
-  }, "a probe-set name");
+  r.string(
+      "probe_set", &p.probe_set, 64, true,
+      [](std::string_view s) {
+        return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+        });
+      },
+      "a probe-set name");
   r.string("probe_set_digest", &p.probe_set_digest, 16, true, is_hex16, "16 hex digits");
   r.string("generator", &p.generator, 128, true, printable, "printable text");
   r.string("created", &p.created, 64, true, printable, "printable text");
@@ -320,8 +331,8 @@ Result<Profile> parse_profile(std::string_view text) {
   });
   r.array("members", kMaxEntries * 4, true, [&](JsonReader& mr) {
     MemberEntry m;
-    mr.known_keys({"type", "path", "status", "message", "offset", "size", "type_name",
-                   "bit_offset", "bit_size"});
+    mr.known_keys({"type", "path", "status", "message", "offset", "size", "type_name", "bit_offset",
+                   "bit_size"});
     mr.string("type", &m.type, 512, true, is_qualified_name, "a qualified name");
     mr.string("path", &m.path, 512, true, is_member_path, "a member path");
     read_status(mr, &m.status, &m.message);
@@ -382,8 +393,8 @@ Status save_profile(const std::string& path, const Profile& p) {
   if (target.has_parent_path()) {
     fs::create_directories(target.parent_path(), ec);
     if (ec) {
-      return make_error(ErrorKind::kSystem,
-                        target.parent_path().string() + ": " + ec.message(), ec.value());
+      return make_error(ErrorKind::kSystem, target.parent_path().string() + ": " + ec.message(),
+                        ec.value());
     }
   }
   const std::string text = dump_profile(p);

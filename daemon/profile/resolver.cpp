@@ -372,8 +372,7 @@ class Resolution {
         f.status = ItemStatus::kOk;
       } else if (!inlined.empty()) {
         f.status = ItemStatus::kInlinedOnly;
-        f.message = "no out-of-line copy; inlined at " + std::to_string(inlined.size()) +
-                    " sites";
+        f.message = "no out-of-line copy; inlined at " + std::to_string(inlined.size()) + " sites";
       } else {
         f.status = ItemStatus::kNotFound;
         f.message = "no symbol and no DWARF subprogram of that name in the units scanned";
@@ -417,7 +416,7 @@ class Resolution {
           m.bit_size = layout->bit_size;
         } else {
           m.status = layout.error().kind == ErrorKind::kNotFound ? ItemStatus::kNotFound
-                                                                  : ItemStatus::kError;
+                                                                 : ItemStatus::kError;
           m.message = layout.error().message;
         }
         out.members.push_back(std::move(m));
@@ -442,9 +441,8 @@ std::string generator_name() {
   return std::string("cephscope ") + CEPHSCOPE_PROFILE_VERSION;
 }
 
-Result<Profile> resolve_profile(const ElfFile& binary, const DwarfFile* debug,
-                                const ProbeSet& set, const ResolveOptions& options,
-                                ResolveStats* stats) {
+Result<Profile> resolve_profile(const ElfFile& binary, const DwarfFile* debug, const ProbeSet& set,
+                                const ResolveOptions& options, ResolveStats* stats) {
   const auto start = std::chrono::steady_clock::now();
   auto build_id = binary.build_id();
   if (!build_id.ok()) {
@@ -459,7 +457,8 @@ Result<Profile> resolve_profile(const ElfFile& binary, const DwarfFile* debug,
   }
   // The debug file's .symtab has every function, locals included; a stripped binary only
   // has .dynsym.
-  auto syms = debug != nullptr ? read_function_symbols(debug->file()) : read_function_symbols(binary);
+  auto syms =
+      debug != nullptr ? read_function_symbols(debug->file()) : read_function_symbols(binary);
   if (!syms.ok() && debug != nullptr) {
     syms = read_function_symbols(binary);
   }

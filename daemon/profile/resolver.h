@@ -18,8 +18,8 @@
 namespace cephscope::profile {
 
 struct ResolveOptions {
-  std::string object;       // recorded in the profile; default: the binary's file name
-  bool inlined = true;      // list inlined instances (needs function bodies walked)
+  std::string object;         // recorded in the profile; default: the binary's file name
+  bool inlined = true;        // list inlined instances (needs function bodies walked)
   size_t max_type_units = 4;  // units tried when looking for one type's definition
 };
 
@@ -34,9 +34,8 @@ struct ResolveStats {
 // BINARY is the file uprobes attach to: its program headers turn addresses into file
 // offsets and its bytes give entry instructions. DEBUG holds its DWARF (it may be the same
 // file) or is null. A debug file of another build is refused.
-Result<Profile> resolve_profile(const ElfFile& binary, const DwarfFile* debug,
-                                const ProbeSet& set, const ResolveOptions& options = {},
-                                ResolveStats* stats = nullptr);
+Result<Profile> resolve_profile(const ElfFile& binary, const DwarfFile* debug, const ProbeSet& set,
+                                const ResolveOptions& options = {}, ResolveStats* stats = nullptr);
 
 // "cephscope 0.1.0"
 std::string generator_name();

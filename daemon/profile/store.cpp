@@ -127,8 +127,8 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id,
       return remember(LoadedProfile{std::move(p).value(), Origin::kCache, cached, {}, 0});
     }
   }
-  if (auto s = shipped_.find(key); s != shipped_.end() && fits(s->second.first, set) &&
-                                   !upgradable(s->second.first)) {
+  if (auto s = shipped_.find(key);
+      s != shipped_.end() && fits(s->second.first, set) && !upgradable(s->second.first)) {
     return remember(LoadedProfile{s->second.first, Origin::kShipped, s->second.second, {}, 0});
   }
   if (!options_.resolve) {
@@ -140,8 +140,8 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id,
     return fresh.error();
   }
   if (fresh->profile.build_id != build_id) {
-    return make_error(ErrorKind::kInvalidInput, "build-id mismatch: " + binary_path +
-                                                    " changed while being resolved");
+    return make_error(ErrorKind::kInvalidInput,
+                      "build-id mismatch: " + binary_path + " changed while being resolved");
   }
   if (options_.write_cache) {
     if (auto st = save_profile(cached, fresh->profile); !st.ok()) {
@@ -153,8 +153,7 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id,
 
 Result<LoadedProfile> ProfileStore::resolve(const std::string& binary_path,
                                             const std::string& path_in_root,
-                                            const std::string& target_root,
-                                            const ProbeSet& set) {
+                                            const std::string& target_root, const ProbeSet& set) {
   const auto t0 = std::chrono::steady_clock::now();
   auto binary = ElfFile::open(binary_path);
   if (!binary.ok()) {

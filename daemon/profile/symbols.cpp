@@ -39,8 +39,8 @@ Result<std::vector<FunctionSymbol>> read_table(const ElfFile& elf, Elf_Scn* scn)
     if (name == nullptr || *name == '\0') {
       continue;
     }
-    out.push_back(FunctionSymbol{name, sym.st_value, sym.st_size,
-                                 GELF_ST_BIND(sym.st_info) != STB_LOCAL});
+    out.push_back(
+        FunctionSymbol{name, sym.st_value, sym.st_size, GELF_ST_BIND(sym.st_info) != STB_LOCAL});
   }
   return out;
 }
@@ -174,9 +174,9 @@ SymbolIndex::SymbolIndex(std::vector<FunctionSymbol> symbols)
     if (!inserted) {
       const FunctionSymbol& old = symbols_[it->second];
       const FunctionSymbol& cur = symbols_[i];
-      const bool better = (is_clone(old.mangled) && !is_clone(cur.mangled)) ||
-                          (is_clone(old.mangled) == is_clone(cur.mangled) && !old.global &&
-                           cur.global);
+      const bool better =
+          (is_clone(old.mangled) && !is_clone(cur.mangled)) ||
+          (is_clone(old.mangled) == is_clone(cur.mangled) && !old.global && cur.global);
       if (better) {
         it->second = i;
       }

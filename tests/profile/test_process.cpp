@@ -1,0 +1,129 @@
+// Identifying a process's binaries, and refusing ones deleted or replaced since it started.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "fixture_util.h"
+#include "profile/elf_file.h"
+#include "profile/process.h"
+
+using namespace cephscope::profile;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The fixture in "wait" mode: runs until destroyed.
+class Waiting {
+ public:
+  explicit Waiting(const std::string& path) {
+    int in[2];
+    int out[2];
+    REQUIRE(::pipe(in) == 0);
+    REQUIRE(::pipe(out) == 0);
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::dup2(in[0], 0);
+      ::dup2(out[1], 1);
+      ::close(in[1]);
+      ::close(out[0]);
+      ::execl(path.c_str(), path.c_str(), "wait", nullptr);
+      ::_exit(127);
+    }
+    ::close(in[0]);
+    ::close(out[1]);
+    stdin_ = in[1];
+    char buf[8] = {};
+    REQUIRE(::read(out[0], buf, 6) == 6);  // "ready\n": the binary is mapped
+    ::close(out[0]);
+  }
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+  ~Waiting() {
+    ::close(stdin_);
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+  [[nodiscard]] pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int stdin_ = -1;
+};
+
+}  // namespace
+
+TEST_CASE("maps lines are parsed", "[unit][process]") {
+  const auto maps = parse_maps(
+      "55d0a0000000-55d0a0100000 r-xp 00001000 fd:01 1234567 /usr/bin/ceph-osd\n"
+      "7f0000000000-7f0000001000 r--p 00000000 08:02 42 /usr/lib/librados.so.2.0.0 (deleted)\n"
+      "7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0 [stack]\n"
+      "garbage line\n");
+  REQUIRE(maps.size() == 3);
+  CHECK(maps[0].start == 0x55d0a0000000);
+  CHECK(maps[0].offset == 0x1000);
+  CHECK(maps[0].dev_major == 0xfd);
+  CHECK(maps[0].dev_minor == 1);
+  CHECK(maps[0].inode == 1234567);
+  CHECK(maps[0].executable);
+  CHECK(maps[0].path == "/usr/bin/ceph-osd");
+  CHECK(maps[1].deleted);
+  CHECK(maps[1].path == "/usr/lib/librados.so.2.0.0");
+  CHECK(maps[2].path == "[stack]");
+  CHECK(module_name_matches("librados.so.2.0.0", "librados.so.2"));
+  CHECK(module_name_matches("ceph-osd", "ceph-osd"));
+  CHECK_FALSE(module_name_matches("ceph-osd.old", "ceph-osd"));
+  CHECK_FALSE(module_name_matches("librados.so.20", "librados.so.2"));
+}
+
+TEST_CASE("a running process's modules are identified", "[unit][process]") {
+  test::TempDir dir;
+  const std::string copy = dir / "fx-copy";
+  fs::copy_file(FIXTURE_O2, copy);
+  fs::permissions(copy, fs::perms::owner_all);
+  const std::string build_id = *ElfFile::open(copy)->build_id();
+
+  SECTION("executable and a library") {
+    Waiting w(copy);
+    Identification exe = identify_module(w.pid(), "");
+    REQUIRE(exe.ok());
+    CHECK(exe.module->name == "fx-copy");
+    CHECK(exe.module->build_id == build_id);
+    CHECK(exe.module->main_executable);
+    CHECK(exe.module->host_path == "/proc/" + std::to_string(w.pid()) + "/root" + copy);
+    Identification libc = identify_module(w.pid(), "libc.so.6");
+    REQUIRE(libc.ok());
+    CHECK(libc.module->build_id.size() == 40);
+    Identification none = identify_module(w.pid(), "libnothing.so.1");
+    CHECK(none.refusal == Refusal::kNotMapped);
+  }
+  SECTION("replaced since it started") {
+    Waiting w(copy);
+    fs::copy_file(FIXTURE_O0, dir / "new");
+    fs::rename(dir / "new", copy);  // what a package upgrade does
+    Identification id = identify_module(w.pid(), "");
+    REQUIRE_FALSE(id.ok());
+    CHECK(id.refusal == Refusal::kReplaced);
+    CHECK(to_string(id.refusal) == "replaced");
+  }
+  SECTION("deleted since it started") {
+    Waiting w(copy);
+    fs::remove(copy);
+    Identification id = identify_module(w.pid(), "");
+    REQUIRE_FALSE(id.ok());
+    CHECK(id.refusal == Refusal::kDeleted);
+    CHECK(to_string(id.refusal) == "deleted");
+  }
+  SECTION("gone") {
+    pid_t pid = 0;
+    {
+      Waiting w(copy);
+      pid = w.pid();
+    }
+    Identification id = identify_module(pid, "");
+    CHECK(id.refusal == Refusal::kNoProcess);
+  }
+}

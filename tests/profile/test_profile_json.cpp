@@ -1,0 +1,162 @@
+// Profile JSON: round trip, and every kind of bad input refused with its documented error.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "fixture_util.h"
+#include "profile/dwarf_file.h"
+#include "profile/probe_set.h"
+#include "profile/profile_json.h"
+#include "profile/resolver.h"
+
+using namespace cephscope::profile;
+using nlohmann::json;
+
+namespace {
+
+const Profile& fixture_profile() {
+  static const Profile p = [] {
+    auto binary = ElfFile::open(FIXTURE_O2);
+    auto dwarf = DwarfFile::open(FIXTURE_O2);
+    auto set = load_probe_set(FIXTURE_PROBE_SET);
+    auto r = resolve_profile(*binary, &*dwarf, *set);
+    REQUIRE(r.ok());
+    return std::move(r).value();
+  }();
+  return p;
+}
+
+json valid() {
+  return profile_to_json(fixture_profile());
+}
+
+std::string error_of(const std::string& text) {
+  auto p = parse_profile(text);
+  REQUIRE_FALSE(p.ok());
+  return p.error().message;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("profiles survive a round trip", "[unit][json]") {
+  const std::string once = dump_profile(fixture_profile());
+  auto back = parse_profile(once);
+  REQUIRE(back.ok());
+  CHECK(dump_profile(*back) == once);
+  CHECK(back->functions.size() == fixture_profile().functions.size());
+  CHECK(back->member("fx::Derived", "counter")->offset ==
+        fixture_profile().member("fx::Derived", "counter")->offset);
+}
+
+TEST_CASE("corrupt profiles are refused", "[unit][json]") {
+  const std::string good = valid().dump();
+  CHECK(starts_with(error_of(""), "corrupt profile: not valid JSON"));
+  CHECK(starts_with(error_of("garbage {"), "corrupt profile: not valid JSON"));
+  CHECK(starts_with(error_of(good.substr(0, good.size() / 2)), "corrupt profile"));
+  CHECK(starts_with(error_of("[1, 2]"), "corrupt profile: not a JSON object"));
+  CHECK(starts_with(error_of(std::string(100000, '[')), "corrupt profile: nested deeper"));
+  CHECK(starts_with(error_of(std::string(kMaxProfileBytes + 1, ' ')), "corrupt profile"));
+
+  auto mutated = [](auto&& change) {
+    json j = valid();
+    change(j);
+    return error_of(j.dump());
+  };
+  CHECK(starts_with(mutated([](json& j) { j["schema"] = "other"; }), "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j.erase("build_id"); }), "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["build_id"] = "XYZ"; }), "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["extra"] = 1; }), "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["source"] = "guess"; }), "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["object"] = "../../etc/passwd"; }), "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["functions"] = json::object(); }), "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["functions"][0]["instances"][0]["vaddr"] = "0x10"; }),
+                    "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["functions"][0]["instances"][0]["vaddr"] = -1; }),
+                    "corrupt profile"));
+  CHECK(starts_with(
+      mutated([](json& j) { j["functions"][0]["instances"][0]["vaddr"] = uint64_t{1} << 60; }),
+      "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["functions"][0]["instances"][0]["size"] = 1.5; }),
+                    "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["functions"][0]["status"] = "fine"; }),
+                    "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["functions"][0]["instances"] = json::array(); }),
+                    "corrupt profile"));  // "ok" with no instance
+  CHECK(starts_with(mutated([](json& j) {
+                      j["functions"][0]["instances"][0]["params"][0]["location"]["reg"] = "xmm9";
+                    }),
+                    "corrupt profile"));
+  CHECK(starts_with(
+      mutated([](json& j) { j["functions"][0]["instances"][0]["entry_insn"] = "jmp *%rax"; }),
+      "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) {
+                      for (auto& m : j["members"]) {
+                        if (m["status"] == "ok") {
+                          m["offset"] = 1u << 30;  // beyond its type's size
+                          break;
+                        }
+                      }
+                    }),
+                    "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["members"][0]["path"] = "a..b"; }), "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) { j["types"][0]["name"] = std::string(1000, 'x'); }),
+                    "corrupt profile"));
+}
+
+TEST_CASE("unknown schema versions are refused", "[unit][json]") {
+  for (int v : {0, 2, 99}) {
+    json j = valid();
+    j["schema_version"] = v;
+    auto p = parse_profile(j.dump());
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.error().kind == cephscope::ErrorKind::kUnsupported);
+    CHECK(
+        starts_with(p.error().message, "unsupported profile schema_version " + std::to_string(v)));
+  }
+}
+
+TEST_CASE("a profile for another build-id is refused", "[unit][json]") {
+  test::TempDir dir;
+  const std::string path = dir / "p.json";
+  REQUIRE(save_profile(path, fixture_profile()).ok());
+  CHECK(load_profile(path, fixture_profile().build_id).ok());
+  auto other = load_profile(path, std::string(40, 'a'));
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.error().message.find("build-id mismatch") != std::string::npos);
+  auto missing = load_profile(dir / "none.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == cephscope::ErrorKind::kNotFound);
+}
+
+TEST_CASE("probe-set specs are validated", "[unit][json]") {
+  auto osd = load_probe_set(std::string(PROBE_SET_DIR) + "/osd.json");
+  REQUIRE(osd.ok());
+  CHECK(osd->applies_to("ceph-osd"));
+  CHECK_FALSE(osd->applies_to("ceph-mon"));
+  auto rados = load_probe_set(std::string(PROBE_SET_DIR) + "/librados.json");
+  REQUIRE(rados.ok());
+  CHECK(rados->applies_to("librados.so.2.0.0"));
+  CHECK(rados->applies_to("libceph-common.so.2"));
+  CHECK(osd->digest != rados->digest);
+
+  const std::string base = R"({"schema":"cephscope-probe-set","schema_version":1,"name":"x",
+    "objects":["a"],"functions":["A::f"],"types":[{"name":"T","members":["a.b"]}]})";
+  CHECK(parse_probe_set(base).ok());
+  for (const std::string bad :
+       {R"({"schema":"cephscope-probe-set","schema_version":2,"name":"x","objects":["a"]})",
+        R"({"schema":"cephscope-probe-set","schema_version":1,"name":"x","objects":[]})",
+        R"({"schema":"cephscope-probe-set","schema_version":1,"name":"x","objects":["a/b"]})",
+        R"({"schema":"cephscope-probe-set","schema_version":1,"name":"x","objects":["a"],
+               "types":[{"name":"T","members":["a..b"]}]})",
+        R"({"schema":"cephscope-probe-set","schema_version":1,"name":"x","objects":["a"],
+               "functions":[7]})",
+        R"({"schema":"cephscope-probe-set","schema_version":1,"name":"x","objects":["a"],
+               "surprise":true})",
+        "not json"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_probe_set(bad).ok());
+  }
+}

@@ -1,0 +1,269 @@
+// The resolver against the fixture's own view of itself, at -O0 and -O2, with DWARF in the
+// binary and split out (stripped binary + .gnu_debuglink + zlib-compressed debug file).
+#include <gelf.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <catch2/catch.hpp>
+
+#include "fixture_util.h"
+#include "profile/debuginfo.h"
+#include "profile/dwarf_file.h"
+#include "profile/elf_file.h"
+#include "profile/probe_set.h"
+#include "profile/resolver.h"
+
+using namespace cephscope::profile;
+using nlohmann::json;
+
+namespace {
+
+// vaddr -> file offset with libelf directly, independent of ElfFile.
+uint64_t file_offset_of(const std::string& path, uint64_t vaddr) {
+  elf_version(EV_CURRENT);
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  Elf* e = elf_begin(fd, ELF_C_READ, nullptr);
+  size_t n = 0;
+  elf_getphdrnum(e, &n);
+  uint64_t out = ~uint64_t{0};
+  for (size_t i = 0; i < n; ++i) {
+    GElf_Phdr ph;
+    gelf_getphdr(e, static_cast<int>(i), &ph);
+    if (ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+      out = vaddr - ph.p_vaddr + ph.p_offset;
+    }
+  }
+  elf_end(e);
+  ::close(fd);
+  return out;
+}
+
+struct Build {
+  std::string name;
+  std::string binary;  // what runs and what uprobes attach to
+  DebugSource expected_source;
+  bool optimized;
+};
+
+std::vector<Build> builds() {
+  return {
+      {"O0", FIXTURE_O0, DebugSource::kEmbedded, false},
+      {"O2", FIXTURE_O2, DebugSource::kEmbedded, true},
+      {"O2 split", FIXTURE_O2_STRIPPED, DebugSource::kDebuglink, true},
+  };
+}
+
+const FunctionInstance* out_of_line(const FunctionEntry& f, const std::string& linkage) {
+  for (const auto& i : f.instances) {
+    if (!i.inlined && i.linkage_name == linkage) {
+      return &i;
+    }
+  }
+  return nullptr;
+}
+
+Profile resolve_build(const Build& b, DebugSource* source = nullptr) {
+  auto binary = ElfFile::open(b.binary);
+  REQUIRE(binary.ok());
+  auto id = binary->build_id();
+  REQUIRE(id.ok());
+  auto ref = find_debuginfo(*binary, *id, b.binary, DebugSearch{});
+  REQUIRE(ref.ok());
+  if (source != nullptr) {
+    *source = ref->source;
+  }
+  auto dwarf = DwarfFile::open(ref->path);
+  REQUIRE(dwarf.ok());
+  auto set = load_probe_set(FIXTURE_PROBE_SET);
+  REQUIRE(set.ok());
+  auto p = resolve_profile(*binary, &*dwarf, *set);
+  REQUIRE(p.ok());
+  return std::move(p).value();
+}
+
+}  // namespace
+
+TEST_CASE("types and members agree with the fixture", "[unit][resolver]") {
+  for (const Build& b : builds()) {
+    DYNAMIC_SECTION(b.name) {
+      const json o = test::oracle(b.binary);
+      DebugSource source{};
+      const Profile p = resolve_build(b, &source);
+      CHECK(source == b.expected_source);
+      CHECK(p.source == "dwarf");
+
+      for (const auto& [name, size] : o["types"].items()) {
+        INFO("type " << name);
+        const TypeEntry* t = p.type(name);
+        REQUIRE(t != nullptr);
+        CHECK(t->status == ItemStatus::kOk);
+        CHECK(t->size == size.get<uint64_t>());
+      }
+      for (const auto& [key, v] : o["members"].items()) {
+        const std::string type = key.substr(0, key.find('|'));
+        const std::string path = key.substr(key.find('|') + 1);
+        INFO("member " << type << "." << path);
+        const MemberEntry* m = p.member(type, path);
+        REQUIRE(m != nullptr);
+        CHECK(m->status == ItemStatus::kOk);
+        CHECK(m->offset == v[0].get<uint64_t>());
+        CHECK(m->size == v[1].get<uint64_t>());
+        CHECK_FALSE(m->bit_size.has_value());
+      }
+      for (const auto& [key, v] : o["bitfields"].items()) {
+        const std::string path = key.substr(key.find('|') + 1);
+        INFO("bit-field " << path);
+        const MemberEntry* m = p.member("fx::Derived", path);
+        REQUIRE(m != nullptr);
+        REQUIRE(m->status == ItemStatus::kOk);
+        REQUIRE(m->bit_size.has_value());
+        CHECK(m->offset * 8 + *m->bit_offset == v[0].get<uint64_t>());
+        CHECK(*m->bit_size == v[1].get<uint64_t>());
+      }
+      // Missing items are reported one by one, never fatal for the set.
+      CHECK(p.type("fx::NoSuchType")->status == ItemStatus::kNotFound);
+      CHECK(p.member("fx::NoSuchType", "x")->status == ItemStatus::kNotFound);
+      CHECK(p.member("fx::Derived", "no_such_member")->status == ItemStatus::kNotFound);
+      CHECK(p.member("fx::Derived", "label.no_such_field")->status == ItemStatus::kNotFound);
+      CHECK(p.member("fx::Derived", "label")->type_name == "string");  // the typedef's name
+    }
+  }
+}
+
+TEST_CASE("functions agree with the fixture", "[unit][resolver]") {
+  for (const Build& b : builds()) {
+    DYNAMIC_SECTION(b.name) {
+      const json o = test::oracle(b.binary);
+      REQUIRE(o["optimized"].get<bool>() == b.optimized);
+      const Profile p = resolve_build(b);
+
+      size_t expected_out_of_line = 0;
+      for (const auto& [key, vaddr] : o["functions"].items()) {
+        const std::string name = key.substr(0, key.find('|'));
+        const std::string linkage = key.substr(key.find('|') + 1);
+        INFO("function " << name << " " << linkage);
+        const FunctionEntry* f = p.function(name);
+        REQUIRE(f != nullptr);
+        CHECK(f->status == ItemStatus::kOk);
+        const FunctionInstance* i = out_of_line(*f, linkage);
+        REQUIRE(i != nullptr);
+        CHECK(i->vaddr == vaddr.get<uint64_t>());
+        CHECK(i->file_offset == file_offset_of(b.binary, i->vaddr));
+        CHECK(i->size > 0);
+        CHECK_FALSE(i->entry_insn.empty());
+        CHECK_FALSE(i->clone);
+        ++expected_out_of_line;
+      }
+      // No out-of-line instance the fixture does not know about.
+      size_t out_of_line_count = 0;
+      for (const auto& f : p.functions) {
+        for (const auto& i : f.instances) {
+          out_of_line_count += i.inlined ? 0 : 1;
+        }
+      }
+      CHECK(out_of_line_count == expected_out_of_line);
+
+      const FunctionEntry* twice = p.function("fx::Derived::twice");
+      const FunctionEntry* half = p.function("fx::Derived::half");
+      auto inlined_count = [](const FunctionEntry* f) {
+        return std::count_if(f->instances.begin(), f->instances.end(),
+                             [](const FunctionInstance& i) { return i.inlined; });
+      };
+      if (b.optimized) {
+        CHECK(inlined_count(twice) >= 1);
+        CHECK(half->status == ItemStatus::kInlinedOnly);
+        REQUIRE(inlined_count(half) >= 1);
+        for (const auto& i : half->instances) {
+          CHECK(i.inlined);
+          CHECK(i.caller == "fx::Derived::mix");
+          CHECK(i.file_offset == file_offset_of(b.binary, i.vaddr));
+          CHECK(i.params.empty());
+        }
+      } else {
+        CHECK(inlined_count(twice) == 0);
+        CHECK(half->status == ItemStatus::kOk);
+      }
+      CHECK(p.function("fx::Derived::no_such_method")->status == ItemStatus::kNotFound);
+    }
+  }
+}
+
+TEST_CASE("parameter locations at function entry", "[unit][resolver]") {
+  for (const Build& b : builds()) {
+    DYNAMIC_SECTION(b.name) {
+      const Profile p = resolve_build(b);
+      const FunctionInstance* scale =
+          out_of_line(*p.function("fx::Derived::scale"), "_ZN2fx7Derived5scaleEl");
+      REQUIRE(scale != nullptr);
+      REQUIRE(scale->params.size() == 2);
+      CHECK(scale->params[0].name == "this");
+      CHECK(scale->params[0].size == 8);
+      CHECK(scale->params[0].location.kind == ParamLocation::Kind::kRegister);
+      CHECK(dwarf_reg_name(scale->params[0].location.dwarf_reg) == "rdi");
+      CHECK(scale->params[1].name == "factor");
+      CHECK(scale->params[1].type == "long int");
+      CHECK(scale->params[1].size == 8);
+      CHECK(scale->params[1].location.kind == ParamLocation::Kind::kRegister);
+      CHECK(dwarf_reg_name(scale->params[1].location.dwarf_reg) == "rsi");
+      // -O0 keeps parameters in prologue-written stack slots: the ABI says where they are
+      // at the first instruction.
+      CHECK(scale->params[1].location.from_abi == !b.optimized);
+
+      const FunctionInstance* sum8 = out_of_line(*p.function("fx::sum8"), "_ZN2fx4sum8Ellllllll");
+      REQUIRE(sum8 != nullptr);
+      REQUIRE(sum8->params.size() == 8);
+      const char* regs[] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
+      for (size_t i = 0; i < 6; ++i) {
+        INFO("sum8 parameter " << i);
+        CHECK(sum8->params[i].location.kind == ParamLocation::Kind::kRegister);
+        CHECK(dwarf_reg_name(sum8->params[i].location.dwarf_reg) == regs[i]);
+      }
+      // The seventh and eighth arrive on the stack, above the return address.
+      for (size_t i = 6; i < 8; ++i) {
+        INFO("sum8 parameter " << i);
+        const ParamLocation& l = sum8->params[i].location;
+        CHECK(l.kind == ParamLocation::Kind::kMemory);
+        CHECK(dwarf_reg_name(l.dwarf_reg) == "rsp");
+        CHECK(l.offset == static_cast<int64_t>(8 + 8 * (i - 6)));
+        CHECK_FALSE(l.from_abi);
+      }
+    }
+  }
+}
+
+TEST_CASE("without DWARF, functions come from the symbol table", "[unit][resolver]") {
+  const json o = test::oracle(FIXTURE_O2_STRIPPED);
+  auto binary = ElfFile::open(FIXTURE_O2_STRIPPED);
+  REQUIRE(binary.ok());
+  CHECK_FALSE(binary->has_data_section(".debug_info"));
+  auto set = load_probe_set(FIXTURE_PROBE_SET);
+  REQUIRE(set.ok());
+  auto p = resolve_profile(*binary, nullptr, *set);
+  REQUIRE(p.ok());
+  CHECK(p->source == "symtab");
+  for (const auto& [key, vaddr] : o["functions"].items()) {
+    const std::string name = key.substr(0, key.find('|'));
+    const std::string linkage = key.substr(key.find('|') + 1);
+    INFO(name << " " << linkage);
+    const FunctionEntry* f = p->function(name);
+    REQUIRE(f != nullptr);
+    const FunctionInstance* i = out_of_line(*f, linkage);
+    REQUIRE(i != nullptr);
+    CHECK(i->vaddr == vaddr.get<uint64_t>());
+    CHECK(i->file_offset == file_offset_of(FIXTURE_O2_STRIPPED, i->vaddr));
+  }
+  CHECK(p->function("fx::Derived::half")->status == ItemStatus::kNotFound);
+  CHECK(p->type("fx::Derived")->status == ItemStatus::kNoDebuginfo);
+  CHECK(p->member("fx::Derived", "counter")->status == ItemStatus::kNoDebuginfo);
+}
+
+TEST_CASE("a debug file of another build is refused", "[unit][resolver]") {
+  auto binary = ElfFile::open(FIXTURE_O0);
+  auto other = DwarfFile::open(FIXTURE_O2_DEBUG);
+  REQUIRE(binary.ok());
+  REQUIRE(other.ok());
+  auto set = load_probe_set(FIXTURE_PROBE_SET);
+  auto p = resolve_profile(*binary, &*other, *set);
+  REQUIRE_FALSE(p.ok());
+  CHECK(p.error().message.find("build-id") != std::string::npos);
+}

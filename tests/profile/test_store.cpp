@@ -1,0 +1,129 @@
+// ProfileStore: cache, shipped profiles, fresh resolves, and what it refuses.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "fixture_util.h"
+#include "profile/profile_json.h"
+#include "profile/store.h"
+
+using namespace cephscope::profile;
+namespace fs = std::filesystem;
+
+namespace {
+
+ProbeSet fixture_set() {
+  auto set = load_probe_set(FIXTURE_PROBE_SET);
+  REQUIRE(set.ok());
+  return std::move(set).value();
+}
+
+StoreOptions options_in(const test::TempDir& dir) {
+  StoreOptions o;
+  o.cache_dir = dir / "cache";
+  o.shipped_dirs = {dir / "shipped"};
+  fs::create_directories(dir / "shipped");
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("resolved, then cached, then from memory", "[unit][store]") {
+  test::TempDir dir;
+  const ProbeSet set = fixture_set();
+  std::string build_id;
+  {
+    ProfileStore store(options_in(dir));
+    store.load_shipped();
+    auto first = store.for_binary(FIXTURE_O2, set);
+    REQUIRE(first.ok());
+    CHECK(first->origin == Origin::kResolved);
+    CHECK(first->debug_source == DebugSource::kEmbedded);
+    build_id = first->profile.build_id;
+    CHECK(fs::exists(store.cache_path(build_id, set.name)));
+    auto again = store.for_binary(FIXTURE_O2, set);
+    REQUIRE(again.ok());
+    CHECK(again->origin == Origin::kMemory);
+  }
+  ProfileStore fresh(options_in(dir));
+  auto cached = fresh.for_binary(FIXTURE_O2, set);
+  REQUIRE(cached.ok());
+  CHECK(cached->origin == Origin::kCache);
+  CHECK(cached->profile.build_id == build_id);
+
+  SECTION("a corrupt cache file is ignored and replaced") {
+    ProfileStore s(options_in(dir));
+    test::write_file(s.cache_path(build_id, set.name), "{ not json");
+    auto r = s.for_binary(FIXTURE_O2, set);
+    REQUIRE(r.ok());
+    CHECK(r->origin == Origin::kResolved);
+    CHECK(load_profile(s.cache_path(build_id, set.name)).ok());
+  }
+  SECTION("a cached profile of another probe-set version is resolved again") {
+    ProbeSet changed = set;
+    changed.digest = "0123456789abcdef";
+    ProfileStore s(options_in(dir));
+    auto r = s.for_binary(FIXTURE_O2, changed);
+    REQUIRE(r.ok());
+    CHECK(r->origin == Origin::kResolved);
+  }
+}
+
+TEST_CASE("shipped profiles are used, bad ones rejected", "[unit][store]") {
+  test::TempDir dir;
+  const ProbeSet set = fixture_set();
+  StoreOptions o = options_in(dir);
+  {
+    ProfileStore maker(o);
+    auto p = maker.for_binary(FIXTURE_O0, set);
+    REQUIRE(p.ok());
+    REQUIRE(save_profile(dir / "shipped/fixture-O0.json", p->profile).ok());
+    fs::remove_all(o.cache_dir);
+  }
+  test::write_file(dir / "shipped/garbage.json", "garbage");
+  auto j = profile_to_json(*load_profile(dir / "shipped/fixture-O0.json"));
+  j["schema_version"] = 7;
+  test::write_file(dir / "shipped/future.json", j.dump());
+  test::write_file(dir / "shipped/ignored.txt", "not a profile");
+
+  ProfileStore store(o);
+  store.load_shipped();
+  CHECK(store.shipped_count() == 1);
+  REQUIRE(store.rejected().size() == 2);
+  CHECK(store.rejected()[0].error.message.find("unsupported profile schema_version 7") !=
+        std::string::npos);
+  CHECK(store.rejected()[1].error.message.find("corrupt profile") != std::string::npos);
+
+  auto r = store.for_binary(FIXTURE_O0, set);
+  REQUIRE(r.ok());
+  CHECK(r->origin == Origin::kShipped);
+  CHECK(r->location == dir / "shipped/fixture-O0.json");
+  // The shipped profile of one build is never used for another.
+  auto other = store.for_binary(FIXTURE_O2, set);
+  REQUIRE(other.ok());
+  CHECK(other->origin == Origin::kResolved);
+}
+
+TEST_CASE("stored-only mode, and symbol-table profiles upgraded", "[unit][store]") {
+  test::TempDir dir;
+  const ProbeSet set = fixture_set();
+  StoreOptions o = options_in(dir);
+  o.resolve = false;
+  ProfileStore stored_only(o);
+  auto none = stored_only.for_binary(FIXTURE_O2_STRIPPED, set);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().kind == cephscope::ErrorKind::kNotFound);
+
+  // A symbol-table profile in the cache gives way once DWARF is found.
+  auto binary = ElfFile::open(FIXTURE_O2_STRIPPED);
+  auto symtab = resolve_profile(*binary, nullptr, set);
+  REQUIRE(symtab.ok());
+  REQUIRE(save_profile(ProfileStore(o).cache_path(symtab->build_id, set.name), *symtab).ok());
+  o.resolve = true;
+  ProfileStore store(o);
+  auto r = store.for_binary(FIXTURE_O2_STRIPPED, set);
+  REQUIRE(r.ok());
+  CHECK(r->origin == Origin::kResolved);
+  CHECK(r->profile.source == "dwarf");
+  CHECK(r->debug_source == DebugSource::kDebuglink);
+}

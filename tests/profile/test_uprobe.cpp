@@ -1,0 +1,143 @@
+// Root only: a uprobe at a resolved offset of the fixture fires once per call, and reads the
+// argument from the location the profile gives. Both builds, register and stack arguments.
+#include <bpf/libbpf.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "fixture_util.h"
+#include "profile/dwarf_file.h"
+#include "profile/probe_set.h"
+#include "profile/resolver.h"
+#include "profile_uprobe.skel.h"
+#include "uprobe_arg.h"
+
+using namespace cephscope::profile;
+
+namespace {
+
+constexpr long kCalls = 7;
+
+// Why the test cannot run here, or empty.
+std::string cannot_run() {
+  if (::geteuid() != 0) {
+    return "needs root (uprobes, BPF)";
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::exists("/sys/bus/event_source/devices/uprobe/type", ec) &&
+      (!fs::exists("/sys/kernel/tracing/events", ec) ||
+       fs::is_empty("/sys/kernel/tracing/events", ec))) {
+    // libbpf falls back to tracefs when there is no uprobe PMU.
+    ::mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, nullptr);
+  }
+  return {};
+}
+
+struct SkelDeleter {
+  void operator()(profile_uprobe_bpf* s) const { profile_uprobe_bpf__destroy(s); }
+};
+struct LinkDeleter {
+  void operator()(bpf_link* l) const { bpf_link__destroy(l); }
+};
+
+struct Outcome {
+  uint64_t hits = 0;
+  uint64_t sum = 0;
+};
+
+// Attaches at OFFSET of BINARY for one child running `BINARY call kCalls`, reading LOC.
+Outcome probe_child(const std::string& binary, uint64_t offset, const ParamLocation& loc) {
+  std::unique_ptr<profile_uprobe_bpf, SkelDeleter> skel(profile_uprobe_bpf__open());
+  REQUIRE(skel);
+  skel->rodata->arg_kind = loc.kind == ParamLocation::Kind::kMemory ? ARG_MEMORY : ARG_REGISTER;
+  skel->rodata->arg_reg = loc.dwarf_reg;
+  skel->rodata->arg_offset = loc.offset;
+  REQUIRE(profile_uprobe_bpf__load(skel.get()) == 0);
+
+  // The child waits on a pipe so the probe is attached (for its pid only) before it runs.
+  int go[2];
+  REQUIRE(::pipe(go) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::close(go[1]);
+    char c;
+    if (::read(go[0], &c, 1) != 1) {
+      ::_exit(126);
+    }
+    std::freopen("/dev/null", "w", stdout);
+    const std::string n = std::to_string(kCalls);
+    ::execl(binary.c_str(), binary.c_str(), "call", n.c_str(), nullptr);
+    ::_exit(127);
+  }
+  ::close(go[0]);
+  std::unique_ptr<bpf_link, LinkDeleter> link(bpf_program__attach_uprobe(
+      skel->progs.on_entry, false, pid, binary.c_str(), static_cast<size_t>(offset)));
+  const bool attached = link != nullptr;
+  REQUIRE(::write(go[1], "g", 1) == 1);
+  ::close(go[1]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(attached);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == 0);
+  return {skel->bss->hits, skel->bss->sum};
+}
+
+const FunctionInstance& instance(const Profile& p, const std::string& name,
+                                 const std::string& linkage) {
+  const FunctionEntry* f = p.function(name);
+  REQUIRE(f != nullptr);
+  for (const auto& i : f->instances) {
+    if (!i.inlined && i.linkage_name == linkage) {
+      return i;
+    }
+  }
+  FAIL("no out-of-line " << linkage);
+  throw std::logic_error("unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("uprobes at resolved offsets fire and read arguments", "[kernel]") {
+  if (const std::string why = cannot_run(); !why.empty()) {
+    std::printf("SKIPPED: %s\n", why.c_str());
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  for (const char* binary : {FIXTURE_O0, FIXTURE_O2}) {
+    DYNAMIC_SECTION(std::filesystem::path(binary).filename().string()) {
+      auto elf = ElfFile::open(binary);
+      auto dwarf = DwarfFile::open(binary);
+      auto set = load_probe_set(FIXTURE_PROBE_SET);
+      REQUIRE((elf.ok() && dwarf.ok() && set.ok()));
+      auto p = resolve_profile(*elf, &*dwarf, *set);
+      REQUIRE(p.ok());
+
+      // Derived::scale(long factor) is called with 1000 + i.
+      const FunctionInstance& scale = instance(*p, "fx::Derived::scale", "_ZN2fx7Derived5scaleEl");
+      REQUIRE(scale.params.size() == 2);
+      Outcome o = probe_child(binary, scale.file_offset, scale.params[1].location);
+      CHECK(o.hits == kCalls);
+      CHECK(o.sum == kCalls * 1000 + kCalls * (kCalls - 1) / 2);
+
+      // sum8's 7th and 8th arguments (700 + i, 800 + i) are on the stack.
+      const FunctionInstance& sum8 = instance(*p, "fx::sum8", "_ZN2fx4sum8Ellllllll");
+      REQUIRE(sum8.params.size() == 8);
+      o = probe_child(binary, sum8.file_offset, sum8.params[7].location);
+      CHECK(o.hits == kCalls);
+      CHECK(o.sum == kCalls * 800 + kCalls * (kCalls - 1) / 2);
+      o = probe_child(binary, sum8.file_offset, sum8.params[6].location);
+      CHECK(o.sum == kCalls * 700 + kCalls * (kCalls - 1) / 2);
+      // And a register argument of the same function.
+      o = probe_child(binary, sum8.file_offset, sum8.params[2].location);
+      CHECK(o.sum == kCalls * 3);
+    }
+  }
+}
