@@ -60,15 +60,25 @@ usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 C() { timeout 60 ceph -c "$CONF" --connect-timeout 15 "$@"; }
 
 # ------------------------------------------------------------------ ports
-listening_ports() { ss -Hltn 2>/dev/null | awk '{n=split($4,a,":"); print a[n]}' | sort -un; }
+# Each cluster takes a window of 100 TCP ports aligned on a multiple of 100: the mon listens on
+# the first, mgr and OSDs bind in the other 99 (Ceph moves on to the next port of the range if
+# one is taken). Windows lie below the kernel's ephemeral port range, so outgoing connections
+# do not take them; PORT_LOCK serialises "choose a window, start the mon on its first port"
+# between concurrent "up"s, after which the mon's listening port marks the window as taken.
+PORT_LOCK=${TMPDIR:-/tmp}/.cephscope-ceph-ports.lock
 
-free_port_window() {   # free_port_window WIDTH: first port of WIDTH consecutive unused TCP ports
-    local width=$1 base i busy
-    busy=$(listening_ports | tr '\n' ' ')
-    for i in $(seq 1 200); do
-        base=$(( 20000 + (RANDOM % 400) * 100 ))   # 20000..59900, step 100
-        if ! awk -v b="$base" -v w="$width" -v busy="$busy" 'BEGIN{
-                n=split(busy, p, " "); for (i=1;i<=n;i++) if (p[i]>=b && p[i]<b+w) exit 0; exit 1}'; then
+used_ports() { ss -Htan 2>/dev/null | awk '{n=split($4,a,":"); print a[n]}' | sort -un; }
+
+free_port_window() {   # first port of a window of 100 ports that no TCP socket uses
+    local low hi base i busy
+    read -r low _ < /proc/sys/net/ipv4/ip_local_port_range
+    hi=$(( low / 100 - 1 ))              # last window ends below the ephemeral range
+    [ "$hi" -gt 100 ] || hi=326          # odd range settings: fall back to 10000-32699
+    busy=$(used_ports | tr '\n' ' ')
+    for i in $(seq 1 300); do
+        base=$(( (100 + RANDOM % (hi - 100 + 1)) * 100 ))   # 10000 .. (low - 200)
+        if ! awk -v b="$base" -v busy="$busy" 'BEGIN{
+                n=split(busy, p, " "); for (i=1;i<=n;i++) if (p[i]>=b && p[i]<b+100) exit 0; exit 1}'; then
             echo "$base"; return 0
         fi
     done
@@ -78,7 +88,7 @@ free_port_window() {   # free_port_window WIDTH: first port of WIDTH consecutive
 # ------------------------------------------------------------------ daemons
 start_daemon() {   # start_daemon NAME BINARY ARGS...: run in the foreground, detached, pid file
     local name=$1 bin=$2 pid i; shift 2
-    setsid "$bin" -f -c "$CONF" "$@" </dev/null >>"$DIR/log/$name.stdout" 2>&1 &
+    setsid "$bin" -f -c "$CONF" "$@" </dev/null >>"$DIR/log/$name.stdout" 2>&1 9>&- &
     pid=$!
     echo "$pid" > "$DIR/pid/$name.pid"
     for i in $(seq 1 50); do   # setsid execs in place: wait until the pid runs the binary
@@ -275,7 +285,9 @@ cmd_up() {
     mkdir -p "$DIR"/{run,log,crash,pid,mon.a,mgr.x}
     local fsid port pbase
     fsid=$(cat /proc/sys/kernel/random/uuid)
-    pbase=$(free_port_window 100) || die "no free window of 100 TCP ports"
+    exec 9>>"$PORT_LOCK"
+    flock -w 120 9 || die "could not lock $PORT_LOCK within 120 s"
+    pbase=$(free_port_window) || die "no free window of 100 TCP ports"
     port=$pbase                                # mon; mgr and OSDs bind in [pbase+1, pbase+99]
     write_conf "$fsid" "$port" $((pbase + 1)) $((pbase + 99))
     log "DIR=$DIR fsid=$fsid mon=127.0.0.1:$port ports=$((pbase + 1))-$((pbase + 99)) osds=$CEPH_OSDS profile=$CEPH_OSD_PROFILE"
@@ -291,6 +303,8 @@ cmd_up() {
     start_daemon mon.a ceph-mon -i a
     wait_for "$CEPH_UP_TIMEOUT" "mon.a in quorum" C quorum_status \
         || die "mon.a did not form a quorum within ${CEPH_UP_TIMEOUT}s (see $DIR/log/mon.a.log)"
+    flock -u 9
+    exec 9>&-
     step_done mon
 
     # mgr (PG states, hence "active+clean", come from the mgr)

@@ -44,9 +44,9 @@ void row(const char* what, std::uint64_t bs, const BenchSummary& s, const OsdCou
          double cpu_s, bool write) {
   const auto& lat = write ? t.op_w_latency : t.op_r_latency;
   std::uint64_t osd_ops = write ? t.op_w : t.op_r;
-  std::printf("%-6s %-5s %9llu %9.0f %9.3f %9.2f %9.3f %9.0f\n", what,
-              bs == 4096 ? "4K" : "64K", static_cast<unsigned long long>(s.total_ops), s.avg_iops,
-              s.avg_latency_s * 1e3, s.bandwidth_mb_s, lat.average() * 1e3,
+  std::printf("%-6s %-5s %9llu %9.0f %9.3f %9.2f %9.3f %9.0f\n", what, bs == 4096 ? "4K" : "64K",
+              static_cast<unsigned long long>(s.total_ops), s.avg_iops, s.avg_latency_s * 1e3,
+              s.bandwidth_mb_s, lat.average() * 1e3,
               osd_ops ? cpu_s * 1e6 / static_cast<double>(osd_ops) : 0.0);
 }
 

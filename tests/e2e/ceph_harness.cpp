@@ -3,11 +3,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <cerrno>
 #include <cstdlib>
@@ -22,9 +22,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-[[noreturn]] void fail(const std::string& what) { throw std::runtime_error(what); }
+[[noreturn]] void fail(const std::string& what) {
+  throw std::runtime_error(what);
+}
 
-std::string errno_text(int err) { return std::string(std::strerror(err)); }
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
 
 // A file descriptor closed on scope exit.
 class Fd {

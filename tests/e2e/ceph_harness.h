@@ -123,7 +123,9 @@ inline constexpr std::uint64_t kBenchMetadataOps = 1;
 struct LatencyCounter {
   std::uint64_t avgcount = 0;
   double sum = 0;  // seconds
-  [[nodiscard]] double average() const { return avgcount ? sum / static_cast<double>(avgcount) : 0; }
+  [[nodiscard]] double average() const {
+    return avgcount ? sum / static_cast<double>(avgcount) : 0;
+  }
 };
 
 // The OSD's "osd" perf counter section, the fields the e2e tests compare against.
@@ -137,7 +139,7 @@ struct OsdCounters {
   LatencyCounter op_latency;
   LatencyCounter op_w_latency;
   LatencyCounter op_r_latency;
-  std::uint64_t subop = 0;    // replication ops received from a primary
+  std::uint64_t subop = 0;  // replication ops received from a primary
   std::uint64_t subop_w = 0;
   std::uint64_t subop_w_in_bytes = 0;
   LatencyCounter subop_w_latency;

@@ -209,8 +209,8 @@ TEST_CASE("run_command", "[harness]") {
   CHECK(big.out.size() == 300000);  // both pipes drained: no deadlock on full buffers
   CHECK(big.err.size() == 200000);
 
-  auto slow = run_command({"sh", "-c", "sleep 30 & sleep 30; echo never"},
-                          std::chrono::milliseconds(300));
+  auto slow =
+      run_command({"sh", "-c", "sleep 30 & sleep 30; echo never"}, std::chrono::milliseconds(300));
   CHECK(slow.timed_out);
   CHECK(slow.seconds < 10);  // the whole group was killed, the background sleep too
   CHECK(slow.out.empty());
