@@ -15,8 +15,16 @@ namespace {
 
 using FeaturesSkel = Skeleton<features_bpf, features_bpf__destroy>;
 
-// Loads only `wanted` from the feature object; the load result is the answer.
+int silent(enum libbpf_print_level /*level*/, const char* /*format*/, va_list /*args*/) { return 0; }
+
+// Loads only `wanted` from the feature object; the load result is the answer. A refusal is
+// an expected answer here, so libbpf's own complaint about it is not logged.
 Feature try_load(bpf_program* (*pick)(features_bpf*)) {
+  const libbpf_print_fn_t previous = libbpf_set_print(silent);
+  struct Restore {
+    libbpf_print_fn_t fn;
+    ~Restore() { libbpf_set_print(fn); }
+  } restore{previous};
   FeaturesSkel skel(features_bpf__open());
   if (!skel) {
     return {false, std::string("cannot open the feature probe: ") + std::strerror(errno)};

@@ -23,13 +23,13 @@ int log_to_spdlog(enum libbpf_print_level level, const char* format, va_list arg
   }
   switch (level) {
     case LIBBPF_WARN:
-      spdlog::warn("libbpf: {}", msg);
+      spdlog::warn("{}", msg);
       break;
     case LIBBPF_INFO:
-      spdlog::debug("libbpf: {}", msg);
+      spdlog::debug("{}", msg);
       break;
     case LIBBPF_DEBUG:
-      spdlog::trace("libbpf: {}", msg);
+      spdlog::trace("{}", msg);
       break;
   }
   return n;

@@ -1,0 +1,75 @@
+// A program whose IO is known exactly: N pwrite64() of K bytes with O_DIRECT, M fdatasync(),
+// then R read() of K bytes. It waits for a "go" file before the first IO so the daemon can
+// start tracking it, and makes no other read/write syscall once it has started: the counts
+// cephscope reports must equal these arguments. Linked statically, so no dynamic loader
+// reads libraries while discovery is picking the process up.
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace {
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "io_driver: %s: %s\n", what, std::strerror(errno));
+  std::exit(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 7) {
+    std::fprintf(stderr, "usage: %s FILE GO_FILE WRITES SIZE SYNCS READS\n", argv[0]);
+    return 2;
+  }
+  const char* path = argv[1];
+  const char* go = argv[2];
+  const long writes = std::atol(argv[3]);
+  const long size = std::atol(argv[4]);
+  const long syncs = std::atol(argv[5]);
+  const long reads = std::atol(argv[6]);
+  if (size <= 0 || size % 4096 != 0 || reads > writes) {
+    std::fprintf(stderr, "io_driver: SIZE must be a multiple of 4096 and READS <= WRITES\n");
+    return 2;
+  }
+  const int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_DIRECT, 0600);
+  if (fd < 0) {
+    fail("open (O_DIRECT needs a file system on a block device)");
+  }
+  // Allocate before the measured window, so the writes need no metadata IO of their own.
+  if (posix_fallocate(fd, 0, writes * size) != 0 || fsync(fd) != 0) {
+    fail("fallocate");
+  }
+  void* buf = nullptr;
+  if (posix_memalign(&buf, 4096, static_cast<std::size_t>(size)) != 0) {
+    fail("posix_memalign");
+  }
+  std::memset(buf, 0x5a, static_cast<std::size_t>(size));
+  const timespec tick{0, 2'000'000};
+  while (access(go, F_OK) != 0) {
+    nanosleep(&tick, nullptr);
+  }
+  for (long i = 0; i < writes; ++i) {
+    if (pwrite(fd, buf, static_cast<std::size_t>(size), i * size) != size) {
+      fail("pwrite");
+    }
+  }
+  for (long i = 0; i < syncs; ++i) {
+    if (fdatasync(fd) != 0) {
+      fail("fdatasync");
+    }
+  }
+  if (lseek(fd, 0, SEEK_SET) != 0) {
+    fail("lseek");
+  }
+  for (long i = 0; i < reads; ++i) {
+    if (read(fd, buf, static_cast<std::size_t>(size)) != size) {
+      fail("read");
+    }
+  }
+  _exit(0);  // no stdio flush: no write syscall after the measured IO
+}

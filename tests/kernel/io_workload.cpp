@@ -1,0 +1,67 @@
+#include "kernel/io_workload.h"
+
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+namespace cephscope::test {
+
+std::string tracking_config(const std::string& extra) {
+  return "discovery:\n"
+         "  scan_interval: 1s\n"
+         "  series_ttl: 3s\n"
+         "  matchers:\n"
+         "    - {comm: \"^io_driver$\"}\n" +
+         extra;
+}
+
+void require_block_device(const std::string& dir) {
+  struct stat st {};
+  REQUIRE(stat(dir.c_str(), &st) == 0);
+  const std::string sys = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+  INFO(dir << " must be on a block device (set CEPHSCOPE_TEST_DIR); " << sys << " is missing");
+  REQUIRE(std::filesystem::exists(sys));
+}
+
+bool wait_for(Daemon& daemon, const std::function<bool(const Metrics&)>& pred, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred(daemon.scrape())) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io) {
+  const std::string other = dir + "/io_other";
+  std::filesystem::remove(other);
+  std::filesystem::create_symlink(CEPHSCOPE_IO_DRIVER, other);  // same program, comm "io_other"
+  const std::string go = dir + "/go";
+  std::filesystem::remove(go);
+  auto args = [&](const std::string& exe, const std::string& file) {
+    return std::vector<std::string>{exe, file, go, std::to_string(io.writes), std::to_string(io.size),
+                                    std::to_string(io.syncs), std::to_string(io.reads)};
+  };
+  Subprocess tracked(args(CEPHSCOPE_IO_DRIVER, dir + "/tracked.dat"), dir + "/io_driver.log");
+  Subprocess untracked(args(other, dir + "/other.dat"), dir + "/io_other.log");
+  const std::string pid = std::to_string(tracked.pid());
+  const bool seen = wait_for(
+      daemon, [&](const Metrics& m) { return !m.find("cephscope_target_info", {{"process", "io_driver"}, {"pid", pid}}).empty(); },
+      std::chrono::seconds(10));
+  INFO("daemon log:\n" << daemon.log());
+  REQUIRE(seen);
+  std::ofstream(go).put('\n');
+  REQUIRE(tracked.wait(std::chrono::seconds(60)) == 0);
+  REQUIRE(untracked.wait(std::chrono::seconds(60)) == 0);
+  std::filesystem::remove(dir + "/tracked.dat");
+  std::filesystem::remove(dir + "/other.dat");
+  return tracked.pid();
+}
+
+}  // namespace cephscope::test

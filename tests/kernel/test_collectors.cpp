@@ -1,0 +1,173 @@
+// The collectors against the running kernel: a program with exactly known IO, tracked by
+// the real daemon, must be counted exactly.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "kernel/io_workload.h"
+
+using namespace cephscope::test;
+using Labels = std::map<std::string, std::string>;
+
+namespace {
+
+const std::string kTracked = "io_driver";
+
+std::string fresh_dir() { return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests"); }
+
+// The vfs hooks expected to work on this kernel: $CEPHSCOPE_EXPECT_VFS_HOOKS, comma-separated.
+// Unset or empty: none (this is so on kernels without kprobes that refuse fentry).
+std::vector<std::string> expected_vfs_hooks() {
+  std::vector<std::string> out;
+  const char* env = std::getenv("CEPHSCOPE_EXPECT_VFS_HOOKS");
+  std::stringstream in(env != nullptr ? env : "");
+  std::string hook;
+  while (std::getline(in, hook, ',')) {
+    if (!hook.empty()) {
+      out.push_back(hook);
+    }
+  }
+  return out;
+}
+
+// Every histogram series has all 26 buckets, cumulative, with +Inf equal to _count.
+void check_histogram_shape(const Metrics& m, const std::string& name, const Labels& match) {
+  const auto buckets = m.find(name + "_bucket", match);
+  REQUIRE(buckets.size() == 26);
+  double prev = 0;
+  std::set<std::string> les;
+  for (const auto& b : buckets) {
+    CHECK(b.value >= prev);
+    prev = b.value;
+    les.insert(b.labels.at("le"));
+  }
+  CHECK(les.size() == 26);
+  CHECK(les.contains("+Inf"));
+  CHECK(m.find(name + "_bucket", [&] { auto l = match; l["le"] = "+Inf"; return l; }()).at(0).value ==
+        m.sum(name + "_count", match));
+  CHECK(m.sum(name + "_sum", match) > 0);
+}
+
+}  // namespace
+
+TEST_CASE("syscall and block collectors count a known IO pattern exactly", "[kernel][syscall][block]") {
+  const std::string dir = fresh_dir();
+  require_block_device(dir);
+  Daemon daemon(dir, tracking_config());
+  REQUIRE(daemon.wait_ready());
+  const IoPattern io;
+  run_io(daemon, dir, io);
+  const Metrics m = daemon.scrape();
+  INFO("daemon log:\n" << daemon.log());
+
+  auto sc = [&](const std::string& metric, const std::string& syscall) {
+    return m.sum(metric, {{"process", kTracked}, {"syscall", syscall}});
+  };
+  CHECK(sc("cephscope_syscall_seconds_count", "pwrite64") == io.writes);
+  CHECK(sc("cephscope_syscall_bytes_total", "pwrite64") == io.writes * io.size);
+  CHECK(sc("cephscope_syscall_seconds_count", "fdatasync") == io.syncs);
+  CHECK(sc("cephscope_syscall_seconds_count", "read") == io.reads);
+  CHECK(sc("cephscope_syscall_bytes_total", "read") == io.reads * io.size);
+  CHECK(sc("cephscope_syscall_seconds_count", "write") == 0);
+  CHECK(m.sum("cephscope_syscall_errors_total", {{"process", kTracked}}) == 0);
+  CHECK(m.sum("cephscope_layer_bytes_total", {{"process", kTracked}, {"layer", "syscall"}, {"direction", "write"}}) ==
+        io.writes * io.size);
+  check_histogram_shape(m, "cephscope_syscall_seconds", {{"process", kTracked}, {"syscall", "pwrite64"}});
+
+  // O_DIRECT writes reach the device as at least the bytes written, attributed to the driver.
+  const double block_written = m.sum("cephscope_block_target_bytes_total", {{"process", kTracked}, {"op", "write"}});
+  CHECK(block_written >= io.writes * io.size);
+  CHECK(m.sum("cephscope_block_target_bytes_total", {{"process", kTracked}, {"op", "read"}}) >= io.reads * io.size);
+  CHECK(m.sum("cephscope_layer_bytes_total", {{"process", kTracked}, {"layer", "block"}, {"direction", "write"}}) ==
+        block_written);
+  CHECK(m.sum("cephscope_block_target_device_seconds_count", {{"process", kTracked}, {"op", "write"}}) >= 1);
+  const auto per_device = m.find("cephscope_block_bytes_total", {{"op", "write"}});
+  REQUIRE_FALSE(per_device.empty());
+  for (const auto& s : per_device) {
+    CHECK(s.labels.at("device").find('/') == std::string::npos);  // "vda", not "/dev/vda"
+  }
+  // The device totals include the untracked twin's writes as well as the driver's.
+  CHECK(m.sum("cephscope_block_bytes_total", {{"op", "write"}}) >= 2 * io.writes * io.size);
+  check_histogram_shape(m, "cephscope_block_device_seconds", per_device.at(0).labels);
+
+  // The untracked twin did the same IO and must not appear anywhere.
+  CHECK_FALSE(m.any_with_label("process", "io_other"));
+  CHECK(m.sum("cephscope_events_lost_total", {{"collector", "syscall"}, {"reason", "stats_full"}}) == 0);
+}
+
+TEST_CASE("a target's series disappear after the TTL once it exits", "[kernel][discovery]") {
+  const std::string dir = fresh_dir();
+  require_block_device(dir);
+  Daemon daemon(dir, tracking_config());
+  REQUIRE(daemon.wait_ready());
+  run_io(daemon, dir, IoPattern{4, 4096, 1, 1});
+  const auto exited = std::chrono::steady_clock::now();
+  // Still there within the TTL (3 s): an OSD restarted in time would continue its series.
+  CHECK(daemon.scrape().any_with_label("process", kTracked));
+  const bool gone =
+      wait_for(daemon, [](const Metrics& m) { return !m.any_with_label("process", kTracked); }, std::chrono::seconds(15));
+  const double after = std::chrono::duration<double>(std::chrono::steady_clock::now() - exited).count();
+  INFO("series went away " << after << " s after the exit");
+  CHECK(gone);
+  CHECK(after >= 2.5);
+}
+
+TEST_CASE("the vfs collector works where the kernel allows it, and says so where not", "[kernel][vfs]") {
+  const auto hooks = expected_vfs_hooks();
+  const std::string dir = fresh_dir();
+  require_block_device(dir);
+  if (hooks.empty()) {
+    Daemon daemon(dir, tracking_config());
+    REQUIRE(daemon.wait_ready());
+    const Metrics m = daemon.scrape();
+    CHECK(m.sum("cephscope_collector_up", {{"collector", "vfs"}, {"hook", "unavailable"}}) == 0);
+    CHECK(m.find("cephscope_collector_up", {{"collector", "vfs"}}).size() == 1);
+    const auto probes = m.find("cephscope_probe_attached", {{"collector", "vfs"}});
+    REQUIRE(probes.size() == 5);
+    for (const auto& p : probes) {
+      CHECK(p.value == 0);
+      CHECK(p.labels.at("reason").find("fentry") != std::string::npos);
+      CHECK(p.labels.at("reason").find("kprobe") != std::string::npos);
+    }
+    // The rest of the daemon runs on.
+    CHECK(m.sum("cephscope_collector_up", {{"collector", "syscall"}}) == 1);
+    return;
+  }
+  for (const auto& hook : hooks) {
+    SECTION("hook " + hook) {
+      Daemon daemon(dir, tracking_config("collectors:\n  vfs: {hook: " + hook + "}\n"));
+      REQUIRE(daemon.wait_ready());
+      const IoPattern io;
+      run_io(daemon, dir, io);
+      const Metrics m = daemon.scrape();
+      INFO("daemon log:\n" << daemon.log());
+      CHECK(m.sum("cephscope_collector_up", {{"collector", "vfs"}, {"hook", hook}}) == 1);
+      auto vfs = [&](const std::string& metric, const std::string& op) {
+        return m.sum(metric, {{"process", kTracked}, {"op", op}});
+      };
+      CHECK(vfs("cephscope_vfs_seconds_count", "write") == io.writes);
+      CHECK(vfs("cephscope_vfs_bytes_total", "write") == io.writes * io.size);
+      CHECK(vfs("cephscope_vfs_seconds_count", "read") == io.reads);
+      CHECK(vfs("cephscope_vfs_bytes_total", "read") == io.reads * io.size);
+      CHECK(vfs("cephscope_vfs_seconds_count", "fsync") == io.syncs);
+      CHECK_FALSE(m.any_with_label("process", "io_other"));
+    }
+  }
+}
+
+TEST_CASE("/metrics passes promtool check metrics", "[kernel][promtool]") {
+  const std::string dir = fresh_dir();
+  Daemon daemon(dir, tracking_config());
+  REQUIRE(daemon.wait_ready());
+  run_io(daemon, dir, IoPattern{8, 4096, 1, 2});
+  const std::string path = dir + "/metrics.txt";
+  std::ofstream(path) << daemon.scrape_text();
+  std::string out;
+  const int rc = run_command("promtool check metrics < " + path, &out);
+  INFO("promtool said:\n" << out);
+  CHECK(rc == 0);
+}

@@ -1,0 +1,137 @@
+// The daemon as an operator runs it: --check, bad configs, SIGHUP reloads, and a shutdown
+// that leaves nothing attached in the kernel.
+#include <bpf/bpf.h>
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <cerrno>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <thread>
+
+#include "kernel/io_workload.h"
+
+using namespace cephscope::test;
+
+namespace {
+
+std::string fresh_dir() { return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests"); }
+
+std::set<__u32> prog_ids() {
+  std::set<__u32> ids;
+  __u32 id = 0;
+  while (bpf_prog_get_next_id(id, &id) == 0) {
+    ids.insert(id);
+  }
+  return ids;
+}
+
+std::set<__u32> link_ids() {
+  std::set<__u32> ids;
+  __u32 id = 0;
+  while (bpf_link_get_next_id(id, &id) == 0) {
+    ids.insert(id);
+  }
+  return ids;
+}
+
+bool prog_exists(__u32 id) {
+  const int fd = bpf_prog_get_fd_by_id(id);
+  if (fd >= 0) {
+    close(fd);
+    return true;
+  }
+  return errno != ENOENT;
+}
+
+bool log_has(const Daemon& d, const std::string& text, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (d.log().find(text) != std::string::npos) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("shutdown on SIGTERM leaves no program or link of ours in the kernel", "[kernel][lifecycle]") {
+  const std::string dir = fresh_dir();
+  const auto progs_before = prog_ids();
+  const auto links_before = link_ids();
+  Daemon daemon(dir, tracking_config());
+  REQUIRE(daemon.wait_ready());
+  std::set<__u32> ours;
+  for (auto id : prog_ids()) {
+    if (!progs_before.contains(id)) {
+      ours.insert(id);
+    }
+  }
+  std::set<__u32> our_links;
+  for (auto id : link_ids()) {
+    if (!links_before.contains(id)) {
+      our_links.insert(id);
+    }
+  }
+  // syscall enter/exit pairs, 4 block hooks, exec and exit: at least 50 programs and links.
+  REQUIRE(ours.size() >= 50);
+  REQUIRE(our_links.size() >= 6);
+  REQUIRE(daemon.stop() == 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  for (auto id : ours) {
+    INFO("program id " << id);
+    CHECK_FALSE(prog_exists(id));
+  }
+  for (auto id : link_ids()) {
+    CHECK_FALSE(our_links.contains(id));
+  }
+  std::string out;
+  REQUIRE(run_command("bpftool -j prog show", &out) == 0);
+  for (const auto& p : nlohmann::json::parse(out)) {
+    CHECK_FALSE(ours.contains(p.at("id").get<__u32>()));
+  }
+  REQUIRE(run_command("bpftool -j link show", &out) == 0);
+  for (const auto& l : nlohmann::json::parse(out)) {
+    CHECK_FALSE(our_links.contains(l.at("id").get<__u32>()));
+  }
+}
+
+TEST_CASE("SIGHUP reloads the config; a bad one is rejected and the old one stays", "[kernel][lifecycle]") {
+  const std::string dir = fresh_dir();
+  require_block_device(dir);
+  Daemon daemon(dir, tracking_config());
+  REQUIRE(daemon.wait_ready());
+  const std::string good = std::string("listen: \"127.0.0.1:") + std::to_string(daemon.port()) + "\"\n";
+
+  std::ofstream(daemon.config_path()) << good << "discovery:\n  scan_interval: soon\n";
+  kill(daemon.pid(), SIGHUP);
+  REQUIRE(log_has(daemon, "reload rejected", std::chrono::seconds(5)));
+  CHECK(daemon.log().find("discovery.scan_interval") != std::string::npos);
+  CHECK(daemon.scrape().sum("cephscope_collector_up", {{"collector", "syscall"}}) == 1);
+
+  // A good config that also tracks the twin: it shows up after the reload.
+  std::ofstream(daemon.config_path()) << good << tracking_config() << "    - {comm: \"^io_other$\"}\n";
+  kill(daemon.pid(), SIGHUP);
+  REQUIRE(log_has(daemon, "config reloaded", std::chrono::seconds(5)));
+  run_io(daemon, dir, IoPattern{4, 4096, 1, 1});
+  const Metrics m = daemon.scrape();
+  CHECK(m.sum("cephscope_syscall_seconds_count", {{"process", "io_other"}, {"syscall", "pwrite64"}}) == 4);
+  CHECK(m.sum("cephscope_syscall_seconds_count", {{"process", "io_driver"}, {"syscall", "pwrite64"}}) == 4);
+}
+
+TEST_CASE("--check prints what will and will not work on this kernel", "[kernel][lifecycle]") {
+  const std::string dir = fresh_dir();
+  const std::string config = dir + "/check.yaml";
+  std::ofstream(config) << tracking_config();
+  std::string out;
+  REQUIRE(run_command(daemon_binary() + " --check --config " + config + " 2>/dev/null", &out) == 0);
+  INFO(out);
+  CHECK(out.find("collector=syscall hook=tracepoint status=ok") != std::string::npos);
+  CHECK((out.find("collector=block hook=tp_btf status=ok") != std::string::npos ||
+         out.find("collector=block hook=tracepoint status=ok") != std::string::npos));
+  CHECK(out.find("collector=vfs hook=") != std::string::npos);
+  CHECK(out.find("feature fentry: ") != std::string::npos);
+}

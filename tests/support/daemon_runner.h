@@ -1,0 +1,44 @@
+// Runs the real cephscope binary with a test's config, as an operator would.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "support/metrics_text.h"
+#include "support/subprocess.h"
+
+namespace cephscope::test {
+
+// The daemon binary: $CEPHSCOPE_BIN, else the one in the build tree.
+std::string daemon_binary();
+
+// A directory for test files: $CEPHSCOPE_TEST_DIR, else a fresh one under `fallback`.
+std::string test_dir(const std::string& fallback);
+
+class Daemon {
+ public:
+  // config_body: YAML without `listen`, which the runner sets to a free port.
+  Daemon(const std::string& dir, const std::string& config_body);
+  ~Daemon();
+
+  // Waits for /readyz; false on timeout or early exit (the log is in log_path()).
+  bool wait_ready(std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  std::string scrape_text();
+  Metrics scrape() { return Metrics::parse(scrape_text()); }
+  // SIGTERM and the exit status; nullopt when it did not stop in time.
+  std::optional<int> stop(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  [[nodiscard]] pid_t pid() const { return process_->pid(); }
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] const std::string& log_path() const { return log_; }
+  [[nodiscard]] const std::string& config_path() const { return config_; }
+  [[nodiscard]] std::string log() const;
+
+ private:
+  int port_;
+  std::string config_;
+  std::string log_;
+  std::unique_ptr<Subprocess> process_;
+};
+
+}  // namespace cephscope::test
