@@ -18,6 +18,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU); /* per-CPU LRU lists: no global lock per request */
 	__uint(max_entries, BLOCK_INFLIGHT_MAX);
 	__type(key, struct block_rq_key);
 	__type(value, struct block_rq);
@@ -25,6 +26,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__uint(max_entries, BLOCK_BIO_OWNER_MAX);
 	__type(key, struct block_bio_key);
 	__type(value, __u32);

@@ -11,19 +11,30 @@
 
 static const struct op_stats zero_op_stats;
 
-/* Filters on the tracked-process map first: other processes cost one lookup here. */
+/*
+ * Filters on the tracked-process map first: other processes cost one lookup here. A thread's
+ * in-flight slot is created once and then rewritten in place, so the hot path makes no map
+ * update or delete (each costs a lock in an LRU map); the LRU evicts slots of dead threads.
+ */
 static __always_inline int op_begin(void *inflight, __u32 op)
 {
-	struct op_start start;
 	__u32 target = current_target();
 
 	if (target == CEPHSCOPE_UNTRACKED)
 		return 0;
 	__u64 id = bpf_get_current_pid_tgid();
-	start.ts_ns = bpf_ktime_get_ns();
-	start.target = target;
-	start.op = op;
-	if (bpf_map_update_elem(inflight, &id, &start, BPF_ANY))
+	__u64 now = bpf_ktime_get_ns();
+	struct op_start *slot = bpf_map_lookup_elem(inflight, &id);
+
+	if (slot) {
+		slot->target = target;
+		slot->op = op;
+		slot->ts_ns = now;
+		return 0;
+	}
+	struct op_start start = {.ts_ns = now, .target = target, .op = op};
+
+	if (bpf_map_update_elem(inflight, &id, &start, BPF_NOEXIST))
 		count_lost(LOST_INFLIGHT_FULL);
 	return 0;
 }
@@ -36,12 +47,12 @@ static __always_inline int op_finish(void *inflight, void *stats_map, long ret, 
 	struct target_op_key key;
 	struct op_stats *stats;
 
-	if (!start)
+	if (!start || !start->ts_ns)
 		return 0; /* untracked, or started before attach */
 	__u64 delta = bpf_ktime_get_ns() - start->ts_ns;
 	key.target = start->target;
 	key.op = start->op;
-	bpf_map_delete_elem(inflight, &id);
+	start->ts_ns = 0; /* consumed: the slot stays for the thread's next call */
 
 	stats = lookup_or_init(stats_map, &key, &zero_op_stats);
 	if (!stats)

@@ -5,6 +5,7 @@
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -56,6 +57,10 @@ std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
   if (auto err = reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd); !err.empty()) {
     return err;
   }
+  // Per-CPU LRU lists split the capacity between CPUs: give each CPU room for a deep queue.
+  const auto per_cpu_room = static_cast<__u32>(std::max(BLOCK_INFLIGHT_MAX, 2048 * possible_cpus()));
+  bpf_map__set_max_entries(skel->maps.block_inflight, per_cpu_room);
+  bpf_map__set_max_entries(skel->maps.block_bio_owner, per_cpu_room);
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     const std::string_view n = bpf_program__name(prog);
