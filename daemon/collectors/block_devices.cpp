@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include "core/fs.h"
 
 namespace cephscope {
 namespace {
@@ -45,7 +46,7 @@ std::map<std::uint32_t, std::uint32_t> BlockDevices::partitions() const {
   std::map<std::uint32_t, std::uint32_t> out;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(sys_ + "/class/block", ec)) {
-    if (!fs::exists(entry.path() / "partition")) {
+    if (!path_exists((entry.path() / "partition").string())) {
       continue;
     }
     const auto real = fs::canonical(entry.path(), ec);

@@ -8,6 +8,7 @@
 #include "collectors/op_stats.h"
 #include "bpf/syscall.h"
 #include "syscall.skel.h"
+#include "core/fs.h"
 
 namespace cephscope {
 namespace {
@@ -63,7 +64,7 @@ void SyscallCollector::start(const CollectorContext& ctx) {
   // A syscall this kernel does not have (or has no tracepoint for) is left out, not fatal.
   std::vector<bool> present(SYS_COUNT);
   for (unsigned i = 0; i < SYS_COUNT; ++i) {
-    present[i] = std::filesystem::exists(ctx.tracefs_dir + "/events/syscalls/sys_enter_" + kNames[i]);
+    present[i] = path_exists(ctx.tracefs_dir + "/events/syscalls/sys_enter_" + kNames[i]);
     for (const char* side : {"enter_", "exit_"}) {
       auto* prog = bpf_object__find_program_by_name(skel->obj, (std::string(side) + kNames[i]).c_str());
       bpf_program__set_autoload(prog, present[i]);

@@ -13,10 +13,13 @@ constexpr std::size_t kMaxRecheck = 4096;
 
 }  // namespace
 
-bool Discovery::consider(pid_t pid, Clock::time_point now) {
+bool Discovery::consider(pid_t pid, Clock::time_point now, bool* denied) {
   auto info = proc_.read(pid);
   if (!info.ok()) {
     return false;  // gone, or unreadable: the next scan looks again
+  }
+  if (denied != nullptr) {
+    *denied = info->exe_denied;
   }
   if (registry_.is_tracked(pid, info->start_time)) {
     return true;
@@ -35,9 +38,18 @@ bool Discovery::consider(pid_t pid, Clock::time_point now) {
 
 void Discovery::scan(Clock::time_point now) {
   std::unordered_set<pid_t> alive;
+  std::size_t denied_count = 0;
   for (pid_t pid : proc_.list_pids()) {
     alive.insert(pid);
-    consider(pid, now);
+    bool denied = false;
+    consider(pid, now, &denied);
+    denied_count += denied ? 1 : 0;
+  }
+  if (denied_count > 0 && !warned_denied_) {
+    spdlog::warn("cannot read the executable of {} processes (permission denied): without CAP_SYS_PTRACE the "
+                 "daemon cannot see other users' processes, Ceph daemons included",
+                 denied_count);
+    warned_denied_ = true;
   }
   registry_.reconcile(alive, now);
   registry_.expire(now);

@@ -30,13 +30,15 @@ class Discovery {
   [[nodiscard]] std::uint64_t scans() const { return scans_; }
 
  private:
-  bool consider(pid_t pid, Clock::time_point now);
+  // Whether the process is tracked now; *denied set when /proc hid its executable.
+  bool consider(pid_t pid, Clock::time_point now, bool* denied = nullptr);
 
   ProcReader proc_;
   TargetRegistry& registry_;
   Config::Discovery config_;
   std::deque<std::pair<Clock::time_point, pid_t>> recheck_;
   std::uint64_t scans_ = 0;
+  bool warned_denied_ = false;
 };
 
 }  // namespace cephscope

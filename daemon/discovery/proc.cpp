@@ -107,6 +107,8 @@ Result<ProcessInfo> ProcReader::read(pid_t pid) const {
       info.exe_deleted = true;
     }
     info.exe = exe;
+  } else if (ec == std::errc::permission_denied) {
+    info.exe_denied = true;
   }
   return info;
 }

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/fs.h"
 #include "features.skel.h"
 #include "libbpf/handles.h"
 
@@ -42,8 +43,12 @@ Feature try_load(bpf_program* (*pick)(features_bpf*)) {
 }
 
 Feature file_feature(const std::string& path, const std::string& missing) {
-  if (std::filesystem::exists(path)) {
+  const int err = path_errno(path);
+  if (err == 0) {
     return {true, ""};
+  }
+  if (err == EACCES) {
+    return {false, path + " is not readable (permission denied): needs CAP_DAC_READ_SEARCH"};
   }
   return {false, missing};
 }
@@ -65,8 +70,7 @@ KernelFeatures KernelFeatures::probe(const std::string& tracefs_dir) {
     f.tp_btf = f.fentry = {false, "needs kernel BTF"};
   }
   // libbpf attaches kprobes through the kprobe PMU, or through tracefs on old kernels.
-  if (std::filesystem::exists("/sys/bus/event_source/devices/kprobe/type") ||
-      std::filesystem::exists(tracefs_dir + "/kprobe_events")) {
+  if (path_exists("/sys/bus/event_source/devices/kprobe/type") || path_exists(tracefs_dir + "/kprobe_events")) {
     f.kprobe = {true, ""};
   } else {
     f.kprobe = {false, "the kernel has no kprobes (no kprobe PMU, no kprobe_events)"};

@@ -4,16 +4,22 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
+#include "core/fs.h"
 
 namespace cephscope {
 
 Result<std::string> ensure_tracefs(bool may_mount) {
-  namespace fs = std::filesystem;
-  if (fs::exists(std::string(kTracefsDir) + "/events")) {
+  const int err = path_errno(std::string(kTracefsDir) + "/events");
+  if (err == 0) {
     return std::string(kTracefsDir);
   }
-  if (fs::exists("/sys/kernel/debug/tracing/events")) {
+  if (err == EACCES) {
+    return make_error(ErrorKind::kSystem,
+                      std::string("tracefs at ") + kTracefsDir +
+                          " is not readable (permission denied): the daemon needs CAP_DAC_READ_SEARCH",
+                      err);
+  }
+  if (path_exists("/sys/kernel/debug/tracing/events")) {
     return std::string("/sys/kernel/debug/tracing");
   }
   const std::string how = std::string("mount it with: mount -t tracefs tracefs ") + kTracefsDir;

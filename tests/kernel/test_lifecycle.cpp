@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -134,4 +135,45 @@ TEST_CASE("--check prints what will and will not work on this kernel", "[kernel]
          out.find("collector=block hook=tracepoint status=ok") != std::string::npos));
   CHECK(out.find("collector=vfs hook=") != std::string::npos);
   CHECK(out.find("feature fentry: ") != std::string::npos);
+}
+
+namespace {
+
+// setpriv: the daemon as user nobody holding exactly `caps` (ambient, inheritable, bounding).
+std::vector<std::string> as_nobody_with(const std::string& caps) {
+  return {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+          "--inh-caps=-all," + caps, "--ambient-caps=-all," + caps, "--bounding-set=-all," + caps};
+}
+
+}  // namespace
+
+TEST_CASE("the documented capabilities are enough, as an unprivileged user", "[kernel][lifecycle][caps]") {
+  const std::string dir = fresh_dir();
+  require_block_device(dir);
+  std::filesystem::permissions(dir, std::filesystem::perms::all);  // nobody reads the config, io_driver writes
+  Daemon daemon(dir, tracking_config(), as_nobody_with("+bpf,+perfmon,+sys_ptrace,+dac_read_search"));
+  REQUIRE(daemon.wait_ready());
+  const IoPattern io{16, 4096, 2, 4};
+  run_io(daemon, dir, io);  // io_driver runs as root: another user's process
+  const Metrics m = daemon.scrape();
+  INFO("daemon log:\n" << daemon.log());
+  CHECK(m.sum("cephscope_collector_up", {{"collector", "syscall"}}) == 1);
+  CHECK(m.sum("cephscope_collector_up", {{"collector", "block"}}) == 1);
+  CHECK(m.sum("cephscope_syscall_seconds_count", {{"process", "io_driver"}, {"syscall", "pwrite64"}}) == io.writes);
+  CHECK(m.sum("cephscope_block_target_bytes_total", {{"process", "io_driver"}, {"op", "write"}}) >=
+        io.writes * io.size);
+}
+
+TEST_CASE("a missing capability is named in the log", "[kernel][lifecycle][caps]") {
+  const std::string dir = fresh_dir();
+  std::filesystem::permissions(dir, std::filesystem::perms::all);
+  SECTION("without CAP_SYS_PTRACE other users' processes are invisible, and the log says why") {
+    Daemon daemon(dir, tracking_config(), as_nobody_with("+bpf,+perfmon,+dac_read_search"));
+    REQUIRE(daemon.wait_ready());
+    CHECK(log_has(daemon, "without CAP_SYS_PTRACE", std::chrono::seconds(5)));
+  }
+  SECTION("without CAP_DAC_READ_SEARCH tracefs is unreadable, and the log says so") {
+    Daemon daemon(dir, tracking_config(), as_nobody_with("+bpf,+perfmon,+sys_ptrace"));
+    CHECK(log_has(daemon, "needs CAP_DAC_READ_SEARCH", std::chrono::seconds(10)));
+  }
 }

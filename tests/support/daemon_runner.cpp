@@ -26,11 +26,14 @@ std::string test_dir(const std::string& fallback) {
   return templ;
 }
 
-Daemon::Daemon(const std::string& dir, const std::string& config_body) : port_(free_port()) {
+Daemon::Daemon(const std::string& dir, const std::string& config_body, const std::vector<std::string>& wrapper)
+    : port_(free_port()) {
   config_ = dir + "/cephscope.yaml";
   log_ = dir + "/cephscope.log";
   std::ofstream(config_) << "listen: \"127.0.0.1:" << port_ << "\"\n" << config_body;
-  process_ = std::make_unique<Subprocess>(std::vector<std::string>{daemon_binary(), "--config", config_}, log_);
+  std::vector<std::string> argv = wrapper;
+  argv.insert(argv.end(), {daemon_binary(), "--config", config_});
+  process_ = std::make_unique<Subprocess>(argv, log_);
 }
 
 Daemon::~Daemon() { stop(std::chrono::seconds(5)); }
