@@ -4,6 +4,8 @@
 #          file:line REQUIRE: original => expanded
 #   INCOMPLETE    test case name        (started, no result: the test binary died or hung)
 #   TOTAL passed=N failed=M incomplete=K
+# Streams: reading a live reporter pipe, it prints each result as it comes, and
+# "RUN name" on stderr when a test case starts (progress without polluting the summary).
 # POSIX awk (runs in the guest's mawk and the host's gawk).
 function unescape(s) {
   gsub(/&quot;/, "\"", s); gsub(/&apos;/, "'", s); gsub(/&lt;/, "<", s); gsub(/&gt;/, ">", s)
@@ -20,7 +22,9 @@ function where(line) { return attr(line, "filename") ":" attr(line, "line") }
 BEGIN { passed = failed = incomplete = 0; open_case = 0 }
 /<TestCase / {
   if (open_case) { print "INCOMPLETE    " name; incomplete++ }
-  name = attr($0, "name"); open_case = 1; detail = ""; mode = ""; next
+  name = attr($0, "name"); open_case = 1; detail = ""; mode = ""
+  if (progress) { print "RUN  " name > "/dev/stderr"; fflush("/dev/stderr") }
+  next
 }
 /<Expression success="false"/ { mode = "expr"; loc = where($0); kind = attr($0, "type"); orig = exp_ = ""; next }
 mode == "expr" && /<Original>/ { sub_mode = "orig"; next }
@@ -51,7 +55,7 @@ mode == "expr" && sub_mode == "exp" { exp_ = exp_ (exp_ == "" ? "" : " ") unesca
   else d = sprintf("%.2fs", d)
   if (attr($0, "success") == "true") { printf "PASS %8s  %s\n", d, name; passed++ }
   else { printf "FAIL %8s  %s\n", d, name; if (detail != "") print detail; failed++ }
-  open_case = 0; next
+  open_case = 0; fflush(); next
 }
 END {
   if (open_case) { print "INCOMPLETE    " name; incomplete++ }

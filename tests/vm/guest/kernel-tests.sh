@@ -38,12 +38,14 @@ if [ ! -x "$tests" ]; then
 fi
 section "kernel tests: $tests \"$filter\""
 t0=$(ts)
-# Catch2 v2: one reporter; XML streams per test case and carries durations and failures
-stdbuf -oL "$tests" "$filter" -r xml -d yes | tee "$out/kernel-tests.xml"
+# Catch2 v2 has one reporter: XML streams per test case and carries durations and failures.
+# The full XML (with the tests' INFO, e.g. daemon logs) goes to a file; the console gets the
+# summary as the tests go.
+stdbuf -oL "$tests" "$filter" -r xml -d yes | tee "$out/kernel-tests.xml" |
+  awk -v progress=1 -f "$here/../catch2-summary.awk" | tee "$out/kernel-tests.summary"
 tests_rc=${PIPESTATUS[0]}
 awk -v a="$t0" -v b="$(ts)" 'BEGIN { printf "%.1f\n", b - a }' > "$out/kernel-tests.seconds"
 echo "$tests_rc" > "$out/kernel-tests.rc"
-section "kernel tests exited $tests_rc"
-awk -f "$here/../catch2-summary.awk" "$out/kernel-tests.xml" | tee "$out/kernel-tests.summary"
+section "kernel tests exited $tests_rc (full report: kernel-tests.xml in the run's out/ folder)"
 [ $tests_rc = 0 ] || exit "$tests_rc"
 exit $check_rc
