@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "profile/json_util.h"
 
@@ -27,6 +25,12 @@ bool valid_object_name(std::string_view s) {
   return !s.empty() && s.size() <= 255 && s.find('/') == std::string_view::npos &&
          std::all_of(s.begin(), s.end(),
                      [](char c) { return std::isgraph(static_cast<unsigned char>(c)) != 0; });
+}
+
+bool is_set_name(std::string_view s) {
+  return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
 }
 
 }  // namespace
@@ -72,6 +76,9 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
   if (text.size() > kMaxSpecBytes) {
     return bad("file too large");
   }
+  if (!json_depth_within(text, 16)) {
+    return bad("nested too deep");
+  }
   json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     return bad("not a JSON object");
@@ -106,9 +113,11 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
   if (!r.ok()) {
     return r.error();
   }
-  if (!is_identifier(std::string_view(set.name).substr(0, set.name.find('-'))) ||
-      set.objects.empty()) {
-    return bad("needs a name and at least one object");
+  if (!is_set_name(set.name)) {
+    return bad("name must be 1-64 of [a-z0-9_-]");
+  }
+  if (set.objects.empty()) {
+    return bad("needs at least one object");
   }
   // The digest covers what changes the resolved result, not the description.
   json canon = {{"functions", set.functions}, {"objects", set.objects}};

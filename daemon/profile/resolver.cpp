@@ -354,8 +354,8 @@ class Resolution {
           if (const FunctionSymbol* s = symbols_.at(inst.vaddr)) {
             inst.symbol = s->mangled;
             inst.clone = is_clone(s->mangled);
-            if (const FunctionSymbol* sized = s; sized->size != 0) {
-              inst.size = sized->size;
+            if (s->size != 0) {
+              inst.size = s->size;  // the symbol's size covers the hot part only
             }
           }
           inst.params = entry_params(&die, inst.vaddr, inst.clone, complete);
