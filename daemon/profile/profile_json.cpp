@@ -26,7 +26,10 @@ constexpr uint64_t kMaxTypeSize = uint64_t{1} << 32;
 constexpr size_t kMaxEntries = 4096;
 constexpr size_t kMaxInstances = 65536;
 constexpr size_t kMaxParams = 64;
-constexpr size_t kMaxText = 4096;
+constexpr size_t kMaxText = 4096;     // messages, paths
+constexpr size_t kMaxSymbol = 16384;  // mangled names get long with templates
+constexpr size_t kMaxTypeName = 4096;
+constexpr size_t kMaxShort = 256;  // parameter names, expressions
 constexpr int kMaxDepth = 16;
 
 const std::vector<std::string_view> kInsnKinds = {"",    "push",    "branch", "nop",
@@ -41,6 +44,64 @@ bool is_hex16(std::string_view s) {
   return s.size() == 16 && std::all_of(s.begin(), s.end(), [](char c) {
            return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
          });
+}
+
+// Length of the valid UTF-8 sequence at S[0] (RFC 3629: no overlongs, no surrogates, at most
+// U+10FFFF), or 0.
+size_t utf8_length(std::string_view s) {
+  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
+  const unsigned char c = b(0);
+  size_t len = 0;
+  unsigned char lo = 0x80;
+  unsigned char hi = 0xbf;
+  if (c < 0x80) {
+    return 1;
+  } else if (c >= 0xc2 && c <= 0xdf) {
+    len = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    len = 3;
+    lo = c == 0xe0 ? 0xa0 : 0x80;
+    hi = c == 0xed ? 0x9f : 0xbf;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    len = 4;
+    lo = c == 0xf0 ? 0x90 : 0x80;
+    hi = c == 0xf4 ? 0x8f : 0xbf;
+  } else {
+    return 0;
+  }
+  if (s.size() < len || b(1) < lo || b(1) > hi) {
+    return 0;
+  }
+  for (size_t k = 2; k < len; ++k) {
+    if (b(k) < 0x80 || b(k) > 0xbf) {
+      return 0;
+    }
+  }
+  return len;
+}
+
+// Text from binaries (names, DWARF strings) made into what the reader accepts: valid UTF-8,
+// no control characters (both become '?'), at most MAX bytes. So whatever is written can be
+// read back.
+std::string fit(std::string_view in, size_t max) {
+  std::string out;
+  out.reserve(std::min(in.size(), max));
+  for (size_t i = 0; i < in.size();) {
+    const size_t len = utf8_length(in.substr(i));
+    const auto c = static_cast<unsigned char>(in[i]);
+    const bool ok = len > 0 && !(len == 1 && (c < 0x20 || c == 0x7f));
+    const size_t add = ok ? len : 1;
+    if (out.size() + add > max) {
+      break;
+    }
+    if (ok) {
+      out.append(in.substr(i, len));
+    } else {
+      out.push_back('?');
+    }
+    i += len > 0 ? len : 1;
+  }
+  return out;
 }
 
 Error corrupt(const std::string& why) {
@@ -59,7 +120,7 @@ json location_json(const ParamLocation& l) {
     j["from_abi"] = true;
   }
   if (!l.expr.empty()) {
-    j["expr"] = l.expr;
+    j["expr"] = fit(l.expr, kMaxShort);
   }
   return j;
 }
@@ -104,14 +165,14 @@ void read_location(JsonReader& r, ParamLocation* l) {
   r.integer("offset", &l->offset, -(int64_t{1} << 31), int64_t{1} << 31,
             *k == ParamLocation::Kind::kMemory);
   r.boolean("from_abi", &l->from_abi, false);
-  r.string("expr", &l->expr, 256, false, printable, "printable text");
+  r.string("expr", &l->expr, kMaxShort, false, printable, "printable text");
 }
 
 void read_instance(JsonReader& r, FunctionInstance* i) {
   r.known_keys({"linkage_name", "symbol", "vaddr", "file_offset", "size", "inlined", "clone",
                 "entry_insn", "caller", "params"});
-  r.string("linkage_name", &i->linkage_name, kMaxText, false, printable, "printable text");
-  r.string("symbol", &i->symbol, kMaxText, false, printable, "printable text");
+  r.string("linkage_name", &i->linkage_name, kMaxSymbol, false, printable, "printable text");
+  r.string("symbol", &i->symbol, kMaxSymbol, false, printable, "printable text");
   r.unsigned_integer("vaddr", &i->vaddr, kMaxVaddr);
   r.unsigned_integer("file_offset", &i->file_offset, kMaxFileOffset);
   r.unsigned_integer("size", &i->size, kMaxTypeSize);
@@ -123,12 +184,12 @@ void read_instance(JsonReader& r, FunctionInstance* i) {
         return std::find(kInsnKinds.begin(), kInsnKinds.end(), s) != kInsnKinds.end();
       },
       "an instruction kind");
-  r.string("caller", &i->caller, kMaxText, false, printable, "printable text");
+  r.string("caller", &i->caller, kMaxSymbol, false, printable, "printable text");
   r.array("params", kMaxParams, false, [&](JsonReader& pr) {
     Param p;
     pr.known_keys({"name", "type", "size", "location"});
-    pr.string("name", &p.name, 256, true, printable, "printable text");
-    pr.string("type", &p.type, 1024, true, printable, "printable text");
+    pr.string("name", &p.name, kMaxShort, true, printable, "printable text");
+    pr.string("type", &p.type, kMaxTypeName, true, printable, "printable text");
     pr.unsigned_integer("size", &p.size, kMaxTypeSize);
     pr.object("location", true, [&](JsonReader& lr) { read_location(lr, &p.location); });
     i->params.push_back(std::move(p));
@@ -175,19 +236,19 @@ json profile_to_json(const Profile& p) {
   j["schema"] = kSchemaName;
   j["schema_version"] = p.schema_version;
   j["build_id"] = p.build_id;
-  j["object"] = p.object;
-  j["binary_path"] = p.binary_path;
+  j["object"] = fit(p.object, 255);
+  j["binary_path"] = fit(p.binary_path, kMaxText);
   j["source"] = p.source;
-  j["debug_file"] = p.debug_file;
+  j["debug_file"] = fit(p.debug_file, kMaxText);
   j["probe_set"] = p.probe_set;
   j["probe_set_digest"] = p.probe_set_digest;
-  j["generator"] = p.generator;
-  j["created"] = p.created;
+  j["generator"] = fit(p.generator, 128);
+  j["created"] = fit(p.created, 64);
   j["functions"] = json::array();
   for (const auto& f : p.functions) {
     json jf = {{"name", f.name}, {"status", to_string(f.status)}};
     if (!f.message.empty()) {
-      jf["message"] = f.message;
+      jf["message"] = fit(f.message, kMaxText);
     }
     if (!f.instances.empty()) {
       jf["instances"] = json::array();
@@ -199,22 +260,22 @@ json profile_to_json(const Profile& p) {
                  {"inlined", i.inlined},
                  {"entry_insn", i.entry_insn}};
       if (!i.linkage_name.empty()) {
-        ji["linkage_name"] = i.linkage_name;
+        ji["linkage_name"] = fit(i.linkage_name, kMaxSymbol);
       }
       if (!i.symbol.empty()) {
-        ji["symbol"] = i.symbol;
+        ji["symbol"] = fit(i.symbol, kMaxSymbol);
       }
       if (i.clone) {
         ji["clone"] = true;
       }
       if (!i.caller.empty()) {
-        ji["caller"] = i.caller;
+        ji["caller"] = fit(i.caller, kMaxSymbol);
       }
       if (!i.inlined) {
         ji["params"] = json::array();
         for (const auto& prm : i.params) {
-          ji["params"].push_back({{"name", prm.name},
-                                  {"type", prm.type},
+          ji["params"].push_back({{"name", fit(prm.name, kMaxShort)},
+                                  {"type", fit(prm.type, kMaxTypeName)},
                                   {"size", prm.size},
                                   {"location", location_json(prm.location)}});
         }
@@ -230,7 +291,7 @@ json profile_to_json(const Profile& p) {
       jt["size"] = t.size;
     }
     if (!t.message.empty()) {
-      jt["message"] = t.message;
+      jt["message"] = fit(t.message, kMaxText);
     }
     j["types"].push_back(std::move(jt));
   }
@@ -240,14 +301,14 @@ json profile_to_json(const Profile& p) {
     if (m.status == ItemStatus::kOk) {
       jm["offset"] = m.offset;
       jm["size"] = m.size;
-      jm["type_name"] = m.type_name;
+      jm["type_name"] = fit(m.type_name, kMaxTypeName);
       if (m.bit_size) {
         jm["bit_offset"] = *m.bit_offset;
         jm["bit_size"] = *m.bit_size;
       }
     }
     if (!m.message.empty()) {
-      jm["message"] = m.message;
+      jm["message"] = fit(m.message, kMaxText);
     }
     j["members"].push_back(std::move(jm));
   }
@@ -339,7 +400,7 @@ Result<Profile> parse_profile(std::string_view text) {
     const bool ok = m.status == ItemStatus::kOk;
     mr.unsigned_integer("offset", &m.offset, kMaxTypeSize, ok);
     mr.unsigned_integer("size", &m.size, kMaxTypeSize, ok);
-    mr.string("type_name", &m.type_name, 1024, ok, printable, "printable text");
+    mr.string("type_name", &m.type_name, kMaxTypeName, ok, printable, "printable text");
     if (mr.has("bit_size") || mr.has("bit_offset")) {
       uint64_t bo = 0;
       uint64_t bs = 0;

@@ -51,6 +51,23 @@ TEST_CASE("profiles survive a round trip", "[unit][json]") {
         fixture_profile().member("fx::Derived", "counter")->offset);
 }
 
+TEST_CASE("what a binary names is written so it can be read back", "[unit][json]") {
+  Profile p = fixture_profile();
+  FunctionInstance& i = p.functions[0].instances[0];
+  i.symbol = std::string(100000, 's');                       // absurdly long
+  i.linkage_name = std::string("bad\xff\xfe utf8\x01\x7f");  // invalid UTF-8, control bytes
+  i.caller = "\xed\xa0\x80 surrogate, \xf0\x9f\x98\x80 ok";
+  p.members[0].type_name = std::string(5000, 't') + "\xc3";  // cut inside a sequence
+  const std::string text = dump_profile(p);
+  auto back = parse_profile(text);
+  REQUIRE(back.ok());
+  const FunctionInstance& b = back->functions[0].instances[0];
+  CHECK(b.symbol.size() <= 16384);
+  CHECK(b.linkage_name == "bad?? utf8??");
+  CHECK(b.caller == "??? surrogate, \xf0\x9f\x98\x80 ok");
+  CHECK(dump_profile(*back) == text);
+}
+
 TEST_CASE("corrupt profiles are refused", "[unit][json]") {
   const std::string good = valid().dump();
   CHECK(starts_with(error_of(""), "corrupt profile: not valid JSON"));
