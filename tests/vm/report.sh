@@ -59,6 +59,10 @@ tests_total() { # KERNEL -> "12 passed, 1 failed" or a reason
 md() { sed 's/|/\\|/g'; }
 
 commit=$(git -C "$VM_SRC_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)
+# the binaries come from the working tree: say so when it differs from the commit
+if [ -n "$(git -C "$VM_SRC_DIR" status --porcelain --untracked-files=no -- bpf daemon tests config 2>/dev/null)" ]; then
+  commit="$commit (with uncommitted changes in bpf/, daemon/, tests/ or config/)"
+fi
 {
   echo "# Kernel matrix"
   echo

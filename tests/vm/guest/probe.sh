@@ -16,6 +16,10 @@ for c in CONFIG_DEBUG_INFO_BTF CONFIG_DEBUG_INFO_BTF_MODULES CONFIG_KPROBES CONF
   echo "fact=$c value=${v:-n}"
 done
 echo "fact=vmlinux_btf value=$(yn test -r /sys/kernel/btf/vmlinux)"
+# Debian's kernels default to perf_event_paranoid=3: perf_event_open (tracepoints, kprobes)
+# then needs CAP_SYS_ADMIN, CAP_PERFMON is not enough
+echo "fact=kernel.perf_event_paranoid value=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo -)"
+echo "fact=kernel.unprivileged_bpf_disabled value=$(cat /proc/sys/kernel/unprivileged_bpf_disabled 2>/dev/null || echo -)"
 echo "fact=module_btf_files value=$(find /sys/kernel/btf -mindepth 1 ! -name vmlinux 2>/dev/null | wc -l)"
 echo "fact=kprobe_pmu value=$(yn test -r /sys/bus/event_source/devices/kprobe/type)"
 echo "fact=tracefs_kprobe_events value=$(yn test -w $T/kprobe_events)"
