@@ -4,10 +4,18 @@
 
 #include "profile/cli.h"
 
+#include <cstdio>
+#include <exception>
+
 int main(int argc, char** argv) {
-  CLI::App app{"cephscope probe profiles"};
-  app.require_subcommand(1);
-  cephscope::profile::add_profile_commands(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    CLI::App app{"cephscope probe profiles"};
+    app.require_subcommand(1);
+    cephscope::profile::add_profile_commands(app);
+    CLI11_PARSE(app, argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cephscope-profile-cli: %s\n", e.what());
+    return 1;
+  }
   return 0;
 }

@@ -162,7 +162,7 @@ Result<MappedBuffer> build_image(const ElfFile& file, std::vector<Piece>& pieces
     name_offsets.push_back(static_cast<uint32_t>(shstrtab.size()));
     shstrtab.append(p.name).push_back('\0');
   }
-  const uint32_t shstrtab_name = static_cast<uint32_t>(shstrtab.size());
+  const auto shstrtab_name = static_cast<uint32_t>(shstrtab.size());
   shstrtab.append(".shstrtab").push_back('\0');
   const uint64_t shstrtab_off = off;
   off += shstrtab.size();
@@ -190,7 +190,7 @@ Result<MappedBuffer> build_image(const ElfFile& file, std::vector<Piece>& pieces
   ehdr.e_shnum = static_cast<uint16_t>(shnum);
   ehdr.e_shstrndx = static_cast<uint16_t>(shnum - 1);
   std::memcpy(base, &ehdr, sizeof ehdr);
-  std::memcpy(base + shstrtab_off, shstrtab.data(), shstrtab.size());
+  std::memcpy(base + shstrtab_off, shstrtab.data(), shstrtab.size());  // NUL-separated names
 
   std::vector<Elf64_Shdr> shdrs(shnum);
   for (size_t i = 0; i < pieces.size(); ++i) {

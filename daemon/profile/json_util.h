@@ -47,7 +47,9 @@ class JsonReader {
  private:
   JsonReader(const nlohmann::json& object, std::string path, std::optional<Error>* slot);
   const nlohmann::json* field(std::string_view key, bool required);
-  std::string at(std::string_view key) const { return path_ + "." + std::string(key); }
+  [[nodiscard]] std::string at(std::string_view key) const {
+    return path_ + "." + std::string(key);
+  }
 
   const nlohmann::json& j_;
   std::string path_;

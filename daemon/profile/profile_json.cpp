@@ -56,7 +56,8 @@ size_t utf8_length(std::string_view s) {
   unsigned char hi = 0xbf;
   if (c < 0x80) {
     return 1;
-  } else if (c >= 0xc2 && c <= 0xdf) {
+  }
+  if (c >= 0xc2 && c <= 0xdf) {
     len = 2;
   } else if (c >= 0xe0 && c <= 0xef) {
     len = 3;

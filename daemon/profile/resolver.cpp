@@ -107,6 +107,7 @@ class Resolution {
       }
     }
     std::vector<std::pair<size_t, Dwarf_Off>> ranked;
+    ranked.reserve(count.size());
     for (const auto& [cu, n] : count) {
       ranked.emplace_back(n, cu);
     }
@@ -114,6 +115,7 @@ class Resolution {
       return a.first != b.first ? a.first > b.first : a.second < b.second;
     });
     std::vector<Dwarf_Off> out;
+    out.reserve(ranked.size());
     for (const auto& [n, cu] : ranked) {
       out.push_back(cu);
     }
