@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <sstream>
 
 #include "fixture_util.h"
@@ -85,20 +84,15 @@ struct Resolved {
   std::string debug_file;
 };
 
-std::optional<Resolved> resolve(const std::string& binary_path, const std::string& set_name) {
+Resolved resolve(const std::string& binary_path, const std::string& set_name) {
   auto binary = ElfFile::open(binary_path);
-  if (!binary.ok()) {
-    std::printf("SKIPPED: %s (install ceph-osd, librados2 and their -dbg packages)\n",
-                binary.error().message.c_str());
-    return std::nullopt;
-  }
+  INFO(binary_path);
+  REQUIRE(binary.ok());
   auto id = binary->build_id();
   REQUIRE(id.ok());
   auto ref = find_debuginfo(*binary, *id, binary_path, DebugSearch{});
-  if (!ref.ok()) {
-    std::printf("SKIPPED: %s\n", ref.error().message.c_str());
-    return std::nullopt;
-  }
+  INFO("the -dbg packages (tests/ceph/install.sh): " << (ref.ok() ? "" : ref.error().message));
+  REQUIRE(ref.ok());
   auto set = load_probe_set(std::string(PROBE_SET_DIR) + "/" + set_name + ".json");
   REQUIRE(set.ok());
   const auto t0 = std::chrono::steady_clock::now();
@@ -145,11 +139,8 @@ uint64_t member(const Profile& p, const std::string& type, const std::string& pa
 }  // namespace
 
 TEST_CASE("OSD probe set against Debian's ceph-osd 16.2.15", "[e2e]") {
-  auto r = resolve(kOsd, "osd");
-  if (!r) {
-    return;
-  }
-  const Profile& p = r->profile;
+  const Resolved r = resolve(kOsd, "osd");
+  const Profile& p = r.profile;
   for (const FunctionEntry& f : p.functions) {
     INFO(f.name << ": " << f.message);
     CHECK((f.status == ItemStatus::kOk || f.status == ItemStatus::kInlinedOnly));
@@ -160,7 +151,7 @@ TEST_CASE("OSD probe set against Debian's ceph-osd 16.2.15", "[e2e]") {
     std::printf("  %-40s %-12s %zu out-of-line, %zu inlined\n", f.name.c_str(),
                 std::string(to_string(f.status)).c_str(), f.instances.size() - inlined, inlined);
   }
-  check_against_nm(kOsd, *r);
+  check_against_nm(kOsd, r);
   // Layouts measured on 16.2.15.
   CHECK(p.type("OpRequest")->size == 360);
   CHECK(p.type("TrackedOp")->size == 192);
@@ -208,16 +199,13 @@ TEST_CASE("OSD probe set against Debian's ceph-osd 16.2.15", "[e2e]") {
 TEST_CASE("librados probe set against librados.so.2 and libceph-common.so.2", "[e2e]") {
   for (const char* lib : {kRados, kCommon}) {
     DYNAMIC_SECTION(lib) {
-      auto r = resolve(lib, "librados");
-      if (!r) {
-        return;
-      }
-      const Profile& p = r->profile;
+      const Resolved r = resolve(lib, "librados");
+      const Profile& p = r.profile;
       for (const FunctionEntry& f : p.functions) {
         INFO(f.name << ": " << f.message);
         CHECK((f.status == ItemStatus::kOk || f.status == ItemStatus::kInlinedOnly));
       }
-      check_against_nm(lib, *r);
+      check_against_nm(lib, r);
       CHECK(p.type("Objecter::Op")->size == 1248);
       CHECK(member(p, "Objecter::Op", "tid") == 1144);
     }
