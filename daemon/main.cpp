@@ -7,8 +7,11 @@
 
 #include "app/daemon.h"
 #include "config/config.h"
+#include "profile/cli.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   using namespace cephscope;
   spdlog::set_default_logger(spdlog::stderr_color_mt("cephscope"));  // stdout is for --check
   CLI::App app{"cephscope: Ceph stage latency from eBPF, served on Prometheus /metrics"};
@@ -19,7 +22,11 @@ int main(int argc, char** argv) {
   app.add_option("--listen", overrides.listen, "HOST:PORT to serve /metrics on (overrides the config)");
   app.add_option("--log-level", overrides.log_level, "trace, debug, info, warn, error (overrides the config)");
   app.add_flag("--check", check, "Validate the config, probe the kernel, print what will work, and exit");
+  CLI::App* profile_command = profile::add_profile_commands(app);
   CLI11_PARSE(app, argc, argv);
+  if (app.got_subcommand(profile_command)) {
+    return 0;  // the profile command did its work during parsing
+  }
 
   auto config = load_config(config_path);
   if (!config.ok()) {
@@ -33,10 +40,16 @@ int main(int argc, char** argv) {
     return 2;
   }
   spdlog::set_level(spdlog::level::from_str(config->log_level));
+  return check ? run_check(*config) : run_daemon(config_path, *config, overrides);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
   try {
-    return check ? run_check(*config) : run_daemon(config_path, *config, overrides);
-  } catch (const std::exception& e) {
-    spdlog::critical("{}", e.what());
+    return run(argc, argv);
+  } catch (const std::exception& e) {  // fatal start-up errors only: everything else is a value
+    std::cerr << "cephscope: " << e.what() << "\n";
     return 1;
   }
 }

@@ -1,6 +1,6 @@
 #include "app/daemon.h"
 
-#include <signal.h>
+#include <csignal>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -12,12 +12,12 @@
 #include <cstring>
 #include <iostream>
 
-#include "libbpf/features.h"
-#include "libbpf/libbpf_log.h"
-#include "libbpf/tracefs.h"
 #include "collectors/collector.h"
 #include "discovery/discovery.h"
 #include "discovery/process_events.h"
+#include "libbpf/features.h"
+#include "libbpf/libbpf_log.h"
+#include "libbpf/tracefs.h"
 #include "metrics/exporter.h"
 #include "server/http_server.h"
 
@@ -52,7 +52,9 @@ Result<std::string> prepare_kernel(const Config& config, KernelFeatures& feature
   return dir;
 }
 
-std::string describe(const Feature& f) { return f.available ? "yes" : "no (" + f.reason + ")"; }
+std::string describe(const Feature& f) {
+  return f.available ? "yes" : "no (" + f.reason + ")";
+}
 
 }  // namespace
 
@@ -65,7 +67,7 @@ void apply_overrides(Config& config, const Overrides& overrides) {
   }
 }
 
-int run_check(Config config) {
+int run_check(const Config& config) {
   KernelFeatures features;
   const std::string tracefs = *prepare_kernel(config, features);
   std::cout << "kernel " << features.kernel_release << "\n"
@@ -79,7 +81,8 @@ int run_check(Config config) {
   if (!events.ok()) {
     std::cout << "discovery: unavailable (" << events.error().message << ")\n";
   }
-  const CollectorContext ctx{features, config, events.ok() ? (*events)->tracked_map_fd() : -1, tracefs};
+  const CollectorContext ctx{features, config, events.ok() ? (*events)->tracked_map_fd() : -1,
+                             tracefs};
   for (const auto& c : make_collectors(ctx)) {
     const bool ok = c->hook() != "unavailable";
     std::string reason = c->unavailable_reason();
@@ -88,8 +91,8 @@ int run_check(Config config) {
         reason += (reason.empty() ? "" : "; ") + p.probe + ": " + p.reason;
       }
     }
-    std::cout << "collector=" << c->name() << " hook=" << c->hook() << " status=" << (ok ? "ok" : "unavailable")
-              << " reason=\"" << reason << "\"\n";
+    std::cout << "collector=" << c->name() << " hook=" << c->hook()
+              << " status=" << (ok ? "ok" : "unavailable") << " reason=\"" << reason << "\"\n";
   }
   return 0;
 }
@@ -134,7 +137,8 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
     spdlog::info("collector {}: {}", c->name(), c->hook());
     for (const auto& p : c->probes()) {
       if (!p.attached && config.strict_attach) {
-        spdlog::critical("strict_attach: {} probe {} did not attach: {}", c->name(), p.probe, p.reason);
+        spdlog::critical("strict_attach: {} probe {} did not attach: {}", c->name(), p.probe,
+                         p.reason);
         return 1;
       }
     }
@@ -143,7 +147,8 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   Exporter exporter(registry, collectors, events->get(), features);
   exporter.set_max_series(config.limits.max_series);
   std::atomic<bool> ready{false};
-  auto server = HttpServer::start(config.listen, [&] { return exporter.render(); }, ready);
+  auto server = HttpServer::start(
+      config.listen, [&] { return exporter.render(); }, ready);
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message);
     return 1;
@@ -177,11 +182,13 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
       while (read(sigfd.get(), &si, sizeof(si)) == sizeof(si)) {
         if (si.ssi_signo != SIGHUP) {
           spdlog::info("signal {}: shutting down", si.ssi_signo);
-          return 0;  // destructors detach every probe: server first, then collectors, then discovery
+          return 0;  // destructors detach every probe: server first, then collectors, then
+                     // discovery
         }
         auto fresh = load_config(config_path);
         if (!fresh.ok()) {
-          spdlog::error("reload rejected, the running config stays in force: {}", fresh.error().message);
+          spdlog::error("reload rejected, the running config stays in force: {}",
+                        fresh.error().message);
           continue;
         }
         apply_overrides(*fresh, overrides);

@@ -21,6 +21,6 @@ void apply_overrides(Config& config, const Overrides& overrides);
 int run_daemon(const std::string& config_path, Config config, const Overrides& overrides);
 
 // --check: probes the kernel, loads every collector, prints what works and exits.
-int run_check(Config config);
+int run_check(const Config& config);
 
 }  // namespace cephscope

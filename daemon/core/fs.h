@@ -15,7 +15,11 @@ inline int path_errno(const std::string& path) noexcept {
   return stat(path.c_str(), &st) == 0 ? 0 : errno;
 }
 
-inline bool path_exists(const std::string& path) noexcept { return path_errno(path) == 0; }
-inline bool path_exists(const char* path) noexcept { return path_errno(path) == 0; }
+inline bool path_exists(const std::string& path) noexcept {
+  return path_errno(path) == 0;
+}
+inline bool path_exists(const char* path) noexcept {
+  return path_errno(path) == 0;
+}
 
 }  // namespace cephscope

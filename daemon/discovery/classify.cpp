@@ -69,7 +69,8 @@ const char* to_string(TargetKind kind) {
 }
 
 bool is_uuid(const std::string& text) {
-  static const std::regex kUuid("^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$");
+  static const std::regex kUuid(
+      "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$");
   return std::regex_match(text, kUuid);
 }
 
@@ -133,14 +134,15 @@ std::string find_fsid(const ProcReader& proc, pid_t pid, const OsdArgs& args) {
   }
   for (const auto& dir : data_dirs) {
     if (auto text = proc.read_in_root(pid, dir + "/ceph_fsid", 64); text.ok()) {
-      const auto fsid = trimmed(*text);
+      auto fsid = trimmed(*text);
       if (is_uuid(fsid)) {
         return fsid;
       }
     }
   }
-  const std::string conf = args.conf_path.empty() ? "/etc/ceph/" + cluster + ".conf" : args.conf_path;
-  if (auto text = proc.read_in_root(pid, conf, 256 * 1024); text.ok()) {
+  const std::string conf =
+      args.conf_path.empty() ? "/etc/ceph/" + cluster + ".conf" : args.conf_path;
+  if (auto text = proc.read_in_root(pid, conf, std::size_t{256} * 1024); text.ok()) {
     return fsid_from_conf(*text);
   }
   return "";

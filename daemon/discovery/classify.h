@@ -44,7 +44,8 @@ std::string find_fsid(const ProcReader& proc, pid_t pid, const OsdArgs& args);
 
 class Classifier {
  public:
-  Classifier(const ProcReader& proc, const Config::Discovery& config) : proc_(proc), config_(config) {}
+  Classifier(const ProcReader& proc, const Config::Discovery& config)
+      : proc_(proc), config_(config) {}
   [[nodiscard]] std::optional<TargetIdentity> classify(const ProcessInfo& info) const;
 
  private:

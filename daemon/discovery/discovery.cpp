@@ -8,7 +8,8 @@ namespace cephscope {
 namespace {
 
 // When to look again at a fresh process that did not classify at exec.
-constexpr std::array kRecheckDelays = {std::chrono::milliseconds(100), std::chrono::milliseconds(1000)};
+constexpr std::array kRecheckDelays = {std::chrono::milliseconds(100),
+                                       std::chrono::milliseconds(1000)};
 constexpr std::size_t kMaxRecheck = 4096;
 
 }  // namespace
@@ -46,9 +47,11 @@ void Discovery::scan(Clock::time_point now) {
     denied_count += denied ? 1 : 0;
   }
   if (denied_count > 0 && !warned_denied_) {
-    spdlog::warn("cannot read the executable of {} processes (permission denied): without CAP_SYS_PTRACE the "
-                 "daemon cannot see other users' processes, Ceph daemons included",
-                 denied_count);
+    spdlog::warn(
+        "cannot read the executable of {} processes (permission denied): without CAP_SYS_PTRACE "
+        "the "
+        "daemon cannot see other users' processes, Ceph daemons included",
+        denied_count);
     warned_denied_ = true;
   }
   registry_.reconcile(alive, now);

@@ -18,7 +18,8 @@ namespace cephscope {
 
 class Discovery {
  public:
-  Discovery(ProcReader proc, TargetRegistry& registry) : proc_(std::move(proc)), registry_(registry) {}
+  Discovery(ProcReader proc, TargetRegistry& registry)
+      : proc_(std::move(proc)), registry_(registry) {}
 
   void set_config(const Config::Discovery& config) { config_ = config; }
   // Full pass over /proc: track new targets, forget vanished ones, expire old series.

@@ -11,7 +11,7 @@ namespace cephscope {
 namespace {
 
 constexpr std::uint64_t kPfKthread = 0x00200000;
-constexpr std::size_t kMaxCmdline = 64 * 1024;
+constexpr std::size_t kMaxCmdline = std::size_t{64} * 1024;
 constexpr std::string_view kDeleted = " (deleted)";
 
 bool read_file(const std::string& path, std::string& out, std::size_t max_bytes) {
@@ -63,8 +63,7 @@ std::vector<pid_t> ProcReader::list_pids() const {
   for (const auto& entry : std::filesystem::directory_iterator(root_, ec)) {
     const auto name = entry.path().filename().string();
     pid_t pid = 0;
-    if (std::from_chars(name.data(), name.data() + name.size(), pid).ec == std::errc{} &&
-        pid > 0) {
+    if (std::from_chars(name.data(), name.data() + name.size(), pid).ec == std::errc{} && pid > 0) {
       pids.push_back(pid);
     }
   }
@@ -139,7 +138,8 @@ Result<std::string> ProcReader::read_in_root(pid_t pid, const std::string& path,
   }
   std::string text;
   if (!read_file(root_ + "/" + std::to_string(pid) + "/root" + path, text, max_bytes)) {
-    return make_error(ErrorKind::kNotFound, path + ": not readable in process " + std::to_string(pid));
+    return make_error(ErrorKind::kNotFound,
+                      path + ": not readable in process " + std::to_string(pid));
   }
   return text;
 }

@@ -22,7 +22,7 @@ struct ProcessInfo {
   std::string exe;  // path in the process's mount namespace; " (deleted)" removed
   bool exe_deleted = false;
   bool exe_denied = false;  // /proc/PID/exe unreadable: another user's process, no CAP_SYS_PTRACE
-  std::string root;  // /proc/PID/root: where the process's files are reachable from here
+  std::string root;         // /proc/PID/root: where the process's files are reachable from here
 };
 
 class ProcReader {

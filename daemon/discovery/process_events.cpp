@@ -3,9 +3,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "libbpf/maps.h"
 #include "bpf/discovery.h"
 #include "discovery.skel.h"
+#include "libbpf/maps.h"
 
 namespace cephscope {
 
@@ -15,22 +15,26 @@ Result<std::unique_ptr<ProcessEvents>> ProcessEvents::start(Handler handler) {
   self->skel_ = discovery_bpf__open_and_load();
   if (self->skel_ == nullptr) {
     const int err = errno;
-    return make_error(ErrorKind::kSystem, std::string("cannot load the discovery BPF object: ") + std::strerror(err),
+    return make_error(ErrorKind::kSystem,
+                      std::string("cannot load the discovery BPF object: ") + std::strerror(err),
                       err);
   }
   for (bpf_program* prog : {self->skel_->progs.on_exec, self->skel_->progs.on_exit}) {
     bpf_link* link = bpf_program__attach(prog);
     if (link == nullptr) {
       const int err = errno;
-      return make_error(ErrorKind::kSystem,
-                        std::string("cannot attach ") + bpf_program__name(prog) + ": " + std::strerror(err), err);
+      return make_error(
+          ErrorKind::kSystem,
+          std::string("cannot attach ") + bpf_program__name(prog) + ": " + std::strerror(err), err);
     }
     self->links_.emplace_back(link);
   }
-  self->ring_ = ring_buffer__new(bpf_map__fd(self->skel_->maps.process_events), on_event, self.get(), nullptr);
+  self->ring_ = ring_buffer__new(bpf_map__fd(self->skel_->maps.process_events), on_event,
+                                 self.get(), nullptr);
   if (self->ring_ == nullptr) {
     const int err = errno;
-    return make_error(ErrorKind::kSystem, std::string("cannot open the event ring buffer: ") + std::strerror(err), err);
+    return make_error(ErrorKind::kSystem,
+                      std::string("cannot open the event ring buffer: ") + std::strerror(err), err);
   }
   return self;
 }
@@ -55,12 +59,18 @@ int ProcessEvents::on_event(void* ctx, void* data, std::size_t size) {
   return 0;
 }
 
-int ProcessEvents::tracked_map_fd() const { return bpf_map__fd(skel_->maps.tracked_tgids); }
+int ProcessEvents::tracked_map_fd() const {
+  return bpf_map__fd(skel_->maps.tracked_tgids);
+}
 int ProcessEvents::tracked_map_capacity() const {
   return static_cast<int>(bpf_map__max_entries(skel_->maps.tracked_tgids));
 }
-int ProcessEvents::poll_fd() const { return ring_buffer__epoll_fd(ring_); }
-void ProcessEvents::consume() { ring_buffer__consume(ring_); }
+int ProcessEvents::poll_fd() const {
+  return ring_buffer__epoll_fd(ring_);
+}
+void ProcessEvents::consume() {
+  ring_buffer__consume(ring_);
+}
 std::uint64_t ProcessEvents::lost() const {
   return sum_percpu_u64(bpf_map__fd(skel_->maps.lost_events), LOST_INFLIGHT_FULL);
 }

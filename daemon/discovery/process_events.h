@@ -7,8 +7,8 @@
 #include <functional>
 #include <memory>
 
-#include "libbpf/handles.h"
 #include "core/result.h"
+#include "libbpf/handles.h"
 
 struct discovery_bpf;
 

@@ -33,11 +33,12 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
   if (it == targets_.end()) {
     if (targets_.size() >= max_targets_) {
       return make_error(ErrorKind::kInvalidInput,
-                        "target limit reached (" + std::to_string(max_targets_) + "): not tracking pid " +
-                            std::to_string(info.pid));
+                        "target limit reached (" + std::to_string(max_targets_) +
+                            "): not tracking pid " + std::to_string(info.pid));
     }
     it = targets_.emplace(identity.key(), Target{next_id_++, identity, {}, now}).first;
-    spdlog::info("new target {} ({}) id {}", identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon,
+    spdlog::info("new target {} ({}) id {}",
+                 identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon,
                  to_string(identity.kind), it->second.id);
   } else if (!identity.fsid.empty()) {
     it->second.identity.fsid = identity.fsid;  // a restarted OSD may now know its fsid
@@ -48,7 +49,9 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
     if (bpf_map_update_elem(map_fd_, &tgid, &target.id, BPF_ANY) != 0) {
       const int err = errno;
       return make_error(ErrorKind::kSystem,
-                        "cannot add pid " + std::to_string(info.pid) + " to the filter map: " + std::strerror(err), err);
+                        "cannot add pid " + std::to_string(info.pid) +
+                            " to the filter map: " + std::strerror(err),
+                        err);
     }
   }
   target.pids.insert(info.pid);
@@ -74,8 +77,9 @@ void TargetRegistry::forget_locked(pid_t pid, Clock::time_point now) {
     if (target.id == id) {
       target.pids.erase(pid);
       target.last_alive = now;
-      spdlog::info("pid {} of {} exited", pid, target.identity.ceph_daemon.empty() ? target.identity.process
-                                                                                  : target.identity.ceph_daemon);
+      spdlog::info("pid {} of {} exited", pid,
+                   target.identity.ceph_daemon.empty() ? target.identity.process
+                                                       : target.identity.ceph_daemon);
       break;
     }
   }
