@@ -11,15 +11,16 @@
 #include <map>
 #include <tuple>
 
-#include "bpf/block.h"
 #include "block.skel.h"
-#include "libbpf/maps.h"
+#include "bpf/block.h"
 #include "collectors/block_devices.h"
+#include "libbpf/maps.h"
 
 namespace cephscope {
 namespace {
 
-constexpr std::array<const char*, BLOCK_OP_COUNT> kOps = {"read", "write", "flush", "discard", "other"};
+constexpr std::array<const char*, BLOCK_OP_COUNT> kOps = {"read", "write", "flush", "discard",
+                                                          "other"};
 const std::vector<std::string> kProbes = {"block_bio_queue", "block_rq_insert", "block_rq_issue",
                                           "block_rq_complete"};
 
@@ -29,8 +30,10 @@ struct Flavour {
   const char* hook;
   std::array<const char*, 4> programs;  // in the order of kProbes
 };
-constexpr Flavour kTpBtf{"tp_btf", {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_complete"}};
-constexpr Flavour kTracepoint{"tracepoint", {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_complete"}};
+constexpr Flavour kTpBtf{"tp_btf",
+                         {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_complete"}};
+constexpr Flavour kTracepoint{"tracepoint",
+                              {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_complete"}};
 
 class BlockCollector final : public BpfCollector {
  public:
@@ -58,14 +61,15 @@ std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
     return err;
   }
   // Per-CPU LRU lists split the capacity between CPUs: give each CPU room for a deep queue.
-  const auto per_cpu_room = static_cast<__u32>(std::max(BLOCK_INFLIGHT_MAX, 2048 * possible_cpus()));
+  const auto per_cpu_room =
+      static_cast<__u32>(std::max(BLOCK_INFLIGHT_MAX, 2048 * possible_cpus()));
   bpf_map__set_max_entries(skel->maps.block_inflight, per_cpu_room);
   bpf_map__set_max_entries(skel->maps.block_bio_owner, per_cpu_room);
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     const std::string_view n = bpf_program__name(prog);
-    bpf_program__set_autoload(prog, std::find(flavour.programs.begin(), flavour.programs.end(), n) !=
-                                        flavour.programs.end());
+    bpf_program__set_autoload(prog, std::find(flavour.programs.begin(), flavour.programs.end(),
+                                              n) != flavour.programs.end());
   }
   if (const int err = block_bpf__load(skel.get()); err != 0) {
     return std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err);
@@ -73,7 +77,8 @@ std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
   stats_fd_ = bpf_map__fd(skel->maps.block_stats);
   partitions_fd_ = bpf_map__fd(skel->maps.block_partitions);
   block_bpf* raw = skel.release();
-  adopt(raw->obj, [raw] { block_bpf__destroy(raw); }, flavour.hook);
+  adopt(
+      raw->obj, [raw] { block_bpf__destroy(raw); }, flavour.hook);
   for (std::size_t i = 0; i < kProbes.size(); ++i) {
     attach(bpf_object__find_program_by_name(raw->obj, flavour.programs[i]), kProbes[i]);
   }
@@ -99,7 +104,8 @@ void BlockCollector::start(const CollectorContext& ctx) {
     spdlog::info("block: falling back to classic tracepoints ({})", why);
   }
   if (!ctx.features.tracefs.available) {
-    unavailable((why.empty() ? "" : why + "; ") + "tracepoint: " + ctx.features.tracefs.reason, kProbes);
+    unavailable((why.empty() ? "" : why + "; ") + "tracepoint: " + ctx.features.tracefs.reason,
+                kProbes);
     return;
   }
   if (auto err = load(kTracepoint, ctx.tracked_map_fd); !err.empty()) {
@@ -125,15 +131,16 @@ void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   sync_partitions();  // cheap, and picks up disks attached since the last scrape
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // target, dev, op
   std::map<Key, block_stats> sums;
-  for_each_percpu<block_stats_key, block_stats>(stats_fd_, [&](const block_stats_key& k, std::span<const block_stats> cpus) {
-    auto& s = sums[{k.target, k.dev, k.op}];
-    for (const auto& c : cpus) {
-      add_hist(s.queue, c.queue);
-      add_hist(s.device, c.device);
-      s.bytes += c.bytes;
-      s.errors += c.errors;
-    }
-  });
+  for_each_percpu<block_stats_key, block_stats>(
+      stats_fd_, [&](const block_stats_key& k, std::span<const block_stats> cpus) {
+        auto& s = sums[{k.target, k.dev, k.op}];
+        for (const auto& c : cpus) {
+          add_hist(s.queue, c.queue);
+          add_hist(s.device, c.device);
+          s.bytes += c.bytes;
+          s.errors += c.errors;
+        }
+      });
   prune_keys<block_stats_key>(stats_fd_, [&](const block_stats_key& k) {
     return k.target == CEPHSCOPE_UNTRACKED || targets.contains(k.target);
   });
@@ -156,8 +163,10 @@ void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     }
     const Labels l = labels->second + Labels{{"device", devices_.name(dev)}, {"op", kOps[op]}};
     out.histogram("cephscope_block_target_device_seconds",
-                  "Device time (issue to complete) of requests submitted by a tracked process.", l, s.device);
-    out.counter("cephscope_block_target_bytes_total", "Bytes of requests submitted by a tracked process.", l,
+                  "Device time (issue to complete) of requests submitted by a tracked process.", l,
+                  s.device);
+    out.counter("cephscope_block_target_bytes_total",
+                "Bytes of requests submitted by a tracked process.", l,
                 static_cast<double>(s.bytes));
     if (op == BLOCK_OP_READ || op == BLOCK_OP_WRITE) {
       layer_bytes[{target, kOps[op]}] += s.bytes;
@@ -165,16 +174,19 @@ void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   }
   for (const auto& [key, d] : per_device) {
     const Labels l{{"device", devices_.name(key.first)}, {"op", kOps[key.second]}};
-    out.histogram("cephscope_block_queue_seconds", "Time requests spent queued (insert to issue).", l, d.queue);
-    out.histogram("cephscope_block_device_seconds", "Time requests spent in the device (issue to complete).", l,
-                  d.device);
-    out.counter("cephscope_block_bytes_total", "Bytes completed by the device.", l, static_cast<double>(d.bytes));
+    out.histogram("cephscope_block_queue_seconds", "Time requests spent queued (insert to issue).",
+                  l, d.queue);
+    out.histogram("cephscope_block_device_seconds",
+                  "Time requests spent in the device (issue to complete).", l, d.device);
+    out.counter("cephscope_block_bytes_total", "Bytes completed by the device.", l,
+                static_cast<double>(d.bytes));
     out.counter("cephscope_block_errors_total", "Requests completed with an error.", l,
                 static_cast<double>(d.errors));
   }
   for (const auto& [key, bytes] : layer_bytes) {
     const std::string direction = key.second;
-    out.counter("cephscope_layer_bytes_total", "Bytes seen at each layer of the IO path, per target.",
+    out.counter("cephscope_layer_bytes_total",
+                "Bytes seen at each layer of the IO path, per target.",
                 targets.at(key.first) + Labels{{"layer", "block"}, {"direction", direction}},
                 static_cast<double>(bytes));
   }

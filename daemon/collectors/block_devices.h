@@ -8,7 +8,9 @@
 namespace cephscope {
 
 // Kernel-internal dev_t as block tracepoints report it: major << 20 | minor.
-inline std::uint32_t kernel_dev(unsigned major, unsigned minor) { return (major << 20) | minor; }
+inline std::uint32_t kernel_dev(unsigned major, unsigned minor) {
+  return (major << 20) | minor;
+}
 
 class BlockDevices {
  public:

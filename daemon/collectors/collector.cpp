@@ -38,7 +38,9 @@ void BpfCollector::unavailable(const std::string& reason, const std::vector<std:
   spdlog::warn("collector {} is unavailable: {}", name(), reason);
 }
 
-bool BpfCollector::any_attached() const { return !links_.empty(); }
+bool BpfCollector::any_attached() const {
+  return !links_.empty();
+}
 
 std::vector<MapUsage> BpfCollector::maps() const {
   std::vector<MapUsage> out;

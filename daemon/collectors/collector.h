@@ -11,11 +11,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bpf/cephscope.h"
+#include "config/config.h"
 #include "libbpf/features.h"
 #include "libbpf/handles.h"
 #include "libbpf/prog_stats.h"
-#include "bpf/cephscope.h"
-#include "config/config.h"
 #include "metrics/labels.h"
 #include "metrics/sink.h"
 

@@ -7,17 +7,20 @@
 
 namespace cephscope {
 
-void scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out, const TargetLabelMap& targets) {
+void scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
+                     const TargetLabelMap& targets) {
   std::map<std::pair<std::uint32_t, std::uint32_t>, op_stats> sums;
-  for_each_percpu<target_op_key, op_stats>(stats_fd, [&](const target_op_key& k, std::span<const op_stats> cpus) {
-    auto& s = sums[{k.target, k.op}];
-    for (const auto& c : cpus) {
-      add_hist(s.latency, c.latency);
-      s.bytes += c.bytes;
-      s.errors += c.errors;
-    }
-  });
-  prune_keys<target_op_key>(stats_fd, [&](const target_op_key& k) { return targets.contains(k.target); });
+  for_each_percpu<target_op_key, op_stats>(
+      stats_fd, [&](const target_op_key& k, std::span<const op_stats> cpus) {
+        auto& s = sums[{k.target, k.op}];
+        for (const auto& c : cpus) {
+          add_hist(s.latency, c.latency);
+          s.bytes += c.bytes;
+          s.errors += c.errors;
+        }
+      });
+  prune_keys<target_op_key>(stats_fd,
+                            [&](const target_op_key& k) { return targets.contains(k.target); });
 
   const std::string prefix = spec.prefix;
   const std::string what = spec.what;
@@ -29,17 +32,19 @@ void scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out, 
       continue;
     }
     const Labels l = labels->second + Labels{{spec.op_label, spec.op_names[op]}};
-    out.histogram(prefix + "_seconds", "Latency of " + what + " made by tracked processes.", l, s.latency);
+    out.histogram(prefix + "_seconds", "Latency of " + what + " made by tracked processes.", l,
+                  s.latency);
     out.counter(prefix + "_errors_total", "Count of " + what + " that returned an error.", l,
                 static_cast<double>(s.errors));
     if (const char* dir = spec.direction(op)) {
-      out.counter(prefix + "_bytes_total", "Bytes moved by " + what + ", from their return values.", l,
-                  static_cast<double>(s.bytes));
+      out.counter(prefix + "_bytes_total", "Bytes moved by " + what + ", from their return values.",
+                  l, static_cast<double>(s.bytes));
       layer_bytes[{target, dir}] += s.bytes;
     }
   }
   for (const auto& [key, bytes] : layer_bytes) {
-    out.counter("cephscope_layer_bytes_total", "Bytes seen at each layer of the IO path, per target.",
+    out.counter("cephscope_layer_bytes_total",
+                "Bytes seen at each layer of the IO path, per target.",
                 targets.at(key.first) + Labels{{"layer", spec.layer}, {"direction", key.second}},
                 static_cast<double>(bytes));
   }

@@ -18,6 +18,7 @@ struct OpStatsMetrics {
   const char* (*direction)(unsigned op);
 };
 
-void scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out, const TargetLabelMap& targets);
+void scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
+                     const TargetLabelMap& targets);
 
 }  // namespace cephscope

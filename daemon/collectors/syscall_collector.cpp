@@ -5,28 +5,39 @@
 #include <cstring>
 #include <filesystem>
 
-#include "collectors/op_stats.h"
 #include "bpf/syscall.h"
-#include "syscall.skel.h"
+#include "collectors/op_stats.h"
 #include "core/fs.h"
+#include "syscall.skel.h"
 
 namespace cephscope {
 namespace {
 
 // In the order of enum cephscope_syscall.
 constexpr std::array<const char*, SYS_COUNT> kNames = {
-    "read",      "write",     "pread64",         "pwrite64",  "readv",        "writev",
-    "preadv",    "pwritev",   "preadv2",         "pwritev2",  "fsync",        "fdatasync",
-    "sync_file_range", "io_submit", "io_getevents", "io_uring_enter", "sendto", "sendmsg",
-    "sendmmsg",  "recvfrom",  "recvmsg",         "recvmmsg"};
+    "read",           "write",     "pread64",         "pwrite64",  "readv",
+    "writev",         "preadv",    "pwritev",         "preadv2",   "pwritev2",
+    "fsync",          "fdatasync", "sync_file_range", "io_submit", "io_getevents",
+    "io_uring_enter", "sendto",    "sendmsg",         "sendmmsg",  "recvfrom",
+    "recvmsg",        "recvmmsg"};
 
 const char* direction(unsigned sc) {
   switch (sc) {
-    case SYS_READ: case SYS_PREAD64: case SYS_READV: case SYS_PREADV: case SYS_PREADV2:
-    case SYS_RECVFROM: case SYS_RECVMSG:
+    case SYS_READ:
+    case SYS_PREAD64:
+    case SYS_READV:
+    case SYS_PREADV:
+    case SYS_PREADV2:
+    case SYS_RECVFROM:
+    case SYS_RECVMSG:
       return "read";
-    case SYS_WRITE: case SYS_PWRITE64: case SYS_WRITEV: case SYS_PWRITEV: case SYS_PWRITEV2:
-    case SYS_SENDTO: case SYS_SENDMSG:
+    case SYS_WRITE:
+    case SYS_PWRITE64:
+    case SYS_WRITEV:
+    case SYS_PWRITEV:
+    case SYS_PWRITEV2:
+    case SYS_SENDTO:
+    case SYS_SENDMSG:
       return "write";
     default:
       return nullptr;  // no byte count in the return value
@@ -66,7 +77,8 @@ void SyscallCollector::start(const CollectorContext& ctx) {
   for (unsigned i = 0; i < SYS_COUNT; ++i) {
     present[i] = path_exists(ctx.tracefs_dir + "/events/syscalls/sys_enter_" + kNames[i]);
     for (const char* side : {"enter_", "exit_"}) {
-      auto* prog = bpf_object__find_program_by_name(skel->obj, (std::string(side) + kNames[i]).c_str());
+      auto* prog =
+          bpf_object__find_program_by_name(skel->obj, (std::string(side) + kNames[i]).c_str());
       bpf_program__set_autoload(prog, present[i]);
     }
   }
@@ -76,10 +88,12 @@ void SyscallCollector::start(const CollectorContext& ctx) {
   }
   stats_fd_ = bpf_map__fd(skel->maps.syscall_stats);
   syscall_bpf* raw = skel.release();
-  adopt(raw->obj, [raw] { syscall_bpf__destroy(raw); }, "tracepoint");
+  adopt(
+      raw->obj, [raw] { syscall_bpf__destroy(raw); }, "tracepoint");
   for (unsigned i = 0; i < SYS_COUNT; ++i) {
     if (!present[i]) {
-      ProbeStatus missing{std::string("sys_enter_") + kNames[i], "", false, "no such tracepoint on this kernel"};
+      ProbeStatus missing{std::string("sys_enter_") + kNames[i], "", false,
+                          "no such tracepoint on this kernel"};
       unavailable_probe(missing);
       continue;
     }
@@ -93,14 +107,17 @@ void SyscallCollector::start(const CollectorContext& ctx) {
 
 void SyscallCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   if (stats_fd_ >= 0) {
-    scrape_op_stats(stats_fd_, {"cephscope_syscall", "syscalls", "syscall", "syscall", kNames, direction}, out,
+    scrape_op_stats(stats_fd_,
+                    {"cephscope_syscall", "syscalls", "syscall", "syscall", kNames, direction}, out,
                     targets);
   }
 }
 
 }  // namespace
 
-const char* syscall_name(unsigned index) { return index < SYS_COUNT ? kNames[index] : nullptr; }
+const char* syscall_name(unsigned index) {
+  return index < SYS_COUNT ? kNames[index] : nullptr;
+}
 
 std::unique_ptr<Collector> make_syscall_collector(const CollectorContext& ctx) {
   return std::make_unique<SyscallCollector>(ctx);

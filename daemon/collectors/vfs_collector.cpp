@@ -8,22 +8,25 @@
 #include <cerrno>
 #include <cstring>
 
-#include "collectors/op_stats.h"
 #include "bpf/vfs.h"
+#include "collectors/op_stats.h"
 #include "vfs.skel.h"
 
 namespace cephscope {
 namespace {
 
-constexpr std::array<const char*, VFS_OP_COUNT> kOps = {"read", "write", "readv", "writev", "fsync"};
-constexpr std::array<const char*, VFS_OP_COUNT> kFunctions = {"vfs_read", "vfs_write", "vfs_readv", "vfs_writev",
-                                                             "vfs_fsync_range"};
+constexpr std::array<const char*, VFS_OP_COUNT> kOps = {"read", "write", "readv", "writev",
+                                                        "fsync"};
+constexpr std::array<const char*, VFS_OP_COUNT> kFunctions = {"vfs_read", "vfs_write", "vfs_readv",
+                                                              "vfs_writev", "vfs_fsync_range"};
 
 const char* direction(unsigned op) {
   switch (op) {
-    case VFS_READ: case VFS_READV:
+    case VFS_READ:
+    case VFS_READV:
       return "read";
-    case VFS_WRITE: case VFS_WRITEV:
+    case VFS_WRITE:
+    case VFS_WRITEV:
       return "write";
     default:
       return nullptr;
@@ -46,7 +49,8 @@ class VfsCollector final : public BpfCollector {
   [[nodiscard]] const char* name() const override { return "vfs"; }
   void collect(MetricSink& out, const TargetLabelMap& targets) override {
     if (stats_fd_ >= 0) {
-      scrape_op_stats(stats_fd_, {"cephscope_vfs", "vfs calls", "op", "vfs", kOps, direction}, out, targets);
+      scrape_op_stats(stats_fd_, {"cephscope_vfs", "vfs calls", "op", "vfs", kOps, direction}, out,
+                      targets);
     }
   }
 
@@ -76,7 +80,8 @@ std::string VfsCollector::load(const Flavour& flavour, int tracked_map_fd) {
   }
   stats_fd_ = bpf_map__fd(skel->maps.vfs_stats);
   vfs_bpf* raw = skel.release();
-  adopt(raw->obj, [raw] { vfs_bpf__destroy(raw); }, flavour.hook);
+  adopt(
+      raw->obj, [raw] { vfs_bpf__destroy(raw); }, flavour.hook);
   for (const char* fn : kFunctions) {
     attach(bpf_object__find_program_by_name(raw->obj, (entry + fn).c_str()), entry + fn);
     attach(bpf_object__find_program_by_name(raw->obj, (ret + fn).c_str()), ret + fn);
@@ -89,7 +94,8 @@ void VfsCollector::start(const CollectorContext& ctx) {
   const std::vector<std::string> probes(kFunctions.begin(), kFunctions.end());
   std::string why;
   if (wanted != "kprobe") {
-    why = ctx.features.fentry.available ? load(kFentry, ctx.tracked_map_fd) : "fentry: " + ctx.features.fentry.reason;
+    why = ctx.features.fentry.available ? load(kFentry, ctx.tracked_map_fd)
+                                        : "fentry: " + ctx.features.fentry.reason;
     if (loaded()) {
       return;
     }
@@ -99,8 +105,9 @@ void VfsCollector::start(const CollectorContext& ctx) {
     }
     spdlog::info("vfs: fentry unusable ({}), trying kprobes", why);
   }
-  const std::string kprobe_why =
-      ctx.features.kprobe.available ? load(kKprobe, ctx.tracked_map_fd) : "kprobe: " + ctx.features.kprobe.reason;
+  const std::string kprobe_why = ctx.features.kprobe.available
+                                     ? load(kKprobe, ctx.tracked_map_fd)
+                                     : "kprobe: " + ctx.features.kprobe.reason;
   if (!loaded()) {
     unavailable(why.empty() ? kprobe_why : why + "; " + kprobe_why, probes);
   }

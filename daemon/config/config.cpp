@@ -9,7 +9,8 @@
 namespace cephscope {
 namespace {
 
-const std::set<std::string> kLogLevels = {"trace", "debug", "info", "warn", "error", "critical", "off"};
+const std::set<std::string> kLogLevels = {"trace", "debug",    "info", "warn",
+                                          "error", "critical", "off"};
 
 // Carries the first problem found up to parse_config, which turns it into an Error.
 struct ConfigProblem {
@@ -18,7 +19,9 @@ struct ConfigProblem {
   std::string what;
 };
 
-int line_of(const YAML::Node& node) { return node.Mark().line + 1; }
+int line_of(const YAML::Node& node) {
+  return node.Mark().line + 1;
+}
 
 std::string join(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
@@ -31,7 +34,8 @@ void require_map(const YAML::Node& node, const std::string& key) {
 }
 
 // Rejects keys this section does not know.
-void check_keys(const YAML::Node& node, const std::string& parent, const std::set<std::string>& known) {
+void check_keys(const YAML::Node& node, const std::string& parent,
+                const std::set<std::string>& known) {
   for (const auto& item : node) {
     const auto name = item.first.as<std::string>();
     if (!known.contains(name)) {
@@ -74,8 +78,9 @@ std::chrono::milliseconds duration(const YAML::Node& node, const std::string& ke
   const std::string text = scalar(node, key);
   auto value = parse_duration(text);
   if (!value || value->count() == 0) {
-    throw ConfigProblem{line_of(node), key,
-                        "expected a positive duration such as 500ms, 10s, 5m or 1h, got '" + text + "'"};
+    throw ConfigProblem{
+        line_of(node), key,
+        "expected a positive duration such as 500ms, 10s, 5m or 1h, got '" + text + "'"};
   }
   return *value;
 }
@@ -85,7 +90,8 @@ std::regex pattern(const YAML::Node& node, const std::string& key) {
   try {
     return std::regex(text, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
-    throw ConfigProblem{line_of(node), key, "invalid regular expression '" + text + "': " + e.what()};
+    throw ConfigProblem{line_of(node), key,
+                        "invalid regular expression '" + text + "': " + e.what()};
   }
 }
 
@@ -164,8 +170,9 @@ Config parse_root(const YAML::Node& root) {
     return cfg;  // an empty file means every default
   }
   require_map(root, "(top level)");
-  check_keys(root, "", {"listen", "log_level", "mount_tracefs", "strict_attach", "discovery",
-                        "collectors", "limits"});
+  check_keys(root, "",
+             {"listen", "log_level", "mount_tracefs", "strict_attach", "discovery", "collectors",
+              "limits"});
   if (root["listen"]) {
     cfg.listen = scalar(root["listen"], "listen");
     const auto colon = cfg.listen.rfind(':');
@@ -179,8 +186,9 @@ Config parse_root(const YAML::Node& root) {
   if (root["log_level"]) {
     cfg.log_level = scalar(root["log_level"], "log_level");
     if (!kLogLevels.contains(cfg.log_level)) {
-      throw ConfigProblem{line_of(root["log_level"]), "log_level",
-                          "unknown level '" + cfg.log_level + "' (trace, debug, info, warn, error, critical, off)"};
+      throw ConfigProblem{
+          line_of(root["log_level"]), "log_level",
+          "unknown level '" + cfg.log_level + "' (trace, debug, info, warn, error, critical, off)"};
     }
   }
   if (root["mount_tracefs"]) {
@@ -199,7 +207,8 @@ Config parse_root(const YAML::Node& root) {
       cfg.collectors.syscall = parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"});
     }
     if (c["block"]) {
-      cfg.collectors.block = parse_collector(c["block"], "collectors.block", {"tp_btf", "tracepoint"});
+      cfg.collectors.block =
+          parse_collector(c["block"], "collectors.block", {"tp_btf", "tracepoint"});
     }
     if (c["vfs"]) {
       cfg.collectors.vfs = parse_collector(c["vfs"], "collectors.vfs", {"fentry", "kprobe"});

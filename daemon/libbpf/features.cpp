@@ -16,7 +16,9 @@ namespace {
 
 using FeaturesSkel = Skeleton<features_bpf, features_bpf__destroy>;
 
-int silent(enum libbpf_print_level /*level*/, const char* /*format*/, va_list /*args*/) { return 0; }
+int silent(enum libbpf_print_level /*level*/, const char* /*format*/, va_list /*args*/) {
+  return 0;
+}
 
 // Loads only `wanted` from the feature object; the load result is the answer. A refusal is
 // an expected answer here, so libbpf's own complaint about it is not logged.
@@ -61,7 +63,8 @@ KernelFeatures KernelFeatures::probe(const std::string& tracefs_dir) {
   if (uname(&u) == 0) {
     f.kernel_release = u.release;
   }
-  f.btf = file_feature("/sys/kernel/btf/vmlinux", "the kernel has no BTF (/sys/kernel/btf/vmlinux)");
+  f.btf =
+      file_feature("/sys/kernel/btf/vmlinux", "the kernel has no BTF (/sys/kernel/btf/vmlinux)");
   f.tracefs = file_feature(tracefs_dir + "/events", "tracefs is not mounted at " + tracefs_dir);
   if (f.btf.available) {
     f.tp_btf = try_load([](features_bpf* s) { return s->progs.probe_tp_btf; });
@@ -70,7 +73,8 @@ KernelFeatures KernelFeatures::probe(const std::string& tracefs_dir) {
     f.tp_btf = f.fentry = {false, "needs kernel BTF"};
   }
   // libbpf attaches kprobes through the kprobe PMU, or through tracefs on old kernels.
-  if (path_exists("/sys/bus/event_source/devices/kprobe/type") || path_exists(tracefs_dir + "/kprobe_events")) {
+  if (path_exists("/sys/bus/event_source/devices/kprobe/type") ||
+      path_exists(tracefs_dir + "/kprobe_events")) {
     f.kprobe = {true, ""};
   } else {
     f.kprobe = {false, "the kernel has no kprobes (no kprobe PMU, no kprobe_events)"};

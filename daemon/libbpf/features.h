@@ -12,12 +12,12 @@ struct Feature {
 
 struct KernelFeatures {
   std::string kernel_release;
-  Feature btf;         // /sys/kernel/btf/vmlinux
-  Feature tracefs;     // tracepoint and uprobe attach by event id
-  Feature tp_btf;      // BTF-typed tracepoints
-  Feature fentry;      // fentry/fexit trampolines
-  Feature kprobe;      // kprobe PMU or legacy kprobe_events
-  Feature bpf_stats;   // kernel.bpf_stats_enabled (run time per program)
+  Feature btf;        // /sys/kernel/btf/vmlinux
+  Feature tracefs;    // tracepoint and uprobe attach by event id
+  Feature tp_btf;     // BTF-typed tracepoints
+  Feature fentry;     // fentry/fexit trampolines
+  Feature kprobe;     // kprobe PMU or legacy kprobe_events
+  Feature bpf_stats;  // kernel.bpf_stats_enabled (run time per program)
 
   static KernelFeatures probe(const std::string& tracefs_dir);
 };

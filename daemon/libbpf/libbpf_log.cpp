@@ -37,6 +37,8 @@ int log_to_spdlog(enum libbpf_print_level level, const char* format, va_list arg
 
 }  // namespace
 
-void route_libbpf_log_to_spdlog() { libbpf_set_print(log_to_spdlog); }
+void route_libbpf_log_to_spdlog() {
+  libbpf_set_print(log_to_spdlog);
+}
 
 }  // namespace cephscope

@@ -18,7 +18,8 @@ int possible_cpus();
 // Calls fn(key, values of all CPUs) for each entry of a per-CPU hash map. Values come as a
 // span of `possible_cpus()` elements. Entries deleted concurrently are skipped.
 template <typename Key, typename Value>
-void for_each_percpu(int map_fd, const std::function<void(const Key&, std::span<const Value>)>& fn) {
+void for_each_percpu(int map_fd,
+                     const std::function<void(const Key&, std::span<const Value>)>& fn) {
   static_assert(sizeof(Value) % 8 == 0, "per-CPU values are 8-byte aligned");
   const int ncpu = possible_cpus();
   std::vector<Value> values(static_cast<std::size_t>(ncpu));

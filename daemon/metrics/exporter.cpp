@@ -11,7 +11,8 @@
 namespace cephscope {
 namespace {
 
-constexpr std::array<const char*, LOST_REASONS> kLostReasons = {"inflight_full", "stats_full", "no_start"};
+constexpr std::array<const char*, LOST_REASONS> kLostReasons = {"inflight_full", "stats_full",
+                                                                "no_start"};
 
 }  // namespace
 
@@ -23,8 +24,8 @@ std::string Exporter::render() {
   for (const auto& c : collectors_) {
     const auto start = std::chrono::steady_clock::now();
     c->collect(sink, targets);
-    durations.emplace_back(c->name(),
-                           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    durations.emplace_back(
+        c->name(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   sink.set_uncapped(true);
   self_metrics(sink, durations);
@@ -33,28 +34,33 @@ std::string Exporter::render() {
   return text.str();
 }
 
-void Exporter::self_metrics(MetricSink& out, const std::vector<std::pair<std::string, double>>& durations) {
+void Exporter::self_metrics(MetricSink& out,
+                            const std::vector<std::pair<std::string, double>>& durations) {
   out.gauge("cephscope_build_info", "cephscope's version and the libbpf and kernel it runs with.",
             {{"version", CEPHSCOPE_VERSION},
-             {"libbpf", std::to_string(libbpf_major_version()) + "." + std::to_string(libbpf_minor_version())},
+             {"libbpf", std::to_string(libbpf_major_version()) + "." +
+                            std::to_string(libbpf_minor_version())},
              {"kernel", features_.kernel_release}},
             1);
   for (const auto& [name, seconds] : durations) {
-    out.gauge("cephscope_collector_scrape_duration_seconds", "Time a collector took to read its maps.",
-              {{"collector", name}}, seconds);
+    out.gauge("cephscope_collector_scrape_duration_seconds",
+              "Time a collector took to read its maps.", {{"collector", name}}, seconds);
   }
   for (const auto& c : collectors_) {
     const std::string name = c->name();
     const bool up = c->hook() != "unavailable";
-    out.gauge("cephscope_collector_up", "1 when the collector is loaded and attached, with the hook it uses.",
+    out.gauge("cephscope_collector_up",
+              "1 when the collector is loaded and attached, with the hook it uses.",
               {{"collector", name}, {"hook", c->hook()}}, up ? 1 : 0);
     for (const auto& p : c->probes()) {
-      out.gauge("cephscope_probe_attached", "1 when the probe is attached; reason says why not.",
-                {{"collector", name}, {"probe", p.probe}, {"target", p.target}, {"reason", p.reason}},
-                p.attached ? 1 : 0);
+      out.gauge(
+          "cephscope_probe_attached", "1 when the probe is attached; reason says why not.",
+          {{"collector", name}, {"probe", p.probe}, {"target", p.target}, {"reason", p.reason}},
+          p.attached ? 1 : 0);
     }
     for (const auto& m : c->maps()) {
-      out.gauge("cephscope_map_entries", "Entries in a BPF map.", {{"map", m.map}}, static_cast<double>(m.entries));
+      out.gauge("cephscope_map_entries", "Entries in a BPF map.", {{"map", m.map}},
+                static_cast<double>(m.entries));
       out.gauge("cephscope_map_capacity", "Capacity of a BPF map.", {{"map", m.map}},
                 static_cast<double>(m.capacity));
     }
@@ -66,8 +72,8 @@ void Exporter::self_metrics(MetricSink& out, const std::vector<std::pair<std::st
     for (const auto& [prog, stats] : c->programs()) {
       const Labels l{{"collector", name}, {"program", prog}};
       out.counter("cephscope_bpf_program_run_seconds_total",
-                  "Time the kernel spent running a BPF program (needs kernel.bpf_stats_enabled=1).", l,
-                  static_cast<double>(stats.run_time_ns) / 1e9);
+                  "Time the kernel spent running a BPF program (needs kernel.bpf_stats_enabled=1).",
+                  l, static_cast<double>(stats.run_time_ns) / 1e9);
       out.counter("cephscope_bpf_program_runs_total",
                   "Times a BPF program ran (needs kernel.bpf_stats_enabled=1).", l,
                   static_cast<double>(stats.run_count));
@@ -77,7 +83,8 @@ void Exporter::self_metrics(MetricSink& out, const std::vector<std::pair<std::st
             features_.bpf_stats.available ? 1 : 0);
   if (events_ != nullptr) {
     out.counter("cephscope_events_lost_total", "Events not folded into a histogram, by reason.",
-                {{"collector", "discovery"}, {"reason", "ringbuf_full"}}, static_cast<double>(events_->lost()));
+                {{"collector", "discovery"}, {"reason", "ringbuf_full"}},
+                static_cast<double>(events_->lost()));
     out.gauge("cephscope_map_entries", "Entries in a BPF map.", {{"map", "tracked_tgids"}},
               static_cast<double>(registry_.tracked_processes()));
     out.gauge("cephscope_map_capacity", "Capacity of a BPF map.", {{"map", "tracked_tgids"}},
@@ -95,7 +102,8 @@ void Exporter::self_metrics(MetricSink& out, const std::vector<std::pair<std::st
                 1);
     }
   }
-  out.gauge("cephscope_scrape_series_dropped", "Series left out of this scrape by limits.max_series.", {},
+  out.gauge("cephscope_scrape_series_dropped",
+            "Series left out of this scrape by limits.max_series.", {},
             static_cast<double>(out.dropped()));
 }
 

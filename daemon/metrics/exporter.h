@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "libbpf/features.h"
 #include "collectors/collector.h"
 #include "discovery/registry.h"
+#include "libbpf/features.h"
 
 namespace cephscope {
 

@@ -19,7 +19,8 @@ class MetricSink {
  public:
   explicit MetricSink(std::size_t max_series) : max_series_(max_series) {}
 
-  void counter(const std::string& name, const std::string& help, const Labels& labels, double value);
+  void counter(const std::string& name, const std::string& help, const Labels& labels,
+               double value);
   void gauge(const std::string& name, const std::string& help, const Labels& labels, double value);
   void histogram(const std::string& name, const std::string& help, const Labels& labels,
                  const struct hist& h);

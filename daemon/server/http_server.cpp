@@ -10,9 +10,10 @@ namespace cephscope {
 namespace {
 
 void reply(mg_connection* conn, int status, const char* content_type, const std::string& body) {
-  mg_printf(conn,
-            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
-            status, mg_get_response_code_text(conn, status), content_type, body.size());
+  mg_printf(
+      conn,
+      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+      status, mg_get_response_code_text(conn, status), content_type, body.size());
   mg_write(conn, body.data(), body.size());
 }
 
@@ -23,9 +24,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& listen,
   std::unique_ptr<HttpServer> self(new HttpServer(std::move(metrics), ready));
   mg_init_library(0);
   // A handful of threads: scrapes are serialised anyway, the rest answer health checks.
-  std::array<const char*, 9> options = {"listening_ports", listen.c_str(), "num_threads", "4",
-                                              "request_timeout_ms", "10000", "enable_keep_alive", "no",
-                                              nullptr};
+  std::array<const char*, 9> options = {
+      "listening_ports", listen.c_str(),      "num_threads", "4",    "request_timeout_ms",
+      "10000",           "enable_keep_alive", "no",          nullptr};
   mg_callbacks callbacks{};
   char error[256] = {0};
   mg_init_data init{&callbacks, nullptr, options.data()};
@@ -50,7 +51,8 @@ int HttpServer::handle(mg_connection* conn, void* self_ptr) {
   auto* self = static_cast<HttpServer*>(self_ptr);
   const mg_request_info* req = mg_get_request_info(conn);
   const std::string uri = req->local_uri != nullptr ? req->local_uri : "";
-  if (std::strcmp(req->request_method, "GET") != 0 && std::strcmp(req->request_method, "HEAD") != 0) {
+  if (std::strcmp(req->request_method, "GET") != 0 &&
+      std::strcmp(req->request_method, "HEAD") != 0) {
     reply(conn, 405, "text/plain", "only GET\n");
     return 405;
   }
@@ -70,7 +72,8 @@ int HttpServer::handle(mg_connection* conn, void* self_ptr) {
   }
   if (uri == "/readyz") {
     const bool ready = self->ready_.load();
-    reply(conn, ready ? 200 : 503, "text/plain", ready ? "ready\n" : "starting: first discovery pass not done\n");
+    reply(conn, ready ? 200 : 503, "text/plain",
+          ready ? "ready\n" : "starting: first discovery pass not done\n");
     return ready ? 200 : 503;
   }
   if (uri == "/") {

@@ -25,7 +25,8 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
  private:
-  HttpServer(Render metrics, const std::atomic<bool>& ready) : metrics_(std::move(metrics)), ready_(ready) {}
+  HttpServer(Render metrics, const std::atomic<bool>& ready)
+      : metrics_(std::move(metrics)), ready_(ready) {}
   static int handle(::mg_connection* conn, void* self);
 
   Render metrics_;

@@ -22,12 +22,14 @@ std::string tracking_config(const std::string& extra) {
 void require_block_device(const std::string& dir) {
   struct stat st {};
   REQUIRE(stat(dir.c_str(), &st) == 0);
-  const std::string sys = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
+  const std::string sys =
+      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
   INFO(dir << " must be on a block device (set CEPHSCOPE_TEST_DIR); " << sys << " is missing");
   REQUIRE(std::filesystem::exists(sys));
 }
 
-bool wait_for(Daemon& daemon, const std::function<bool(const Metrics&)>& pred, std::chrono::milliseconds timeout) {
+bool wait_for(Daemon& daemon, const std::function<bool(const Metrics&)>& pred,
+              std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (pred(daemon.scrape())) {
@@ -45,14 +47,22 @@ pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io) {
   const std::string go = dir + "/go";
   std::filesystem::remove(go);
   auto args = [&](const std::string& exe, const std::string& file) {
-    return std::vector<std::string>{exe, file, go, std::to_string(io.writes), std::to_string(io.size),
-                                    std::to_string(io.syncs), std::to_string(io.reads)};
+    return std::vector<std::string>{exe,
+                                    file,
+                                    go,
+                                    std::to_string(io.writes),
+                                    std::to_string(io.size),
+                                    std::to_string(io.syncs),
+                                    std::to_string(io.reads)};
   };
   Subprocess tracked(args(CEPHSCOPE_IO_DRIVER, dir + "/tracked.dat"), dir + "/io_driver.log");
   Subprocess untracked(args(other, dir + "/other.dat"), dir + "/io_other.log");
   const std::string pid = std::to_string(tracked.pid());
   const bool seen = wait_for(
-      daemon, [&](const Metrics& m) { return !m.find("cephscope_target_info", {{"process", "io_driver"}, {"pid", pid}}).empty(); },
+      daemon,
+      [&](const Metrics& m) {
+        return !m.find("cephscope_target_info", {{"process", "io_driver"}, {"pid", pid}}).empty();
+      },
       std::chrono::seconds(10));
   INFO("daemon log:\n" << daemon.log());
   REQUIRE(seen);

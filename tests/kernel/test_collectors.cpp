@@ -17,7 +17,9 @@ namespace {
 
 const std::string kTracked = "io_driver";
 
-std::string fresh_dir() { return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests"); }
+std::string fresh_dir() {
+  return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
+}
 
 // The vfs hooks expected to work on this kernel: $CEPHSCOPE_EXPECT_VFS_HOOKS, comma-separated.
 // Unset or empty: none (this is so on kernels without kprobes that refuse fentry).
@@ -47,14 +49,21 @@ void check_histogram_shape(const Metrics& m, const std::string& name, const Labe
   }
   CHECK(les.size() == 26);
   CHECK(les.contains("+Inf"));
-  CHECK(m.find(name + "_bucket", [&] { auto l = match; l["le"] = "+Inf"; return l; }()).at(0).value ==
-        m.sum(name + "_count", match));
+  CHECK(m.find(name + "_bucket",
+               [&] {
+                 auto l = match;
+                 l["le"] = "+Inf";
+                 return l;
+               }())
+            .at(0)
+            .value == m.sum(name + "_count", match));
   CHECK(m.sum(name + "_sum", match) > 0);
 }
 
 }  // namespace
 
-TEST_CASE("syscall and block collectors count a known IO pattern exactly", "[kernel][syscall][block]") {
+TEST_CASE("syscall and block collectors count a known IO pattern exactly",
+          "[kernel][syscall][block]") {
   const std::string dir = fresh_dir();
   require_block_device(dir);
   Daemon daemon(dir, tracking_config());
@@ -74,17 +83,23 @@ TEST_CASE("syscall and block collectors count a known IO pattern exactly", "[ker
   CHECK(sc("cephscope_syscall_bytes_total", "read") == io.reads * io.size);
   CHECK(sc("cephscope_syscall_seconds_count", "write") == 0);
   CHECK(m.sum("cephscope_syscall_errors_total", {{"process", kTracked}}) == 0);
-  CHECK(m.sum("cephscope_layer_bytes_total", {{"process", kTracked}, {"layer", "syscall"}, {"direction", "write"}}) ==
+  CHECK(m.sum("cephscope_layer_bytes_total",
+              {{"process", kTracked}, {"layer", "syscall"}, {"direction", "write"}}) ==
         io.writes * io.size);
-  check_histogram_shape(m, "cephscope_syscall_seconds", {{"process", kTracked}, {"syscall", "pwrite64"}});
+  check_histogram_shape(m, "cephscope_syscall_seconds",
+                        {{"process", kTracked}, {"syscall", "pwrite64"}});
 
   // O_DIRECT writes reach the device as at least the bytes written, attributed to the driver.
-  const double block_written = m.sum("cephscope_block_target_bytes_total", {{"process", kTracked}, {"op", "write"}});
+  const double block_written =
+      m.sum("cephscope_block_target_bytes_total", {{"process", kTracked}, {"op", "write"}});
   CHECK(block_written >= io.writes * io.size);
-  CHECK(m.sum("cephscope_block_target_bytes_total", {{"process", kTracked}, {"op", "read"}}) >= io.reads * io.size);
-  CHECK(m.sum("cephscope_layer_bytes_total", {{"process", kTracked}, {"layer", "block"}, {"direction", "write"}}) ==
+  CHECK(m.sum("cephscope_block_target_bytes_total", {{"process", kTracked}, {"op", "read"}}) >=
+        io.reads * io.size);
+  CHECK(m.sum("cephscope_layer_bytes_total",
+              {{"process", kTracked}, {"layer", "block"}, {"direction", "write"}}) ==
         block_written);
-  CHECK(m.sum("cephscope_block_target_device_seconds_count", {{"process", kTracked}, {"op", "write"}}) >= 1);
+  CHECK(m.sum("cephscope_block_target_device_seconds_count",
+              {{"process", kTracked}, {"op", "write"}}) >= 1);
   const auto per_device = m.find("cephscope_block_bytes_total", {{"op", "write"}});
   REQUIRE_FALSE(per_device.empty());
   for (const auto& s : per_device) {
@@ -96,7 +111,8 @@ TEST_CASE("syscall and block collectors count a known IO pattern exactly", "[ker
 
   // The untracked twin did the same IO and must not appear anywhere.
   CHECK_FALSE(m.any_with_label("process", "io_other"));
-  CHECK(m.sum("cephscope_events_lost_total", {{"collector", "syscall"}, {"reason", "stats_full"}}) == 0);
+  CHECK(m.sum("cephscope_events_lost_total",
+              {{"collector", "syscall"}, {"reason", "stats_full"}}) == 0);
 }
 
 TEST_CASE("a target's series disappear after the TTL once it exits", "[kernel][discovery]") {
@@ -108,15 +124,18 @@ TEST_CASE("a target's series disappear after the TTL once it exits", "[kernel][d
   const auto exited = std::chrono::steady_clock::now();
   // Still there within the TTL (3 s): an OSD restarted in time would continue its series.
   CHECK(daemon.scrape().any_with_label("process", kTracked));
-  const bool gone =
-      wait_for(daemon, [](const Metrics& m) { return !m.any_with_label("process", kTracked); }, std::chrono::seconds(15));
-  const double after = std::chrono::duration<double>(std::chrono::steady_clock::now() - exited).count();
+  const bool gone = wait_for(
+      daemon, [](const Metrics& m) { return !m.any_with_label("process", kTracked); },
+      std::chrono::seconds(15));
+  const double after =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - exited).count();
   INFO("series went away " << after << " s after the exit");
   CHECK(gone);
   CHECK(after >= 2.5);
 }
 
-TEST_CASE("the vfs collector works where the kernel allows it, and says so where not", "[kernel][vfs]") {
+TEST_CASE("the vfs collector works where the kernel allows it, and says so where not",
+          "[kernel][vfs]") {
   const auto hooks = expected_vfs_hooks();
   const std::string dir = fresh_dir();
   require_block_device(dir);

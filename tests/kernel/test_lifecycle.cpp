@@ -17,7 +17,9 @@ using namespace cephscope::test;
 
 namespace {
 
-std::string fresh_dir() { return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests"); }
+std::string fresh_dir() {
+  return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
+}
 
 std::set<__u32> prog_ids() {
   std::set<__u32> ids;
@@ -59,7 +61,8 @@ bool log_has(const Daemon& d, const std::string& text, std::chrono::seconds time
 
 }  // namespace
 
-TEST_CASE("shutdown on SIGTERM leaves no program or link of ours in the kernel", "[kernel][lifecycle]") {
+TEST_CASE("shutdown on SIGTERM leaves no program or link of ours in the kernel",
+          "[kernel][lifecycle]") {
   const std::string dir = fresh_dir();
   const auto progs_before = prog_ids();
   const auto links_before = link_ids();
@@ -100,12 +103,14 @@ TEST_CASE("shutdown on SIGTERM leaves no program or link of ours in the kernel",
   }
 }
 
-TEST_CASE("SIGHUP reloads the config; a bad one is rejected and the old one stays", "[kernel][lifecycle]") {
+TEST_CASE("SIGHUP reloads the config; a bad one is rejected and the old one stays",
+          "[kernel][lifecycle]") {
   const std::string dir = fresh_dir();
   require_block_device(dir);
   Daemon daemon(dir, tracking_config());
   REQUIRE(daemon.wait_ready());
-  const std::string good = std::string("listen: \"127.0.0.1:") + std::to_string(daemon.port()) + "\"\n";
+  const std::string good =
+      std::string("listen: \"127.0.0.1:") + std::to_string(daemon.port()) + "\"\n";
 
   std::ofstream(daemon.config_path()) << good << "discovery:\n  scan_interval: soon\n";
   kill(daemon.pid(), SIGHUP);
@@ -114,13 +119,16 @@ TEST_CASE("SIGHUP reloads the config; a bad one is rejected and the old one stay
   CHECK(daemon.scrape().sum("cephscope_collector_up", {{"collector", "syscall"}}) == 1);
 
   // A good config that also tracks the twin: it shows up after the reload.
-  std::ofstream(daemon.config_path()) << good << tracking_config() << "    - {comm: \"^io_other$\"}\n";
+  std::ofstream(daemon.config_path())
+      << good << tracking_config() << "    - {comm: \"^io_other$\"}\n";
   kill(daemon.pid(), SIGHUP);
   REQUIRE(log_has(daemon, "config reloaded", std::chrono::seconds(5)));
   run_io(daemon, dir, IoPattern{4, 4096, 1, 1});
   const Metrics m = daemon.scrape();
-  CHECK(m.sum("cephscope_syscall_seconds_count", {{"process", "io_other"}, {"syscall", "pwrite64"}}) == 4);
-  CHECK(m.sum("cephscope_syscall_seconds_count", {{"process", "io_driver"}, {"syscall", "pwrite64"}}) == 4);
+  CHECK(m.sum("cephscope_syscall_seconds_count",
+              {{"process", "io_other"}, {"syscall", "pwrite64"}}) == 4);
+  CHECK(m.sum("cephscope_syscall_seconds_count",
+              {{"process", "io_driver"}, {"syscall", "pwrite64"}}) == 4);
 }
 
 TEST_CASE("--check prints what will and will not work on this kernel", "[kernel][lifecycle]") {
@@ -141,17 +149,25 @@ namespace {
 
 // setpriv: the daemon as user nobody holding exactly `caps` (ambient, inheritable, bounding).
 std::vector<std::string> as_nobody_with(const std::string& caps) {
-  return {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-          "--inh-caps=-all," + caps, "--ambient-caps=-all," + caps, "--bounding-set=-all," + caps};
+  return {"/usr/bin/setpriv",
+          "--reuid=65534",
+          "--regid=65534",
+          "--clear-groups",
+          "--inh-caps=-all," + caps,
+          "--ambient-caps=-all," + caps,
+          "--bounding-set=-all," + caps};
 }
 
 }  // namespace
 
-TEST_CASE("the documented capabilities are enough, as an unprivileged user", "[kernel][lifecycle][caps]") {
+TEST_CASE("the documented capabilities are enough, as an unprivileged user",
+          "[kernel][lifecycle][caps]") {
   const std::string dir = fresh_dir();
   require_block_device(dir);
-  std::filesystem::permissions(dir, std::filesystem::perms::all);  // nobody reads the config, io_driver writes
-  Daemon daemon(dir, tracking_config(), as_nobody_with("+bpf,+perfmon,+sys_ptrace,+dac_read_search"));
+  std::filesystem::permissions(
+      dir, std::filesystem::perms::all);  // nobody reads the config, io_driver writes
+  Daemon daemon(dir, tracking_config(),
+                as_nobody_with("+bpf,+perfmon,+sys_ptrace,+dac_read_search"));
   REQUIRE(daemon.wait_ready());
   const IoPattern io{16, 4096, 2, 4};
   run_io(daemon, dir, io);  // io_driver runs as root: another user's process
@@ -159,7 +175,8 @@ TEST_CASE("the documented capabilities are enough, as an unprivileged user", "[k
   INFO("daemon log:\n" << daemon.log());
   CHECK(m.sum("cephscope_collector_up", {{"collector", "syscall"}}) == 1);
   CHECK(m.sum("cephscope_collector_up", {{"collector", "block"}}) == 1);
-  CHECK(m.sum("cephscope_syscall_seconds_count", {{"process", "io_driver"}, {"syscall", "pwrite64"}}) == io.writes);
+  CHECK(m.sum("cephscope_syscall_seconds_count",
+              {{"process", "io_driver"}, {"syscall", "pwrite64"}}) == io.writes);
   CHECK(m.sum("cephscope_block_target_bytes_total", {{"process", "io_driver"}, {"op", "write"}}) >=
         io.writes * io.size);
 }

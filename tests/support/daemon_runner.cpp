@@ -26,7 +26,8 @@ std::string test_dir(const std::string& fallback) {
   return templ;
 }
 
-Daemon::Daemon(const std::string& dir, const std::string& config_body, const std::vector<std::string>& wrapper)
+Daemon::Daemon(const std::string& dir, const std::string& config_body,
+               const std::vector<std::string>& wrapper)
     : port_(free_port()) {
   config_ = dir + "/cephscope.yaml";
   log_ = dir + "/cephscope.log";
@@ -36,7 +37,9 @@ Daemon::Daemon(const std::string& dir, const std::string& config_body, const std
   process_ = std::make_unique<Subprocess>(argv, log_);
 }
 
-Daemon::~Daemon() { stop(std::chrono::seconds(5)); }
+Daemon::~Daemon() {
+  stop(std::chrono::seconds(5));
+}
 
 bool Daemon::wait_ready(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;

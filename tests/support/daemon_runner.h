@@ -20,7 +20,8 @@ class Daemon {
  public:
   // config_body: YAML without `listen`, which the runner sets to a free port. `wrapper` runs
   // the daemon through another program (e.g. setpriv with a capability set).
-  Daemon(const std::string& dir, const std::string& config_body, const std::vector<std::string>& wrapper = {});
+  Daemon(const std::string& dir, const std::string& config_body,
+         const std::vector<std::string>& wrapper = {});
   ~Daemon();
 
   // Waits for /readyz; false on timeout or early exit (the log is in log_path()).

@@ -65,7 +65,8 @@ Metrics Metrics::parse(const std::string& text) {
   return m;
 }
 
-std::vector<Sample> Metrics::find(const std::string& name, const std::map<std::string, std::string>& match) const {
+std::vector<Sample> Metrics::find(const std::string& name,
+                                  const std::map<std::string, std::string>& match) const {
   std::vector<Sample> out;
   for (const auto& s : samples_) {
     if (s.name != name) {
@@ -86,7 +87,8 @@ std::vector<Sample> Metrics::find(const std::string& name, const std::map<std::s
   return out;
 }
 
-double Metrics::sum(const std::string& name, const std::map<std::string, std::string>& match) const {
+double Metrics::sum(const std::string& name,
+                    const std::map<std::string, std::string>& match) const {
   double total = 0;
   for (const auto& s : find(name, match)) {
     total += s.value;

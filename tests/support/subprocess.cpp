@@ -81,7 +81,8 @@ std::optional<std::string> http_get(int port, const std::string& path, int* stat
     close(fd);
     return std::nullopt;
   }
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+  const std::string req =
+      "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
   if (send(fd, req.data(), req.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(req.size())) {
     close(fd);
     return std::nullopt;

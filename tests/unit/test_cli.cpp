@@ -14,7 +14,9 @@ TEST_CASE("a bad config file stops the daemon with status 2 and names the key an
   std::ofstream(config) << "log_level: info\ncollectors:\n  vfs: {hook: magic}\n";
   std::string out;
   CHECK(run_command(daemon_binary() + " --config " + config, &out) == 2);
-  CHECK(out == "cephscope: " + config + ":3: collectors.vfs.hook: unknown hook 'magic' (one of: auto, fentry, kprobe)\n");
+  CHECK(out ==
+        "cephscope: " + config +
+            ":3: collectors.vfs.hook: unknown hook 'magic' (one of: auto, fentry, kprobe)\n");
   CHECK(run_command(daemon_binary() + " --check --config " + config, &out) == 2);
   CHECK(run_command(daemon_binary() + " --config " + dir + "/missing.yaml", &out) == 2);
   CHECK(out.find("cannot read the config file") != std::string::npos);

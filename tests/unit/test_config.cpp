@@ -70,28 +70,36 @@ TEST_CASE("each config error names the key and its line", "[config]") {
   CHECK(rejected("collectors:\n  syscall:\n    enabled: perhaps\n") ==
         "test.yaml:3: collectors.syscall.enabled: expected true or false, got 'perhaps'");
   CHECK(rejected("discovery:\n  series_ttl: 10 minutes\n") ==
-        "test.yaml:2: discovery.series_ttl: expected a positive duration such as 500ms, 10s, 5m or 1h, got '10 "
+        "test.yaml:2: discovery.series_ttl: expected a positive duration such as 500ms, 10s, 5m or "
+        "1h, got '10 "
         "minutes'");
-  CHECK(rejected("discovery:\n  scan_interval: 0s\n").starts_with("test.yaml:2: discovery.scan_interval: "));
-  CHECK(rejected("discovery:\n  scan_interval: -5s\n").starts_with("test.yaml:2: discovery.scan_interval: "));
+  CHECK(rejected("discovery:\n  scan_interval: 0s\n")
+            .starts_with("test.yaml:2: discovery.scan_interval: "));
+  CHECK(rejected("discovery:\n  scan_interval: -5s\n")
+            .starts_with("test.yaml:2: discovery.scan_interval: "));
   CHECK(rejected("discovery:\n  matchers:\n    - {comm: \"(unclosed\"}\n")
-            .starts_with("test.yaml:3: discovery.matchers[0].comm: invalid regular expression '(unclosed'"));
+            .starts_with(
+                "test.yaml:3: discovery.matchers[0].comm: invalid regular expression '(unclosed'"));
   CHECK(rejected("discovery:\n  matchers:\n    - {name: x}\n") ==
         "test.yaml:3: discovery.matchers[0]: a matcher needs exe or comm");
-  CHECK(rejected("discovery:\n  matchers: {comm: x}\n") == "test.yaml:2: discovery.matchers: expected a list");
+  CHECK(rejected("discovery:\n  matchers: {comm: x}\n") ==
+        "test.yaml:2: discovery.matchers: expected a list");
   CHECK(rejected("listen: \"localhost:http\"\n") ==
         "test.yaml:1: listen: expected HOST:PORT or PORT, got 'localhost:http'");
   CHECK(rejected("listen: \"0.0.0.0:70000\"\n").starts_with("test.yaml:1: listen: "));
   CHECK(rejected("log_level: loud\n").starts_with("test.yaml:1: log_level: unknown level 'loud'"));
   CHECK(rejected("collectors:\n  vfs: {hook: uprobe}\n") ==
         "test.yaml:2: collectors.vfs.hook: unknown hook 'uprobe' (one of: auto, fentry, kprobe)");
-  CHECK(rejected("collectors:\n  nfs: {enabled: true}\n") == "test.yaml:2: collectors.nfs: unknown key");
-  CHECK(rejected("collectors:\n  syscall: true\n") == "test.yaml:2: collectors.syscall: expected a mapping");
+  CHECK(rejected("collectors:\n  nfs: {enabled: true}\n") ==
+        "test.yaml:2: collectors.nfs: unknown key");
+  CHECK(rejected("collectors:\n  syscall: true\n") ==
+        "test.yaml:2: collectors.syscall: expected a mapping");
   CHECK(rejected("limits:\n  max_series: 0\n") ==
         "test.yaml:2: limits.max_series: expected a positive whole number, got '0'");
   CHECK(rejected("limits:\n  max_series: -3\n").starts_with("test.yaml:2: limits.max_series: "));
   CHECK(rejected("limits:\n  max_series: lots\n").starts_with("test.yaml:2: limits.max_series: "));
-  CHECK(rejected("mount_tracefs: [1, 2]\n").starts_with("test.yaml:1: mount_tracefs: expected true or false"));
+  CHECK(rejected("mount_tracefs: [1, 2]\n")
+            .starts_with("test.yaml:1: mount_tracefs: expected true or false"));
   CHECK(rejected("listen: [a]\n") == "test.yaml:1: listen: expected a string");
   CHECK(rejected("- just\n- a list\n") == "test.yaml:1: (top level): expected a mapping");
   CHECK(rejected("discovery: {scan_interval: 1s\n").starts_with("test.yaml:"));

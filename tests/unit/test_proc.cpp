@@ -36,8 +36,8 @@ TEST_CASE("a process is read from stat, cmdline and exe", "[proc]") {
   CHECK_FALSE(p.kernel_thread);
   CHECK(p.exe == "/usr/bin/ceph-osd");
   CHECK_FALSE(p.exe_deleted);
-  CHECK(p.argv == std::vector<std::string>{"/usr/bin/ceph-osd", "-f", "--cluster", "ceph", "--id", "3",
-                                           "--setuser", "ceph"});
+  CHECK(p.argv == std::vector<std::string>{"/usr/bin/ceph-osd", "-f", "--cluster", "ceph", "--id",
+                                           "3", "--setuser", "ceph"});
 }
 
 TEST_CASE("a deleted executable is flagged and its path kept", "[proc]") {
@@ -76,7 +76,8 @@ TEST_CASE("malformed stat lines are rejected", "[proc]") {
   CHECK_FALSE(parse_stat("", p));
   CHECK_FALSE(parse_stat("12 (x) S 1 2", p));
   CHECK_FALSE(parse_stat("12 no-parens S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20", p));
-  CHECK_FALSE(parse_stat("12 (x) S 1 2 3 4 5 notanumber 7 8 9 10 11 12 13 14 15 16 17 18 19 20", p));
+  CHECK_FALSE(
+      parse_stat("12 (x) S 1 2 3 4 5 notanumber 7 8 9 10 11 12 13 14 15 16 17 18 19 20", p));
 }
 
 TEST_CASE("every ceph-osd command line form gives osd.N", "[classify]") {
@@ -89,7 +90,8 @@ TEST_CASE("every ceph-osd command line form gives osd.N", "[classify]") {
   CHECK_FALSE(parse_osd_args({"ceph-osd", "--name", "mon.a"}).id.has_value());
   CHECK_FALSE(parse_osd_args({"ceph-osd", "--id", "x1"}).id.has_value());
   CHECK_FALSE(parse_osd_args({"ceph-osd", "--id"}).id.has_value());
-  const auto a = parse_osd_args({"ceph-osd", "--cluster", "prod", "--fsid", kFsid, "-c", "/etc/ceph/prod.conf"});
+  const auto a = parse_osd_args(
+      {"ceph-osd", "--cluster", "prod", "--fsid", kFsid, "-c", "/etc/ceph/prod.conf"});
   CHECK(a.cluster == "prod");
   CHECK(a.fsid == kFsid);
   CHECK(a.conf_path == "/etc/ceph/prod.conf");

@@ -36,7 +36,8 @@ TEST_CASE("a restarted OSD keeps its target id, so its series continue", "[regis
   CHECK(reg.snapshot().at(0).pids == std::vector<pid_t>{200});
 }
 
-TEST_CASE("a target with no process is dropped after the TTL, and its id is not reused", "[registry]") {
+TEST_CASE("a target with no process is dropped after the TTL, and its id is not reused",
+          "[registry]") {
   TargetRegistry reg(-1, 10s, 100);
   const auto t0 = Clock::now();
   REQUIRE(reg.track(process(100, 1), osd(0), t0).ok());
