@@ -45,7 +45,7 @@ vm_security_mirror() {
   if [ -n "${CEPHSCOPE_VM_SECURITY_MIRROR:-}" ]; then echo "$CEPHSCOPE_VM_SECURITY_MIRROR"; return; fi
   local m
   m=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-      2>/dev/null | grep -o 'https\?://[^ ]*debian-security[^ ]*' | head -n1)
+      2>/dev/null | { grep -o 'https\?://[^ ]*debian-security[^ ]*' || true; } | head -n1)
   [ -n "$m" ] || { m=$(vm_mirror); m=${m%/debian}/debian-security; }
   echo "$m"
 }
@@ -81,3 +81,16 @@ vm_lock() {
   fi
 }
 vm_unlock() { [ -n "${VM_LOCK_FD:-}" ] && exec {VM_LOCK_FD}>&- ; VM_LOCK_FD=; }
+
+# Runs "$@" in a subshell with set -e in force (a `f || rc=$?` call would switch it off inside
+# f) and leaves its exit status in VM_CALL_RC; always returns 0.
+vm_call() {
+  set +e
+  (
+    set -e
+    "$@"
+  )
+  VM_CALL_RC=$?
+  set -e
+  return 0
+}

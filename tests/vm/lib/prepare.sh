@@ -112,7 +112,7 @@ vm_prepare_kernel() {
   echo "$pkg" > "$kdir.tmp/package"
   echo "$ver" > "$kdir.tmp/version"
   echo "$kver" > "$kdir.tmp/kver"
-  rm -f "$deb"
+  rm -rf "$deb" "$kdir.tmp/dl"
   vm_since "$t0" > "$kdir.tmp/seconds"
   touch "$kdir.tmp/.complete"
   rm -rf "$kdir"
@@ -135,11 +135,11 @@ vm_kernel_image() { # LABEL -> prints path
   if [ ! -f "$elf" ]; then
     for magic in $'\xfd7zXZ\x00':xz $'\x28\xb5\x2f\xfd':zstd $'\x1f\x8b\x08':gzip; do
       tool=${magic##*:}
-      off=$(LC_ALL=C grep -abo "${magic%:*}" "$bz" 2>/dev/null | head -n 1 | cut -d: -f1)
+      off=$( (LC_ALL=C grep -abo "${magic%:*}" "$bz" 2>/dev/null || true) | head -n 1 | cut -d: -f1)
       [ -n "$off" ] && command -v "$tool" > /dev/null || continue
       # trailing bytes after the stream make the decompressor complain: the ELF is checked below
       tail -c +$((off + 1)) "$bz" | "$tool" -dc 2>/dev/null > "$elf.tmp" || true
-      if [ "$(head -c 4 "$elf.tmp" | od -An -c | tr -d ' ')" = 177ELF ] &&
+      if [ "$(head -c 4 "$elf.tmp" | od -An -c | tr -d ' \n')" = 177ELF ] &&
         readelf -n "$elf.tmp" 2>/dev/null | grep -q 'Unknown note type: (0x00000012)'; then
         mv "$elf.tmp" "$elf"
         break

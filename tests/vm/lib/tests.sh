@@ -40,10 +40,9 @@ cmd_probe() { # [--out DIR] KERNEL
   [ -n "$label" ] || vm_die "usage: cephscope-vm probe [--out DIR] KERNEL"
   vm_check_label "$label"
   out=${out:-$VM_RESULTS/$label-probe}
-  local rc=0
-  cmd_run --out "$out" -e "CEPHSCOPE_BUILD_DIR=$VM_BUILD_DIR" "$label" -- \
-    "$VM_HERE/guest/probe.sh | tee \$CEPHSCOPE_VM_OUT/probe.txt" || rc=$?
-  return $rc
+  vm_call cmd_run --out "$out" -e "CEPHSCOPE_BUILD_DIR=$VM_BUILD_DIR" "$label" -- \
+    "$VM_HERE/guest/probe.sh | tee \$CEPHSCOPE_VM_OUT/probe.txt"
+  return $VM_CALL_RC
 }
 
 cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] KERNEL
@@ -78,13 +77,14 @@ cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] KERNEL
   out=${out:-$VM_RESULTS/$label}
   vm_rootfs_ready || VM_DIE_RC=$VM_RC_SETUP cmd_prepare "$label"
   vm_check_libs "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN" "$VM_HOOKPROBE_BIN" || return $VM_RC_SETUP
-  cmd_run --out "$out" \
+  vm_call cmd_run --out "$out" \
     -e "CEPHSCOPE_EXPECT_VFS_HOOKS=$hooks" \
     -e "CEPHSCOPE_BIN=$VM_DAEMON_BIN" \
     -e "CEPHSCOPE_BUILD_DIR=$VM_BUILD_DIR" \
     -e "CEPHSCOPE_VM_CHECK_CONFIG=$VM_CHECK_CONFIG" \
     -e "CEPHSCOPE_VM_TEST_FILTER=$filter" \
-    "$label" -- "$VM_HERE/guest/kernel-tests.sh" || rc=$?
+    "$label" -- "$VM_HERE/guest/kernel-tests.sh"
+  rc=$VM_CALL_RC
   echo "expect_vfs_hooks=$hooks" >> "$out/result"
   echo "filter=$filter" >> "$out/result"
   if [ -f "$out/out/kernel-tests.summary" ]; then
@@ -113,14 +113,15 @@ cmd_matrix() { # [--no-docs] [KERNEL...]
   for l in "${labels[@]}"; do
     local r=0
     if [ -x "$VM_KERNEL_TESTS_BIN" ] && [ -x "$VM_DAEMON_BIN" ]; then
-      (cmd_kernel_tests "$l") || r=$?
+      vm_call cmd_kernel_tests "$l"
     elif [ -x "$VM_DAEMON_BIN" ]; then
-      (CEPHSCOPE_VM_ALLOW_MISSING_TESTS=1 cmd_kernel_tests "$l") || r=$?
+      CEPHSCOPE_VM_ALLOW_MISSING_TESTS=1 vm_call cmd_kernel_tests "$l"
     else
       vm_log "kernel tests not built ($VM_KERNEL_TESTS_BIN): probing $l only"
       rm -rf "${VM_RESULTS:?}/$l"
-      (cmd_probe --out "$VM_RESULTS/$l" "$l") || r=$?
+      vm_call cmd_probe --out "$VM_RESULTS/$l" "$l"
     fi
+    r=$VM_CALL_RC
     status+=("$l=$r")
     [ $r = 0 ] || rc=1
   done
