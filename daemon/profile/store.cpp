@@ -169,10 +169,15 @@ Result<LoadedProfile> ProfileStore::resolve(const std::string& binary_path,
   std::optional<DwarfFile> dwarf;
   if (debug_ref.ok()) {
     auto d = DwarfFile::open(debug_ref->path);
-    if (!d.ok()) {
+    if (d.ok()) {
+      dwarf.emplace(std::move(d).value());
+    } else if (!search.explicit_file.empty()) {
       return d.error();
+    } else {
+      // Unreadable debuginfo (corrupt, or from a container): function offsets still work.
+      spdlog::warn("{}: {}; offsets from the symbol table only", binary_path, d.error().message);
+      debug_ref = d.error();
     }
-    dwarf.emplace(std::move(d).value());
   } else if (!search.explicit_file.empty()) {
     return debug_ref.error();
   } else {

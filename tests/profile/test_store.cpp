@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fixture_util.h"
+#include "profile/dwarf_file.h"
 #include "profile/profile_json.h"
 #include "profile/store.h"
 
@@ -126,4 +127,40 @@ TEST_CASE("stored-only mode, and symbol-table profiles upgraded", "[unit][store]
   CHECK(r->origin == Origin::kResolved);
   CHECK(r->profile.source == "dwarf");
   CHECK(r->debug_source == DebugSource::kDebuglink);
+}
+
+namespace {
+
+DebugSearch o_debug(const test::TempDir& dir) {
+  DebugSearch d;
+  d.host_root = dir.path().string();
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("unreadable debuginfo falls back to the symbol table", "[unit][store]") {
+  test::TempDir dir;
+  const ProbeSet set = fixture_set();
+  auto binary = ElfFile::open(FIXTURE_O2_STRIPPED);
+  REQUIRE(binary.ok());
+  const std::string id = *binary->build_id();
+  // Right build-id and section headers, but the compressed DWARF is damaged.
+  const std::string rel =
+      "usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
+  fs::create_directories(fs::path(dir / rel).parent_path());
+  std::string damaged = test::read_file(FIXTURE_O2_DEBUG);
+  for (size_t i = damaged.size() / 3; i < damaged.size() / 3 + 2048; ++i) {
+    damaged[i] = static_cast<char>(0xaa);
+  }
+  test::write_file(dir / rel, damaged);
+  REQUIRE(find_debuginfo(*binary, id, "/nowhere", o_debug(dir)).ok());
+  REQUIRE_FALSE(DwarfFile::open(dir / rel).ok());
+  StoreOptions o = options_in(dir);
+  o.debug.host_root = dir.path().string();
+  ProfileStore store(o);
+  auto r = store.for_binary(FIXTURE_O2_STRIPPED, set);
+  REQUIRE(r.ok());
+  CHECK(r->profile.source == "symtab");
+  CHECK(r->profile.function("fx::sum8")->status == ItemStatus::kOk);
 }
