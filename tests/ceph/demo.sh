@@ -1,0 +1,295 @@
+#!/usr/bin/env bash
+# demo.sh - see cephscope at work on a throw-away Ceph cluster, in one command (as root, after
+# the build).
+#
+#   tests/ceph/demo.sh [--duration SECONDS] [--port PORT] [--interval SECONDS] [--bin PATH]
+#
+# 1. starts a single-node cluster (mon, mgr, 3 BlueStore OSDs; tests/ceph/cluster.sh up) in a
+#    fresh directory under /tmp (about 20-30 s; Ceph's packages are installed when missing);
+# 2. starts the daemon (build/daemon/cephscope, or --bin, or $CEPHSCOPE_BIN) listening on
+#    127.0.0.1:9488, or on the first free port after it when 9488 is taken (or on --port);
+# 3. drives a mixed load in a loop: rados bench 4 KiB then 64 KiB, each a write, a sequential
+#    read and a random read run of 10 s (16 threads), then rados cleanup;
+# 4. prints the /metrics URL, and every --interval seconds (5) what the daemon sees per target
+#    over the last interval: syscalls per second, syscall and block MB/s, block device time
+#    p50/p99 and fdatasync p99 (computed from the histogram buckets, as histogram_quantile does).
+#
+# Runs until Ctrl-C, or for --duration seconds. Either way it stops the load and the daemon,
+# takes the cluster down and removes its directory (also when something fails on the way).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+
+# ------------------------------------------------------------------ the load (runs in its own
+# session so that cleanup can stop it with every rados it started)
+if [ "${1:-}" = __load ]; then
+    state=$2 seconds=$3
+    # shellcheck disable=SC1091
+    source "$state/cluster/env"
+    phase() { echo "$*" > "$state/phase.tmp"; mv "$state/phase.tmp" "$state/phase"; echo "== $*"; }
+    run() { "$@" || { echo "failed: $*"; sleep 1; }; }
+    round=0
+    while :; do
+        round=$((round + 1))
+        for bs in 4096 65536; do
+            kib=$((bs / 1024))
+            phase "round $round: ${kib} KiB writes"
+            run rados -p "$CEPHSCOPE_CEPH_POOL" bench "$seconds" write -b "$bs" -t 16 --no-cleanup
+            phase "round $round: ${kib} KiB sequential reads"
+            run rados -p "$CEPHSCOPE_CEPH_POOL" bench "$seconds" seq -t 16
+            phase "round $round: ${kib} KiB random reads"
+            run rados -p "$CEPHSCOPE_CEPH_POOL" bench "$seconds" rand -t 16
+            phase "round $round: cleanup"
+            run rados -p "$CEPHSCOPE_CEPH_POOL" cleanup
+        done
+    done
+fi
+
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+
+DURATION=0
+PORT=
+INTERVAL=5
+LOAD_SECONDS=10
+BIN=${CEPHSCOPE_BIN:-$REPO/build/daemon/cephscope}
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --duration) DURATION=${2:?}; shift 2 ;;
+        --port) PORT=${2:?}; shift 2 ;;
+        --interval) INTERVAL=${2:?}; shift 2 ;;
+        --bin) BIN=${2:?}; shift 2 ;;
+        -h|--help) usage ;;
+        *) echo "demo.sh: unknown argument: $1" >&2; usage ;;
+    esac
+done
+[[ "$DURATION" =~ ^[0-9]+$ ]] || { echo "demo.sh: --duration takes seconds" >&2; exit 2; }
+[[ "$INTERVAL" =~ ^[1-9][0-9]*$ ]] || { echo "demo.sh: --interval takes seconds" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "demo.sh: run as root (the daemon loads eBPF programs, the cluster runs Ceph daemons)" >&2; exit 1; }
+[ -x "$BIN" ] || { echo "demo.sh: no daemon at $BIN: build first (cmake -S . -B build && cmake --build build -j\"\$(nproc)\"), or pass --bin" >&2; exit 1; }
+command -v curl >/dev/null || { echo "demo.sh: needs curl" >&2; exit 1; }
+
+say() { printf '[demo %5ss] %s\n' "$SECONDS" "$*"; }
+
+# ------------------------------------------------------------------ cleanup, whatever happens
+STATE=
+DAEMON_PID=
+LOAD_PID=
+CLEANED=0
+# shellcheck disable=SC2317  # called from the EXIT trap
+cleanup() {
+    [ "$CLEANED" = 0 ] || return 0
+    CLEANED=1
+    set +e             # clean up as much as possible, whatever fails
+    trap '' INT TERM HUP PIPE   # a second Ctrl-C or a closed pipe must not leave half of it behind
+    echo
+    if [ -n "$LOAD_PID" ] && kill -0 "$LOAD_PID" 2>/dev/null; then
+        say "stopping the load"
+        kill -TERM -- "-$LOAD_PID" 2>/dev/null || true
+        wait "$LOAD_PID" 2>/dev/null || true
+    fi
+    if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
+        say "stopping cephscope (pid $DAEMON_PID)"
+        kill -TERM "$DAEMON_PID" 2>/dev/null || true
+        local i
+        for i in $(seq 1 200); do kill -0 "$DAEMON_PID" 2>/dev/null || break; sleep 0.1; done
+        kill -KILL "$DAEMON_PID" 2>/dev/null || true
+        wait "$DAEMON_PID" 2>/dev/null || true
+    fi
+    if [ -n "$STATE" ] && [ -e "$STATE/cluster" ]; then
+        say "taking the cluster down"
+        "$HERE/cluster.sh" down "$STATE/cluster" >"$STATE/cluster-down.log" 2>&1 \
+            || { tail -n 20 "$STATE/cluster-down.log"; say "cluster.sh down failed: $STATE kept"; return 0; }
+    fi
+    if [ -n "$STATE" ]; then
+        rm -rf -- "$STATE"
+        say "removed $STATE"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+trap 'exit 141' PIPE   # e.g. demo.sh | head: still clean up
+
+# ------------------------------------------------------------------ cluster
+STATE=$(mktemp -d /tmp/cephscope-demo.XXXXXX)   # short: admin socket paths are limited
+say "starting a throw-away Ceph cluster in $STATE/cluster (about 20-30 s)"
+if ! "$HERE/cluster.sh" up "$STATE/cluster" >"$STATE/cluster-up.log" 2>&1; then
+    tail -n 25 "$STATE/cluster-up.log"
+    say "cluster.sh up failed (above)"
+    exit 1
+fi
+# shellcheck disable=SC1091
+source "$STATE/cluster/env"
+say "cluster up: fsid $CEPHSCOPE_CEPH_FSID, OSDs $(for i in $CEPHSCOPE_CEPH_OSD_IDS; do v=CEPHSCOPE_CEPH_OSD_${i}_PID; printf 'osd.%s=pid %s  ' "$i" "${!v}"; done)"
+
+# ------------------------------------------------------------------ daemon
+port_taken() { [ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; }
+if [ -z "$PORT" ]; then
+    PORT=9488
+    while port_taken "$PORT"; do
+        PORT=$((PORT + 1))
+        [ "$PORT" -lt 9588 ] || { say "no free port in 9488-9587: pass --port"; exit 1; }
+    done
+    [ "$PORT" = 9488 ] || say "port 9488 is taken: using $PORT"
+fi
+cat > "$STATE/cephscope.yaml" <<EOF
+# demo.sh: the default configuration, local only, quicker to notice processes
+listen: "127.0.0.1:$PORT"
+log_level: info
+discovery:
+  scan_interval: 2s
+  series_ttl: 5m
+EOF
+URL="http://127.0.0.1:$PORT"
+"$BIN" --config "$STATE/cephscope.yaml" >"$STATE/cephscope.log" 2>&1 &
+DAEMON_PID=$!
+for i in $(seq 1 300); do
+    curl -sf "$URL/readyz" >/dev/null 2>&1 && break
+    kill -0 "$DAEMON_PID" 2>/dev/null || { tail -n 20 "$STATE/cephscope.log"; say "cephscope exited (log above)"; exit 1; }
+    sleep 0.1
+done
+curl -sf "$URL/readyz" >/dev/null || { tail -n 20 "$STATE/cephscope.log"; say "cephscope not ready within 30 s"; exit 1; }
+say "cephscope ready (pid $DAEMON_PID); collectors: $(curl -s "$URL/metrics" | awk '/^cephscope_collector_up\{/ {
+        c = $0; sub(/.*collector="/, "", c); sub(/".*/, "", c)
+        h = $0; sub(/.*hook="/, "", h); sub(/".*/, "", h)
+        printf "%s %s(%s) ", c, ($NF == 1 ? "up " : "DOWN "), h }')"
+
+# ------------------------------------------------------------------ load
+setsid "$0" __load "$STATE" "$LOAD_SECONDS" </dev/null >"$STATE/load.log" 2>&1 &
+LOAD_PID=$!
+
+cat <<EOF
+
+  cephscope is watching the cluster. Look at:
+    $URL/metrics
+      curl -s $URL/metrics | grep 'ceph_daemon="osd.0"'
+      curl -s $URL/metrics | grep cephscope_target_info
+  In Prometheus (scrape $URL), e.g.:
+      histogram_quantile(0.99, sum by (ceph_daemon, le) (rate(cephscope_block_target_device_seconds_bucket[1m])))
+      sum by (ceph_daemon, syscall) (rate(cephscope_syscall_seconds_count[1m]))
+  The cluster:    source $STATE/cluster/env; ceph -s
+  Files:          $STATE (daemon log cephscope.log, load log load.log)
+  Load:           rados bench 4 KiB and 64 KiB: write, seq read, rand read, ${LOAD_SECONDS} s each, in a loop
+  $( [ "$DURATION" -gt 0 ] && echo "Stops after $DURATION s; Ctrl-C stops earlier." || echo "Ctrl-C stops the load and the daemon and removes the cluster.")
+
+  Every ${INTERVAL} s, per target, over the last ${INTERVAL} s: syscalls/s, bytes/s through syscalls
+  (sockets included) and at the block layer, block device time p50/p99, fdatasync p99.
+
+EOF
+
+# ------------------------------------------------------------------ the summary
+# summarize PREV CUR SECONDS: per target, deltas of two /metrics texts
+summarize() {
+    awk -v dt="$3" '
+    function lbl(s, k,   m) {
+        if (match(s, k "=\"[^\"]*\"")) { m = substr(s, RSTART + length(k) + 2, RLENGTH - length(k) - 3); return m }
+        return ""
+    }
+    function target(s,   t) {
+        t = lbl(s, "ceph_daemon"); if (t != "") return t
+        t = lbl(s, "process"); if (t != "") return t
+        return ""
+    }
+    function lev(x) { return x == "+Inf" ? 1e30 : x + 0 }
+    function add(key, v) { val[key] += (FILENAME == ARGV[1] ? -v : v) }
+    # quantile q of the histogram h of target t (cumulative bucket deltas in val[h,t,le])
+    function quant(h, t, q,   i, total, rank, lo, hi, c, cprev) {
+        total = val[h, t, "+Inf"]
+        if (total <= 0) return -1
+        rank = q * total; cprev = 0; lo = 0
+        for (i = 1; i <= nle; i++) {
+            c = val[h, t, les[i]]
+            if (c >= rank) {
+                hi = lev(les[i])
+                if (hi >= 1e30) return lo
+                if (c == cprev) return hi
+                return lo + (hi - lo) * (rank - cprev) / (c - cprev)
+            }
+            cprev = c; lo = lev(les[i])
+        }
+        return lo
+    }
+    function dur(s) {
+        if (s < 0) return "-"
+        if (s < 1e-3) return sprintf("%.0fus", s * 1e6)
+        if (s < 1) return sprintf("%.2fms", s * 1e3)
+        return sprintf("%.2fs", s)
+    }
+    /^#/ { next }
+    {
+        i = index($0, "{"); if (i == 0) next
+        name = substr($0, 1, i - 1)
+        labels = substr($0, i + 1); labels = substr(labels, 1, index(labels, "}") - 1)
+        v = $NF + 0
+        t = target(labels); if (t == "") next
+        if (name == "cephscope_target_info") {
+            if (FILENAME == ARGV[2]) { seen[t] = 1; pids[t] = pids[t] (pids[t] == "" ? "" : ",") lbl(labels, "pid") }
+            next
+        }
+        if (name == "cephscope_syscall_seconds_count") { add("sc" SUBSEP t, v); next }
+        if (name == "cephscope_layer_bytes_total") {
+            if (lbl(labels, "layer") == "syscall") add("sy" lbl(labels, "direction") SUBSEP t, v)
+            next
+        }
+        if (name == "cephscope_block_target_bytes_total") {
+            op = lbl(labels, "op"); if (op == "read" || op == "write") add("bl" op SUBSEP t, v)
+            next
+        }
+        if (name == "cephscope_block_target_device_seconds_bucket") {
+            le = lbl(labels, "le"); lesee[le] = 1; add("disk" SUBSEP t SUBSEP le, v); next
+        }
+        if (name == "cephscope_syscall_seconds_bucket" && lbl(labels, "syscall") == "fdatasync") {
+            le = lbl(labels, "le"); lesee[le] = 1; add("sync" SUBSEP t SUBSEP le, v); next
+        }
+    }
+    END {
+        nle = 0
+        for (le in lesee) les[++nle] = le
+        for (i = 2; i <= nle; i++) {          # insertion sort by bound (mawk has no asort)
+            x = les[i]; j = i - 1
+            while (j > 0 && lev(les[j]) > lev(x)) { les[j + 1] = les[j]; j-- }
+            les[j + 1] = x
+        }
+        n = 0
+        for (t in seen) names[++n] = t
+        for (i = 2; i <= n; i++) {
+            x = names[i]; j = i - 1
+            while (j > 0 && names[j] > x) { names[j + 1] = names[j]; j-- }
+            names[j + 1] = x
+        }
+        printf "  %-16s %-12s %10s %9s %9s %9s %9s %9s %9s %10s\n", "target", "pid", "syscall/s", \
+            "sys rd", "sys wr", "blk rd", "blk wr", "disk p50", "disk p99", "fsync p99"
+        printf "  %-16s %-12s %10s %9s %9s %9s %9s %9s %9s %10s\n", "", "", "", "MB/s", "MB/s", \
+            "MB/s", "MB/s", "", "", ""
+        for (i = 1; i <= n; i++) {
+            t = names[i]
+            printf "  %-16s %-12s %10.0f %9.2f %9.2f %9.2f %9.2f %9s %9s %10s\n", t, pids[t], \
+                val["sc", t] / dt, val["syread", t] / dt / 1e6, val["sywrite", t] / dt / 1e6, \
+                val["blread", t] / dt / 1e6, val["blwrite", t] / dt / 1e6, \
+                dur(quant("disk", t, 0.5)), dur(quant("disk", t, 0.99)), dur(quant("sync", t, 0.99))
+        }
+        if (n == 0) print "  (no targets yet)"
+    }' "$1" "$2"
+}
+
+curl -s "$URL/metrics" > "$STATE/prev.prom"
+prev_t=$(date +%s.%N)
+start=$SECONDS
+while :; do
+    sleep "$INTERVAL"
+    kill -0 "$DAEMON_PID" 2>/dev/null || { tail -n 20 "$STATE/cephscope.log"; say "cephscope exited (log above)"; exit 1; }
+    kill -0 "$LOAD_PID" 2>/dev/null || { tail -n 20 "$STATE/load.log"; say "the load stopped (log above)"; exit 1; }
+    curl -s "$URL/metrics" > "$STATE/cur.prom" || { say "scrape of $URL/metrics failed"; continue; }
+    now_t=$(date +%s.%N)
+    dt=$(awk -v a="$now_t" -v b="$prev_t" 'BEGIN{printf "%.3f", a - b}')
+    say "last ${dt} s; load now: $(cat "$STATE/phase" 2>/dev/null || echo starting)   ($URL/metrics)"
+    summarize "$STATE/prev.prom" "$STATE/cur.prom" "$dt"
+    mv "$STATE/cur.prom" "$STATE/prev.prom"
+    prev_t=$now_t
+    if [ "$DURATION" -gt 0 ] && [ $((SECONDS - start)) -ge "$DURATION" ]; then
+        say "--duration $DURATION reached"
+        break
+    fi
+done
+exit 0
