@@ -64,10 +64,15 @@ void check_histogram_shape(const Metrics& m, const std::string& name, const Labe
 
 TEST_CASE("syscall and block collectors count a known IO pattern exactly",
           "[kernel][syscall][block]") {
+  // Both flavours of the block collector, forced in turn: tp_btf and classic tracepoints.
+  const std::string block_hook = GENERATE(as<std::string>{}, "tp_btf", "tracepoint");
+  INFO("block hook " << block_hook);
   const std::string dir = fresh_dir();
   require_block_device(dir);
-  Daemon daemon(dir, tracking_config());
+  Daemon daemon(dir, tracking_config("collectors:\n  block: {hook: " + block_hook + "}\n"));
   REQUIRE(daemon.wait_ready());
+  REQUIRE(daemon.scrape().sum("cephscope_collector_up",
+                              {{"collector", "block"}, {"hook", block_hook}}) == 1);
   const IoPattern io;
   run_io(daemon, dir, io);
   const Metrics m = daemon.scrape();
