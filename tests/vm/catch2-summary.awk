@@ -4,8 +4,9 @@
 #          file:line REQUIRE: original => expanded
 #   INCOMPLETE    test case name        (started, no result: the test binary died or hung)
 #   TOTAL passed=N failed=M incomplete=K
-# Streams: reading a live reporter pipe, it prints each result as it comes, and
-# "RUN name" on stderr when a test case starts (progress without polluting the summary).
+# Streams: reading a live reporter pipe, it prints each result as it comes; with -v progress=1
+# also "RUN  name" when a test case starts (Catch2 closes an XML element only when it writes
+# the next one, so a result line can come after the next RUN line).
 # POSIX awk (runs in the guest's mawk and the host's gawk).
 function unescape(s) {
   gsub(/&quot;/, "\"", s); gsub(/&apos;/, "'", s); gsub(/&lt;/, "<", s); gsub(/&gt;/, ">", s)
@@ -23,7 +24,7 @@ BEGIN { passed = failed = incomplete = 0; open_case = 0 }
 /<TestCase / {
   if (open_case) { print "INCOMPLETE    " name; incomplete++ }
   name = attr($0, "name"); open_case = 1; detail = ""; mode = ""
-  if (progress) { print "RUN  " name > "/dev/stderr"; fflush("/dev/stderr") }
+  if (progress) { print "RUN           " name; fflush() }
   next
 }
 /<Expression success="false"/ { mode = "expr"; loc = where($0); kind = attr($0, "type"); orig = exp_ = ""; next }

@@ -263,7 +263,7 @@ fi
       echo "Failures on $k:"
       echo
       echo '```'
-      grep -E -A1 '^(FAIL|INCOMPLETE)' "$s" | grep -v '^--$' || true
+      awk '/^(FAIL|INCOMPLETE)/ { show = 1; print; next } /^       / && show { print; next } { show = 0 }' "$s"
       echo '```'
     done
   else

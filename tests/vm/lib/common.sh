@@ -20,7 +20,7 @@ VM_ROOTFS_SUITE=bookworm
 VM_ROOTFS_PACKAGES=(
   libbpf1 libelf1 libdw1 zlib1g libdebuginfod1 libstdc++6
   libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1
-  libyaml-cpp0.7 libspdlog1.10 libfmt9 libsystemd0
+  libyaml-cpp0.7 libspdlog1.10 libfmt9 libsystemd0 libdeflate0
   bpftool iproute2 util-linux procps e2fsprogs kmod
 )
 
@@ -85,12 +85,17 @@ vm_unlock() { [ -n "${VM_LOCK_FD:-}" ] && exec {VM_LOCK_FD}>&- ; VM_LOCK_FD=; }
 # Runs "$@" in a subshell with set -e in force (a `f || rc=$?` call would switch it off inside
 # f) and leaves its exit status in VM_CALL_RC; always returns 0.
 vm_call() {
+  local err_trap
+  err_trap=$(trap -p ERR)
+  trap - ERR # the subshell's status is an answer, not an internal error
   set +e
   (
+    eval "$err_trap"
     set -e
     "$@"
   )
   VM_CALL_RC=$?
   set -e
+  eval "$err_trap"
   return 0
 }

@@ -7,7 +7,34 @@ VM_DAEMON_BIN=${CEPHSCOPE_BIN:-$VM_BUILD_DIR/daemon/cephscope}
 VM_HOOKPROBE_BIN=$VM_BUILD_DIR/tests/vm/cephscope_vm_hookprobe
 VM_CHECK_CONFIG=${CEPHSCOPE_VM_CHECK_CONFIG:-$VM_SRC_DIR/config/cephscope.yaml}
 
-# Every shared library a host binary needs must be in the guest root filesystem.
+# Every shared library a host binary needs must be in the guest root filesystem. A missing
+# one is looked up with dpkg -S on the host (where the binary was linked) and its package is
+# added to CEPHSCOPE_VM_EXTRA_PACKAGES, which keys a new root filesystem; the static list in
+# common.sh should then learn it too.
+vm_missing_packages() { # BINARY... -> packages, one a line
+  local rootfs b lib p
+  rootfs=$(vm_rootfs_dir)
+  for b in "$@"; do
+    [ -x "$b" ] || continue
+    while read -r lib; do
+      [ -n "$lib" ] || continue
+      compgen -G "$rootfs/usr/lib/x86_64-linux-gnu/$lib" > /dev/null && continue
+      compgen -G "$rootfs/lib/x86_64-linux-gnu/$lib" > /dev/null && continue
+      p=$( { dpkg -S "/usr/lib/x86_64-linux-gnu/$lib" "/lib/x86_64-linux-gnu/$lib" 2>/dev/null || true; } |
+        head -n 1 | cut -d: -f1)
+      [ -n "$p" ] && echo "$p"
+    done < <(readelf -d "$b" 2>/dev/null | awk '/\(NEEDED\)/ { gsub(/[\[\]]/, "", $5); print $5 }')
+  done | sort -u
+}
+vm_ensure_rootfs_libs() { # BINARY...
+  local extra
+  extra=$(vm_missing_packages "$@" | paste -sd' ' -)
+  [ -n "$extra" ] || return 0
+  vm_log "the binaries need packages the root filesystem lacks: $extra (add them to VM_ROOTFS_PACKAGES in tests/vm/lib/common.sh)"
+  CEPHSCOPE_VM_EXTRA_PACKAGES="${CEPHSCOPE_VM_EXTRA_PACKAGES:-} $extra"
+  export CEPHSCOPE_VM_EXTRA_PACKAGES
+  VM_DIE_RC=$VM_RC_SETUP cmd_prepare
+}
 vm_check_libs() { # BINARY...
   local rootfs b lib missing=()
   rootfs=$(vm_rootfs_dir)
@@ -26,6 +53,38 @@ vm_check_libs() { # BINARY...
   vm_log "the guest root filesystem lacks: ${missing[*]}"
   vm_log "add the packages to VM_ROOTFS_PACKAGES in tests/vm/lib/common.sh (or CEPHSCOPE_VM_EXTRA_PACKAGES)"
   return 1
+}
+
+# A copy of the binaries the guest runs, shared over the build tree at its own path, so a
+# rebuild on the host (a shared checkout) cannot swap them in the middle of a run and every
+# kernel of a matrix tests the same ones. Waits (bounded) until none changed for 10 s.
+# CEPHSCOPE_VM_SNAPSHOT=0 runs the build tree as it is.
+vm_snapshot_build() { # DEST
+  local dest=$1 f rel waited=0 newest now
+  local files=("$VM_DAEMON_BIN" "$VM_KERNEL_TESTS_BIN" "$VM_BUILD_DIR/tests/kernel/io_driver"
+    "$VM_HOOKPROBE_BIN" "$VM_BUILD_DIR/tests/vm/cephscope_vm_loadcheck")
+  for f in "$VM_BUILD_DIR"/skel/*.bpf.o; do [ -f "$f" ] && files+=("$f"); done
+  while :; do
+    newest=0
+    for f in "${files[@]}"; do
+      [ -f "$f" ] || continue
+      now=$(stat -c %Y "$f")
+      [ "$now" -gt "$newest" ] && newest=$now
+    done
+    [ $(($(date +%s) - newest)) -ge 10 ] && break
+    [ $waited -lt 300 ] || { vm_log "the build keeps changing; snapshotting it anyway"; break; }
+    [ $waited = 0 ] && vm_log "the build tree changed in the last 10 s: waiting for it to settle"
+    sleep 5
+    waited=$((waited + 5))
+  done
+  rm -rf "$dest"
+  for f in "${files[@]}"; do
+    [ -f "$f" ] || continue
+    case $f in "$VM_BUILD_DIR"/*) rel=${f#"$VM_BUILD_DIR"/} ;; *) continue ;; esac
+    mkdir -p "$dest/$(dirname "$rel")"
+    cp -p "$f" "$dest/$rel"
+  done
+  vm_log "binaries: a snapshot of $VM_BUILD_DIR ($(du -sh "$dest" | cut -f1)) shared at its path"
 }
 
 cmd_probe() { # [--out DIR] KERNEL
@@ -76,8 +135,18 @@ cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] KERNEL
   fi
   out=${out:-$VM_RESULTS/$label}
   vm_rootfs_ready || VM_DIE_RC=$VM_RC_SETUP cmd_prepare "$label"
+  vm_ensure_rootfs_libs "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN" "$VM_HOOKPROBE_BIN"
   vm_check_libs "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN" "$VM_HOOKPROBE_BIN" || return $VM_RC_SETUP
-  vm_call cmd_run --out "$out" \
+  local snap_share=()
+  if [ "${CEPHSCOPE_VM_SNAPSHOT:-1}" = 1 ]; then
+    if [ -z "${VM_SNAPSHOT_DIR:-}" ]; then
+      mkdir -p "$out"
+      vm_snapshot_build "$out/build-snapshot"
+      VM_SNAPSHOT_DIR=$out/build-snapshot
+    fi
+    snap_share=(--share "$VM_SNAPSHOT_DIR:$VM_BUILD_DIR")
+  fi
+  vm_call cmd_run --out "$out" "${snap_share[@]}" \
     -e "CEPHSCOPE_EXPECT_VFS_HOOKS=$hooks" \
     -e "CEPHSCOPE_BIN=$VM_DAEMON_BIN" \
     -e "CEPHSCOPE_BUILD_DIR=$VM_BUILD_DIR" \
@@ -110,6 +179,11 @@ cmd_matrix() { # [--no-docs] [KERNEL...]
   prep_s=$(vm_since "$t0")
   mkdir -p "$VM_RESULTS"
   echo "$prep_s" > "$VM_RESULTS/prepare.seconds"
+  # one snapshot of the binaries for every kernel
+  if [ "${CEPHSCOPE_VM_SNAPSHOT:-1}" = 1 ] && [ -x "$VM_DAEMON_BIN" ]; then
+    vm_snapshot_build "$VM_RESULTS/build-snapshot"
+    export VM_SNAPSHOT_DIR=$VM_RESULTS/build-snapshot
+  fi
   for l in "${labels[@]}"; do
     local r=0
     if [ -x "$VM_KERNEL_TESTS_BIN" ] && [ -x "$VM_DAEMON_BIN" ]; then
