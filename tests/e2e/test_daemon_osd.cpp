@@ -240,6 +240,27 @@ bool osds_up(const ClusterInfo& cluster) {
   }
 }
 
+// One OSD in the OSD map: up or down, and the map epoch from which its current instance is up.
+// A new instance of the OSD (a restart) is up from a later epoch; until the mon has seen the
+// old one fail, the map still says "up" with the old epoch.
+struct OsdMapEntry {
+  bool up = false;
+  long up_from = 0;
+};
+
+std::optional<OsdMapEntry> osd_map_entry(const ClusterInfo& cluster, int id) {
+  try {
+    auto dump = ceph_json(cluster, {"osd", "dump"});
+    for (const auto& o : dump.at("osds")) {
+      if (o.at("osd").get<int>() == id) {
+        return OsdMapEntry{o.at("up").get<int>() == 1, o.at("up_from").get<long>()};
+      }
+    }
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
 bool pgs_clean(const ClusterInfo& cluster) {
   try {
     auto s = ceph_json(cluster, {"pg", "stat"}).at("pg_summary");
@@ -575,6 +596,9 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
     INFO(name << " was: " << describe(launch.argv) << " (exe " << launch.exe << ", cwd "
               << launch.cwd << ")");
     REQUIRE(fs::path(launch.exe).filename() == "ceph-osd");
+    const auto old_instance = osd_map_entry(cluster, victim.id);
+    REQUIRE(old_instance.has_value());
+    REQUIRE(old_instance->up);
     const auto before_kill = osd_series(daemon.scrape(), name);
 
     REQUIRE(kill(old_pid, SIGKILL) == 0);
@@ -586,24 +610,30 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
     std::optional<double> exec_at;  // when /proc shows ceph-osd under the new pid
     std::optional<double> picked_at;
     int scrapes = 0;
-    while (since(t_fork) < 30) {
+    auto note_exec = [&] {
       if (!exec_at && fs::path(exe_of(new_pid)).filename() == "ceph-osd") {
         exec_at = since(t_fork);
       }
+    };
+    while (since(t_fork) < 30) {
+      note_exec();
       auto m = daemon.scrape();
       ++scrapes;
       if (!target_info(m, "ceph_daemon", name, new_pid).empty()) {
         picked_at = since(t_fork);
         break;
       }
+      note_exec();
       std::this_thread::sleep_for(50ms);
     }
     record_pid(cluster, victim.id, new_pid);  // before any REQUIRE: cluster.sh down must find it
     INFO("new " << name << " pid " << new_pid);
     REQUIRE(picked_at.has_value());
-    std::printf("%s restarted: old pid %d, new pid %d; exec seen after %.3f s; on "
-                "cephscope_target_info %.3f s after the new process existed (%d scrapes)\n",
-                name.c_str(), old_pid, new_pid, exec_at.value_or(-1), *picked_at, scrapes);
+    const std::string exec_text =
+        exec_at ? std::to_string(static_cast<int>(*exec_at * 1000)) + " ms" : "not seen before";
+    std::printf("%s restarted: old pid %d, new pid %d; on cephscope_target_info %.3f s after the "
+                "new process existed (scrape %d, polling every 50 ms; exec in /proc: %s)\n",
+                name.c_str(), old_pid, new_pid, *picked_at, scrapes, exec_text.c_str());
     std::fflush(stdout);
     CHECK(*picked_at <= 2.0);
 
@@ -630,15 +660,25 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
     }
 
     // the OSD rejoins: the cluster stays usable for the tests after this one
-    const auto t_rejoin = SteadyClock::now();
-    auto up = poll_until([&] { return alive(new_pid) && osds_up(cluster); }, 180s, 500ms);
-    INFO("see " << cluster.dir << "/log/" << name << ".log");
+    auto up = poll_until(
+        [&] {
+          if (!alive(new_pid)) {
+            return false;
+          }
+          auto e = osd_map_entry(cluster, victim.id);
+          return e && e->up && e->up_from > old_instance->up_from && osds_up(cluster);
+        },
+        180s, 500ms);
+    INFO("see " << cluster.dir << "/log/" << name << ".log; up_from before the kill "
+                << old_instance->up_from);
     REQUIRE(alive(new_pid));
     REQUIRE(up.has_value());
+    const double up_after = since(t_fork);
     auto clean = poll_until([&] { return pgs_clean(cluster); }, 180s, 500ms);
     REQUIRE(clean.has_value());
-    std::printf("%s up again and every PG active+clean %.1f s after the restart\n", name.c_str(),
-                since(t_rejoin));
+    std::printf("%s up again in the OSD map %.1f s, every PG active+clean %.1f s after the "
+                "restart\n",
+                name.c_str(), up_after, since(t_fork));
     std::fflush(stdout);
 
     // load again: the restarted OSD's series grow from where they were
