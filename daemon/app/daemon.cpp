@@ -212,6 +212,10 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
       discovery->scan(now);
       next_scan = now + config.discovery.scan_interval;
     }
+    const auto targets = registry.snapshot();
+    for (const auto& c : collectors) {
+      c->sync_targets(targets);
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #include "collectors/block_collector.h"
 #include "collectors/collector.h"
+#include "collectors/osd_collector.h"
 #include "collectors/syscall_collector.h"
 #include "collectors/vfs_collector.h"
 
@@ -16,6 +17,9 @@ std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorContext& 
   }
   if (c.vfs.enabled) {
     out.push_back(make_vfs_collector(ctx));
+  }
+  if (c.osd.enabled) {
+    out.push_back(make_osd_collector(ctx));
   }
   return out;
 }

@@ -13,6 +13,7 @@
 
 #include "bpf/cephscope.h"
 #include "config/config.h"
+#include "discovery/registry.h"
 #include "libbpf/features.h"
 #include "libbpf/handles.h"
 #include "libbpf/prog_stats.h"
@@ -50,6 +51,9 @@ class Collector {
   [[nodiscard]] virtual std::vector<MapUsage> maps() const = 0;
   [[nodiscard]] virtual std::vector<std::pair<std::string, ProgramStats>> programs() const = 0;
   [[nodiscard]] virtual std::array<std::uint64_t, LOST_REASONS> lost() const = 0;
+  // Called from the daemon loop with the current targets (at most every 100 ms), for
+  // collectors that attach per process. The default ignores it.
+  virtual void sync_targets(const std::vector<TargetView>& /*targets*/) {}
 };
 
 class BpfCollector : public Collector {

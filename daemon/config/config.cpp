@@ -96,9 +96,12 @@ std::regex pattern(const YAML::Node& node, const std::string& key) {
 }
 
 CollectorConfig parse_collector(const YAML::Node& node, const std::string& key,
-                                const std::set<std::string>& hooks) {
+                                const std::set<std::string>& hooks,
+                                const std::set<std::string>& extra_keys = {}) {
   require_map(node, key);
-  check_keys(node, key, {"enabled", "hook"});
+  std::set<std::string> keys = {"enabled", "hook"};
+  keys.insert(extra_keys.begin(), extra_keys.end());
+  check_keys(node, key, keys);
   CollectorConfig out;
   if (node["enabled"]) {
     out.enabled = boolean(node["enabled"], key + ".enabled");
@@ -202,7 +205,7 @@ Config parse_root(const YAML::Node& root) {
   }
   if (const auto& c = root["collectors"]) {
     require_map(c, "collectors");
-    check_keys(c, "collectors", {"syscall", "block", "vfs"});
+    check_keys(c, "collectors", {"syscall", "block", "vfs", "osd"});
     if (c["syscall"]) {
       cfg.collectors.syscall = parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"});
     }
@@ -212,6 +215,14 @@ Config parse_root(const YAML::Node& root) {
     }
     if (c["vfs"]) {
       cfg.collectors.vfs = parse_collector(c["vfs"], "collectors.vfs", {"fentry", "kprobe"});
+    }
+    if (c["osd"]) {
+      cfg.collectors.osd =
+          parse_collector(c["osd"], "collectors.osd", {"uprobe"}, {"slow_op_threshold"});
+      if (c["osd"]["slow_op_threshold"]) {
+        cfg.collectors.osd_slow_op_threshold =
+            duration(c["osd"]["slow_op_threshold"], "collectors.osd.slow_op_threshold");
+      }
     }
   }
   if (const auto& l = root["limits"]) {

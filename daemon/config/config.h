@@ -44,6 +44,9 @@ struct Config {
     CollectorConfig syscall;
     CollectorConfig block;
     CollectorConfig vfs;
+    CollectorConfig osd;  // uprobes in ceph-osd, attached per OSD process
+    // Ops slower than this count in cephscope_osd_slow_ops_total (collectors.osd.slow_op_threshold)
+    std::chrono::milliseconds osd_slow_op_threshold{1000};
   } collectors;
 
   struct Limits {

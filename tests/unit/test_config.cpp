@@ -46,6 +46,7 @@ discovery:
 collectors:
   vfs: {enabled: false, hook: kprobe}
   block: {hook: tracepoint}
+  osd: {enabled: false, slow_op_threshold: 250ms}
 limits: {max_series: 10}
 )",
                         "full.yaml");
@@ -60,6 +61,8 @@ limits: {max_series: 10}
   CHECK_FALSE(r->collectors.vfs.enabled);
   CHECK(r->collectors.vfs.hook == "kprobe");
   CHECK(r->collectors.block.hook == "tracepoint");
+  CHECK_FALSE(r->collectors.osd.enabled);
+  CHECK(r->collectors.osd_slow_op_threshold == std::chrono::milliseconds(250));
   CHECK(r->limits.max_series == 10);
 }
 
@@ -90,6 +93,8 @@ TEST_CASE("each config error names the key and its line", "[config]") {
   CHECK(rejected("log_level: loud\n").starts_with("test.yaml:1: log_level: unknown level 'loud'"));
   CHECK(rejected("collectors:\n  vfs: {hook: uprobe}\n") ==
         "test.yaml:2: collectors.vfs.hook: unknown hook 'uprobe' (one of: auto, fentry, kprobe)");
+  CHECK(rejected("collectors:\n  osd: {slow_op_threshold: soon}\n")
+            .starts_with("test.yaml:2: collectors.osd.slow_op_threshold: "));
   CHECK(rejected("collectors:\n  nfs: {enabled: true}\n") ==
         "test.yaml:2: collectors.nfs: unknown key");
   CHECK(rejected("collectors:\n  syscall: true\n") ==

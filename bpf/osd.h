@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Shared between osd.bpf.c and daemon/collectors/osd_collector.cpp. */
+#ifndef CEPHSCOPE_OSD_H
+#define CEPHSCOPE_OSD_H
+
+#include "cephscope.h"
+
+/* The `stage` label, in the order of the op's timeline (docs/collectors/osd.md). */
+enum cephscope_osd_stage {
+	OSD_STAGE_THROTTLE,    /* message header read -> dispatch throttle granted */
+	OSD_STAGE_RECEIVE,     /* -> message fully read */
+	OSD_STAGE_DISPATCH,    /* -> queued for the PG (event queued_for_pg) */
+	OSD_STAGE_QUEUE,       /* -> dequeued by an OSD shard thread */
+	OSD_STAGE_EXECUTE,     /* -> transaction queued to BlueStore (reads: -> reply) */
+	OSD_STAGE_REPLICATION, /* subops sent (not before the local queue) -> last replica commit */
+	OSD_STAGE_COMMIT,      /* all commits -> reply (replica: transaction queued -> commit) */
+	OSD_STAGE_COUNT,
+	OSD_STAGE_WHOLE = OSD_STAGE_COUNT, /* the whole op: message header read -> reply */
+};
+
+/* The `op` label: Ceph's own op_r / op_w split; op_rw and the rest are "other". */
+enum cephscope_osd_op {
+	OSD_OP_READ,
+	OSD_OP_WRITE,
+	OSD_OP_OTHER,
+	OSD_OP_COUNT,
+};
+
+enum cephscope_osd_kind {
+	OSD_KIND_OP,    /* client op, on its primary */
+	OSD_KIND_SUBOP, /* replicated write received from a primary (MOSDRepOp) */
+};
+
+/* Members found in the target's build (osd_layout.have). A stage needs all of its members. */
+#define OSD_HAVE_REQID (1u << 0)      /* OpRequest::reqid: the in-flight key */
+#define OSD_HAVE_STAMPS (1u << 1)     /* Message recv/throttle/recv_complete stamps */
+#define OSD_HAVE_DEQUEUED (1u << 2)   /* OpRequest::dequeued_time */
+#define OSD_HAVE_EVENTS (1u << 3)     /* TrackedOp::events, std::vector of 40-byte events */
+#define OSD_HAVE_RMW_FLAGS (1u << 4)  /* OpRequest::op_info.rmw_flags */
+#define OSD_HAVE_DATA_LEN (1u << 5)   /* Message::header.data_len */
+
+/* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
+struct osd_layout {
+	__u32 have;
+	__u32 op_request;          /* OpRequest::request (Message *) */
+	__u32 op_reqid;            /* OpRequest::reqid: name._type, name._num @+8, tid @+16 */
+	__u32 op_rmw_flags;        /* OpRequest::op_info.rmw_flags (u64) */
+	__u32 op_dequeued_time;    /* OpRequest::dequeued_time (utime_t) */
+	__u32 op_events;           /* TrackedOp::events (begin, end pointers) */
+	__u32 msg_recv_stamp;      /* Message::recv_stamp (utime_t) */
+	__u32 msg_throttle_stamp;  /* Message::throttle_stamp */
+	__u32 msg_complete_stamp;  /* Message::recv_complete_stamp */
+	__u32 msg_data_len;        /* Message::header.data_len (le32) */
+	__u32 repmod_op;           /* ReplicatedBackend::RepModify::op (OpRequest *) */
+	__u32 pad;
+};
+
+/* An op between its transaction being queued and its completion, by the client's reqid. */
+struct osd_op_key {
+	__u32 tgid;
+	__u8 name_type;
+	__u8 pad[3];
+	__s64 name_num;
+	__u64 tid;
+};
+
+struct osd_stats_key {
+	__u32 target;
+	__u8 kind;  /* enum cephscope_osd_kind */
+	__u8 op;    /* enum cephscope_osd_op */
+	__u8 stage; /* enum cephscope_osd_stage, or OSD_STAGE_WHOLE */
+	__u8 pad;
+};
+
+struct osd_stats {
+	struct hist latency;
+	__u64 slow;      /* stage: slow ops for which it was the longest; whole: all slow ops */
+	__u64 bytes_in;  /* whole only: client payload received (written) */
+	__u64 bytes_out; /* whole only: payload sent back (read) */
+};
+
+/* Longest event list scanned per op: Ceph preallocates 20, a size-3 write has 12. */
+#define OSD_EVENTS_MAX 24
+#define OSD_EVENT_SIZE 40
+
+#define OSD_LAYOUTS_MAX 1024
+#define OSD_INFLIGHT_MAX 65536
+#define OSD_STATS_MAX 16384
+
+#endif

@@ -1,0 +1,410 @@
+// e2e (root, live test cluster): the OSD stage collector against Ceph's own perf counters.
+//
+// One daemon with only the osd collector on. The test waits until the three OSD probes are
+// attached on every OSD of the cluster, then
+//   1. runs a 4 KiB rados bench write and compares, per OSD, the count of write ops in
+//      cephscope_osd_op_seconds with the OSD's op_w delta (0.5%), the sum over OSDs with rados
+//      bench's total (+ its metadata object), the subop count with subop_w, and the means with
+//      op_w_latency / subop_w_latency (10%); every write stage is non-empty and the stage means
+//      add up to no more than the whole op's mean;
+//   2. runs a seq read bench on those objects: op_r counts and op_r_latency the same way;
+//   3. pauses one OSD with SIGSTOP for 2 s during a bench: the primaries that replicate to it
+//      count slow ops under stage="replication".
+//
+// Another cluster's osd.N on the same host is the same cephscope target (ceph_daemon="osd.N"):
+// its perf counters are added to the ground truth when its admin socket is found.
+#include <signal.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ceph_harness.h"
+#include "support/daemon_runner.h"
+#include "support/metrics_text.h"
+
+using namespace cephscope::test;
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::vector<std::string> kProbes = {"BlueStore::queue_transactions",
+                                          "PrimaryLogPG::log_op_stats",
+                                          "ReplicatedBackend::repop_commit"};
+const std::vector<std::string> kWriteStages = {"throttle", "receive",     "dispatch", "queue",
+                                               "execute",  "replication", "commit"};
+const std::vector<std::string> kReadStages = {"throttle", "receive", "dispatch", "queue",
+                                              "execute"};
+const std::vector<std::string> kSubopStages = {"throttle", "receive", "dispatch",
+                                               "queue",    "execute", "commit"};
+
+std::string osd_name(int id) {
+  return "osd." + std::to_string(id);
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Admin sockets of every ceph-osd with this id on the host, from the layout cluster.sh writes
+// (CONF_DIR/run/osd.N.asok); ours first.
+std::map<int, std::vector<std::string>> host_osd_sockets(const ClusterInfo& cluster) {
+  std::map<int, std::vector<std::string>> out;
+  for (const auto& o : cluster.osds) {
+    out[o.id].push_back(o.asok);
+  }
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string pid = entry.path().filename();
+    if (pid.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::vector<std::string> argv;
+    std::stringstream cmd(slurp(entry.path() / "cmdline"));
+    for (std::string a; std::getline(cmd, a, '\0');) {
+      argv.push_back(a);
+    }
+    if (argv.empty() || fs::path(argv[0]).filename() != "ceph-osd") {
+      continue;
+    }
+    std::string conf;
+    std::optional<int> id;
+    for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
+      if (argv[i] == "-c") {
+        conf = argv[i + 1];
+      } else if (argv[i] == "-i") {
+        id = std::atoi(argv[i + 1].c_str());
+      }
+    }
+    if (!id || conf.empty() || conf == cluster.conf) {
+      continue;
+    }
+    const std::string asok =
+        (fs::path(conf).parent_path() / "run" / (osd_name(*id) + ".asok")).string();
+    if (fs::exists(asok)) {
+      std::printf("note: %s of another cluster (pid %s) shares the target; adding %s\n",
+                  osd_name(*id).c_str(), pid.c_str(), asok.c_str());
+      out[*id].push_back(asok);
+    } else {
+      WARN(osd_name(*id) << " of another cluster (pid " << pid
+                         << ") shares the target and its counters are not readable");
+    }
+  }
+  return out;
+}
+
+OsdCounters add(const OsdCounters& a, const OsdCounters& b) {
+  OsdSnapshot s{{0, a}, {1, b}};
+  return sum(s);
+}
+
+// Per OSD id: the counters of every ceph-osd with that id on the host (ours first).
+OsdSnapshot snapshot_host(const std::map<int, std::vector<std::string>>& sockets,
+                          bool foreign_only = false) {
+  OsdSnapshot out;
+  for (const auto& [id, socks] : sockets) {
+    OsdCounters total;
+    for (std::size_t i = foreign_only ? 1 : 0; i < socks.size(); ++i) {
+      try {
+        total =
+            add(total,
+                parse_osd_perf_dump(admin_socket_command(socks[i], R"({"prefix":"perf dump"})")));
+      } catch (const std::exception& e) {
+        if (i == 0) {
+          throw;  // ours must answer; another cluster may be going away
+        }
+        WARN("another cluster's OSD did not answer: " << e.what());
+      }
+    }
+    out[id] = total;
+  }
+  return out;
+}
+
+// What cephscope says about one OSD.
+struct Hist {
+  double count = 0;
+  double sum = 0;
+  [[nodiscard]] double mean() const { return count > 0 ? sum / count : 0; }
+};
+Hist operator-(const Hist& a, const Hist& b) {
+  return {a.count - b.count, a.sum - b.sum};
+}
+
+Hist hist(const Metrics& m, const std::string& name, const std::map<std::string, std::string>& l) {
+  return {m.sum(name + "_count", l), m.sum(name + "_sum", l)};
+}
+
+struct OsdView {
+  std::map<std::string, Hist> op;  // by op
+  Hist subop;
+  std::map<std::string, std::map<std::string, Hist>> stage;  // op -> stage
+  std::map<std::string, Hist> subop_stage;
+  std::map<std::string, double> slow;  // stage -> count (writes)
+};
+
+OsdView view(const Metrics& m, int id) {
+  OsdView v;
+  const std::string d = osd_name(id);
+  for (const char* op : {"read", "write", "other"}) {
+    v.op[op] = hist(m, "cephscope_osd_op_seconds", {{"ceph_daemon", d}, {"op", op}});
+    for (const auto& st : kWriteStages) {
+      v.stage[op][st] = hist(m, "cephscope_osd_op_stage_seconds",
+                             {{"ceph_daemon", d}, {"op", op}, {"stage", st}});
+    }
+  }
+  v.subop = hist(m, "cephscope_osd_subop_seconds", {{"ceph_daemon", d}});
+  for (const auto& st : kSubopStages) {
+    v.subop_stage[st] =
+        hist(m, "cephscope_osd_subop_stage_seconds", {{"ceph_daemon", d}, {"stage", st}});
+  }
+  for (const auto& st : kWriteStages) {
+    v.slow[st] =
+        m.sum("cephscope_osd_slow_ops_total", {{"ceph_daemon", d}, {"op", "write"}, {"stage", st}});
+  }
+  return v;
+}
+
+std::map<int, OsdView> views(const ClusterInfo& c, const Metrics& m) {
+  std::map<int, OsdView> out;
+  for (const auto& o : c.osds) {
+    out[o.id] = view(m, o.id);
+  }
+  return out;
+}
+
+bool within(double a, double b, double rel) {
+  return std::fabs(a - b) <= rel * std::max(std::fabs(b), 1.0);
+}
+
+std::string daemon_config() {
+  return "log_level: info\n"
+         "discovery:\n"
+         "  scan_interval: 1s\n"
+         "  ceph_osd: true\n"
+         "  rados_clients: false\n"
+         "collectors:\n"
+         "  syscall: {enabled: false}\n"
+         "  block: {enabled: false}\n"
+         "  vfs: {enabled: false}\n"
+         "  osd: {enabled: true, slow_op_threshold: 1s}\n";
+}
+
+struct LogOnFailure {
+  Daemon& daemon;
+  ~LogOnFailure() {
+    if (std::uncaught_exceptions() > 0) {
+      std::string log = daemon.log();
+      if (log.size() > 6000) {
+        log = "...\n" + log.substr(log.size() - 6000);
+      }
+      std::fprintf(stderr, "---- cephscope log ----\n%s\n", log.c_str());
+    }
+  }
+};
+
+// Lets in-flight ops finish and the counters settle before a snapshot.
+void settle() {
+  std::this_thread::sleep_for(1500ms);
+}
+
+// Checks the whole-op histogram of `op` against the counters, per OSD; returns the sum.
+double check_ops(const ClusterInfo& cluster, const char* op, const std::map<int, OsdView>& a,
+                 const std::map<int, OsdView>& b, const OsdSnapshot& perf) {
+  double total = 0;
+  for (const auto& o : cluster.osds) {
+    const Hist h = b.at(o.id).op.at(op) - a.at(o.id).op.at(op);
+    const OsdCounters& c = perf.at(o.id);
+    const bool w = std::string(op) == "write";
+    const double n = static_cast<double>(w ? c.op_w : c.op_r);
+    const LatencyCounter& lat = w ? c.op_w_latency : c.op_r_latency;
+    std::printf(
+        "  %s %s: cephscope %.0f ops, mean %.3f ms | Ceph op_%s %.0f, latency %.3f ms "
+        "(%+.2f%% count, %+.1f%% mean)\n",
+        osd_name(o.id).c_str(), op, h.count, h.mean() * 1e3, w ? "w" : "r", n, lat.average() * 1e3,
+        100 * (h.count - n) / std::max(n, 1.0),
+        100 * (h.mean() - lat.average()) / std::max(lat.average(), 1e-9));
+    INFO(osd_name(o.id) << " " << op);
+    CHECK(n > 0);
+    CHECK(within(h.count, n, 0.005));
+    CHECK(within(h.mean(), lat.average(), 0.10));
+    total += h.count;
+  }
+  std::fflush(stdout);
+  return total;
+}
+
+void check_stages(const ClusterInfo& cluster, const char* op,
+                  const std::vector<std::string>& stages, const std::map<int, OsdView>& a,
+                  const std::map<int, OsdView>& b) {
+  for (const auto& o : cluster.osds) {
+    const Hist whole = b.at(o.id).op.at(op) - a.at(o.id).op.at(op);
+    double sum_of_means = 0;
+    std::printf("  %s %s stages (mean us):", osd_name(o.id).c_str(), op);
+    for (const auto& st : stages) {
+      const Hist h = b.at(o.id).stage.at(op).at(st) - a.at(o.id).stage.at(op).at(st);
+      std::printf(" %s %.0f (%.0f)", st.c_str(), h.mean() * 1e6, h.count);
+      INFO(osd_name(o.id) << " " << op << " stage " << st);
+      CHECK(h.count > 0);
+      sum_of_means += h.mean();
+    }
+    std::printf(" | sum %.0f us, whole %.0f us\n", sum_of_means * 1e6, whole.mean() * 1e6);
+    INFO(osd_name(o.id) << " " << op);
+    CHECK(sum_of_means <= whole.mean() * (1 + 1e-9));  // reads: equal up to rounding
+  }
+  std::fflush(stdout);
+}
+
+BenchSummary bench(const ClusterInfo& cluster, BenchMode mode, int seconds) {
+  BenchOptions opt;
+  opt.mode = mode;
+  opt.seconds = seconds;
+  auto s = run_rados_bench(cluster, opt);
+  std::printf("rados bench %s: %llu ops, %.0f IOPS, avg latency %.2f ms\n", to_string(mode),
+              static_cast<unsigned long long>(s.total_ops), s.avg_iops, s.avg_latency_s * 1e3);
+  std::fflush(stdout);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][ceph][osd]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.osds.size() == 3);
+  const auto sockets = host_osd_sockets(cluster);
+
+  Daemon daemon(test_dir(cluster.dir), daemon_config());
+  LogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+
+  // every probe attached on each of our OSDs (the first OSD resolves the build's profile)
+  const auto t0 = std::chrono::steady_clock::now();
+  bool attached = false;
+  while (!attached && std::chrono::steady_clock::now() - t0 < 180s) {
+    const auto m = daemon.scrape();
+    attached = true;
+    for (const auto& o : cluster.osds) {
+      for (const auto& p : kProbes) {
+        attached = attached && m.sum("cephscope_probe_attached", {{"collector", "osd"},
+                                                                  {"target", osd_name(o.id)},
+                                                                  {"probe", p},
+                                                                  {"reason", "ok"}}) >= 1;
+      }
+    }
+    if (!attached) {
+      std::this_thread::sleep_for(200ms);
+    }
+  }
+  REQUIRE(attached);
+  std::printf("osd probes attached on 3 OSDs %.1f s after /readyz\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+
+  rados_cleanup(cluster);
+  settle();
+
+  // ------------------------------------------------------------------ 1. writes and subops
+  auto perf0 = snapshot_host(sockets);
+  const auto foreign0 = snapshot_host(sockets, true);
+  auto v0 = views(cluster, daemon.scrape());
+  const auto w = bench(cluster, BenchMode::kWrite, 8);
+  settle();
+  auto perf1 = snapshot_host(sockets);
+  const auto foreign1 = snapshot_host(sockets, true);
+  auto v1 = views(cluster, daemon.scrape());
+  const auto dw = delta(perf0, perf1);
+  std::printf("4 KiB writes:\n");
+  const double writes = check_ops(cluster, "write", v0, v1, dw);
+  // another cluster's osd.N writes into the same series: take its own op_w out of the sum
+  const double foreign = static_cast<double>(sum(delta(foreign0, foreign1)).op_w);
+  std::printf(
+      "  sum of write ops %.0f (%.0f of them another cluster's), rados bench %llu + %llu "
+      "metadata\n",
+      writes, foreign, static_cast<unsigned long long>(w.total_ops),
+      static_cast<unsigned long long>(kBenchMetadataOps));
+  CHECK(within(writes - foreign, static_cast<double>(w.total_ops + kBenchMetadataOps), 0.005));
+  for (const auto& o : cluster.osds) {
+    const Hist h = v1.at(o.id).subop - v0.at(o.id).subop;
+    const auto& c = dw.at(o.id);
+    std::printf("  %s subops: cephscope %.0f, mean %.3f ms | Ceph subop_w %llu, latency %.3f ms\n",
+                osd_name(o.id).c_str(), h.count, h.mean() * 1e3,
+                static_cast<unsigned long long>(c.subop_w), c.subop_w_latency.average() * 1e3);
+    INFO(osd_name(o.id) << " subops");
+    CHECK(c.subop_w > 0);
+    CHECK(within(h.count, static_cast<double>(c.subop_w), 0.005));
+    CHECK(within(h.mean(), c.subop_w_latency.average(), 0.10));
+  }
+  check_stages(cluster, "write", kWriteStages, v0, v1);
+  for (const auto& o : cluster.osds) {
+    std::printf("  %s subop stages (mean us):", osd_name(o.id).c_str());
+    for (const auto& st : kSubopStages) {
+      const Hist h = v1.at(o.id).subop_stage.at(st) - v0.at(o.id).subop_stage.at(st);
+      std::printf(" %s %.0f", st.c_str(), h.mean() * 1e6);
+      INFO(osd_name(o.id) << " subop stage " << st);
+      CHECK(h.count > 0);
+    }
+    std::printf("\n");
+  }
+
+  // ------------------------------------------------------------------ 2. reads
+  perf0 = snapshot_host(sockets);
+  v0 = views(cluster, daemon.scrape());
+  bench(cluster, BenchMode::kSeq, 5);
+  settle();
+  perf1 = snapshot_host(sockets);
+  v1 = views(cluster, daemon.scrape());
+  std::printf("4 KiB reads:\n");
+  check_ops(cluster, "read", v0, v1, delta(perf0, perf1));
+  check_stages(cluster, "read", kReadStages, v0, v1);
+  rados_cleanup(cluster);
+
+  // ------------------------------------------------------------------ 3. a forced slow op
+  {
+    const auto& victim = cluster.osds.back();
+    v0 = views(cluster, daemon.scrape());
+    std::thread pauser([&] {
+      std::this_thread::sleep_for(2s);
+      kill(victim.pid, SIGSTOP);
+      std::this_thread::sleep_for(2s);
+      kill(victim.pid, SIGCONT);
+    });
+    bench(cluster, BenchMode::kWrite, 6);
+    pauser.join();
+    settle();
+    v1 = views(cluster, daemon.scrape());
+    double replication = 0;
+    for (const auto& o : cluster.osds) {
+      std::printf("  %s slow writes by stage:", osd_name(o.id).c_str());
+      for (const auto& st : kWriteStages) {
+        const double d = v1.at(o.id).slow.at(st) - v0.at(o.id).slow.at(st);
+        std::printf(" %s %.0f", st.c_str(), d);
+        if (o.id != victim.id && st == "replication") {
+          replication += d;
+        }
+      }
+      std::printf("\n");
+    }
+    std::fflush(stdout);
+    INFO(osd_name(victim.id) << " paused 2 s: the other primaries wait for its commits");
+    CHECK(replication > 0);
+    rados_cleanup(cluster);
+  }
+
+  const auto rc = daemon.stop(20s);
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+}
