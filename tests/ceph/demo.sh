@@ -260,8 +260,7 @@ summarize() {
         }
         printf "  %-16s %-12s %10s %9s %9s %9s %9s %9s %9s %10s\n", "target", "pid", "syscall/s", \
             "sys rd", "sys wr", "blk rd", "blk wr", "disk p50", "disk p99", "fsync p99"
-        printf "  %-16s %-12s %10s %9s %9s %9s %9s %9s %9s %10s\n", "", "", "", "MB/s", "MB/s", \
-            "MB/s", "MB/s", "", "", ""
+        printf "  %-16s %-12s %10s %9s %9s %9s %9s\n", "", "", "", "MB/s", "MB/s", "MB/s", "MB/s"
         for (i = 1; i <= n; i++) {
             t = names[i]
             printf "  %-16s %-12s %10.0f %9.2f %9.2f %9.2f %9.2f %9s %9s %10s\n", t, pids[t], \
