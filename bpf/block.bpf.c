@@ -216,10 +216,25 @@ static __always_inline void tp_rq_start(struct trace_event_raw_block_rq *ctx, bo
 	on_rq_start(&key, sector, op_from_rwbs(rwbs), issue);
 }
 
+/*
+ * The context types of block_bio_queue and block_rq_complete were renamed in 5.11 and
+ * 5.15 (trace_event_raw_block_bio_queue, trace_event_raw_block_rq_with_error before), so
+ * CO-RE finds no type on older kernels. Their leading fields never moved: every version's
+ * tracepoint format has dev at 8, sector at 16, nr_sector at 24 and error at 28.
+ */
+struct block_tp_prefix {
+	__u64 common;
+	__u32 dev;
+	__u32 pad;
+	__u64 sector;
+	__u32 nr_sector;
+	int error; /* block_rq_complete only */
+};
+
 SEC("tracepoint/block/block_bio_queue")
-int tp_bio_queue(struct trace_event_raw_block_bio *ctx)
+int tp_bio_queue(struct block_tp_prefix *ctx)
 {
-	on_bio_queue(BPF_CORE_READ(ctx, dev), BPF_CORE_READ(ctx, sector));
+	on_bio_queue(ctx->dev, ctx->sector);
 	return 0;
 }
 
@@ -238,10 +253,10 @@ int tp_rq_issue(struct trace_event_raw_block_rq *ctx)
 }
 
 SEC("tracepoint/block/block_rq_complete")
-int tp_rq_complete(struct trace_event_raw_block_rq_completion *ctx)
+int tp_rq_complete(struct block_tp_prefix *ctx)
 {
-	struct block_rq_key key = {.id = BPF_CORE_READ(ctx, sector), .dev = BPF_CORE_READ(ctx, dev)};
+	struct block_rq_key key = {.id = ctx->sector, .dev = ctx->dev};
 
-	on_rq_complete(&key, (__u64)BPF_CORE_READ(ctx, nr_sector) << 9, BPF_CORE_READ(ctx, error));
+	on_rq_complete(&key, (__u64)ctx->nr_sector << 9, ctx->error);
 	return 0;
 }

@@ -46,7 +46,13 @@ static __always_inline void hist_add(struct hist *h, __u64 ns)
 {
 	__u32 slot = hist_slot(ns);
 
-	if (slot < HIST_SLOTS) /* always true; tells the verifier the index is bounded */
+	/*
+	 * clang can prove slot < HIST_SLOTS and would drop a check, but the verifiers of 5.10
+	 * and 6.1 cannot follow hist_slot's arithmetic: the barrier keeps the check in the
+	 * program, and a guarded update (not a clamped index) is what those verifiers accept.
+	 */
+	barrier_var(slot);
+	if (slot < HIST_SLOTS)
 		h->slots[slot] += 1;
 	h->sum_ns += ns;
 }
