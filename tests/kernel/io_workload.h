@@ -18,8 +18,9 @@ struct IoPattern {
   long reads = 32;
 };
 
-// The config body that tracks io_driver (and nothing named io_other).
-std::string tracking_config(const std::string& extra = "");
+// The config body that tracks io_driver (and nothing named io_other). `collectors`: more
+// lines of the collectors section, e.g. "  vfs: {hook: kprobe}\n". Matchers come last.
+std::string tracking_config(const std::string& collectors = "");
 
 // Fails the test (REQUIRE) unless `dir` is on a file system backed by a block device.
 void require_block_device(const std::string& dir);

@@ -69,7 +69,7 @@ TEST_CASE("syscall and block collectors count a known IO pattern exactly",
   INFO("block hook " << block_hook);
   const std::string dir = fresh_dir();
   require_block_device(dir);
-  Daemon daemon(dir, tracking_config("collectors:\n  block: {hook: " + block_hook + "}\n"));
+  Daemon daemon(dir, tracking_config("  block: {hook: " + block_hook + "}\n"));
   REQUIRE(daemon.wait_ready());
   REQUIRE(daemon.scrape().sum("cephscope_collector_up",
                               {{"collector", "block"}, {"hook", block_hook}}) == 1);
@@ -163,7 +163,7 @@ TEST_CASE("the vfs collector works where the kernel allows it, and says so where
   }
   for (const auto& hook : hooks) {
     SECTION("hook " + hook) {
-      Daemon daemon(dir, tracking_config("collectors:\n  vfs: {hook: " + hook + "}\n"));
+      Daemon daemon(dir, tracking_config("  vfs: {hook: " + hook + "}\n"));
       REQUIRE(daemon.wait_ready());
       const IoPattern io;
       run_io(daemon, dir, io);
