@@ -53,11 +53,8 @@ class BlockCollector final : public BpfCollector {
 };
 
 std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
-  BlockSkel skel(block_bpf__open());
-  if (!skel) {
-    return std::string("cannot open the BPF object: ") + std::strerror(errno);
-  }
-  if (auto err = reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd); !err.empty()) {
+  BlockSkel skel;
+  if (auto err = open_skeleton(skel, block_bpf__open, tracked_map_fd); !err.empty()) {
     return err;
   }
   // Per-CPU LRU lists split the capacity between CPUs: give each CPU room for a deep queue.

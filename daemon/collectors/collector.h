@@ -4,6 +4,8 @@
 #pragma once
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -98,8 +100,18 @@ class BpfCollector : public Collector {
   std::vector<ProbeStatus> probes_;
 };
 
-// Opens a skeleton and makes its tracked_tgids map the shared one; returns an error text.
+// Makes a skeleton's tracked_tgids map the shared one; returns an error text ("" when done).
 std::string reuse_tracked_map(bpf_map* map, int tracked_map_fd);
+
+// Opens a collector's skeleton with the shared tracked-process map; an error text on failure.
+template <typename Skel, void (*Destroy)(Skel*)>
+std::string open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), int tracked_map_fd) {
+  skel.reset(open());
+  if (!skel) {
+    return std::string("cannot open the BPF object: ") + std::strerror(errno);
+  }
+  return reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd);
+}
 
 std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorContext& ctx);
 

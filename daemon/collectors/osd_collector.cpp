@@ -139,12 +139,8 @@ void OsdCollector::start(const CollectorContext& ctx) {
   for (const auto& p : kProbes) {
     all.emplace_back(p.function);
   }
-  OsdSkel skel(osd_bpf__open());
-  if (!skel) {
-    unavailable(std::string("cannot open the BPF object: ") + std::strerror(errno), all);
-    return;
-  }
-  if (auto err = reuse_tracked_map(skel->maps.tracked_tgids, ctx.tracked_map_fd); !err.empty()) {
+  OsdSkel skel;
+  if (auto err = open_skeleton(skel, osd_bpf__open, ctx.tracked_map_fd); !err.empty()) {
     unavailable(err, all);
     return;
   }

@@ -63,12 +63,8 @@ void SyscallCollector::start(const CollectorContext& ctx) {
     unavailable(ctx.features.tracefs.reason, all);
     return;
   }
-  SyscallSkel skel(syscall_bpf__open());
-  if (!skel) {
-    unavailable(std::string("cannot open the BPF object: ") + std::strerror(errno), all);
-    return;
-  }
-  if (auto err = reuse_tracked_map(skel->maps.tracked_tgids, ctx.tracked_map_fd); !err.empty()) {
+  SyscallSkel skel;
+  if (auto err = open_skeleton(skel, syscall_bpf__open, ctx.tracked_map_fd); !err.empty()) {
     unavailable(err, all);
     return;
   }

@@ -61,11 +61,8 @@ class VfsCollector final : public BpfCollector {
 };
 
 std::string VfsCollector::load(const Flavour& flavour, int tracked_map_fd) {
-  VfsSkel skel(vfs_bpf__open());
-  if (!skel) {
-    return std::string("cannot open the BPF object: ") + std::strerror(errno);
-  }
-  if (auto err = reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd); !err.empty()) {
+  VfsSkel skel;
+  if (auto err = open_skeleton(skel, vfs_bpf__open, tracked_map_fd); !err.empty()) {
     return err;
   }
   const std::string entry = std::string(flavour.entry_prefix) + "_";
