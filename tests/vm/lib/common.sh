@@ -61,6 +61,7 @@ vm_check_label() {
     vm_die "unknown kernel '$1' (known: $(vm_kernel_labels | tr '\n' ' '))"
 }
 vm_expected_hooks() { local h; h=$(vm_kernel_field "$1" 4); [ "$h" = - ] && h=; echo "$h"; }
+vm_expected_fsync() { local f; f=$(vm_kernel_field "$1" 5); echo "${f:-seen}"; }
 
 vm_need_tools() {
   local missing=() t

@@ -148,6 +148,7 @@ cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] KERNEL
   fi
   vm_call cmd_run --out "$out" "${snap_share[@]}" \
     -e "CEPHSCOPE_EXPECT_VFS_HOOKS=$hooks" \
+    -e "CEPHSCOPE_VFS_FSYNC=$(vm_expected_fsync "$label")" \
     -e "CEPHSCOPE_BIN=$VM_DAEMON_BIN" \
     -e "CEPHSCOPE_BUILD_DIR=$VM_BUILD_DIR" \
     -e "CEPHSCOPE_VM_CHECK_CONFIG=$VM_CHECK_CONFIG" \
