@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "support/daemon_runner.h"
@@ -21,4 +22,5 @@ TEST_CASE("a bad config file stops the daemon with status 2 and names the key an
   CHECK(run_command(daemon_binary() + " --config " + dir + "/missing.yaml", &out) == 2);
   CHECK(out.find("cannot read the config file") != std::string::npos);
   CHECK(run_command(daemon_binary() + " --no-such-flag", &out) != 0);
+  std::filesystem::remove_all(dir);
 }
