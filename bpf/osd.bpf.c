@@ -317,20 +317,37 @@ int osd_txn_queued(struct pt_regs *ctx)
 	return 0;
 }
 
+/* The calling OSD's layout, with its target id in *target; NULL for any other process. */
+static __always_inline struct osd_layout *tracked_osd(__u32 tgid, __u32 *target)
+{
+	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
+
+	if (!l)
+		return 0;
+	*target = current_target();
+	return *target == CEPHSCOPE_UNTRACKED ? 0 : l;
+}
+
+/* The stages an op and a replicated write share: from the Message stamps to dequeue. */
+static __always_inline void front_stages(const struct op_times *t, __u64 *d)
+{
+	d[OSD_STAGE_THROTTLE] = span(t->recv, t->throttle);
+	d[OSD_STAGE_RECEIVE] = span(t->throttle, t->complete);
+	d[OSD_STAGE_DISPATCH] = span(t->complete, t->queued);
+	d[OSD_STAGE_QUEUE] = span(t->queued, t->dequeued);
+}
+
 /* P2: PrimaryLogPG::log_op_stats(const OpRequest &op, u64 inb, u64 outb): a client op ends. */
 SEC("uprobe")
 int osd_op_done(struct pt_regs *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
 	__u64 d[OSD_STAGE_COUNT] = {};
 	struct op_times t = {};
 	__u32 target;
+	struct osd_layout *l = tracked_osd(tgid, &target);
 
 	if (!l)
-		return 0;
-	target = current_target();
-	if (target == CEPHSCOPE_UNTRACKED)
 		return 0;
 	t.now = bpf_ktime_get_ns() + rt_off_ns;
 	const void *op = (const void *)PT_REGS_PARM2(ctx);
@@ -342,10 +359,7 @@ int osd_op_done(struct pt_regs *ctx)
 		if (!t.txq && cls == OSD_OP_WRITE)
 			count_lost(LOST_NO_START);
 	}
-	d[OSD_STAGE_THROTTLE] = span(t.recv, t.throttle);
-	d[OSD_STAGE_RECEIVE] = span(t.throttle, t.complete);
-	d[OSD_STAGE_DISPATCH] = span(t.complete, t.queued);
-	d[OSD_STAGE_QUEUE] = span(t.queued, t.dequeued);
+	front_stages(&t, d);
 	d[OSD_STAGE_EXECUTE] = span(t.dequeued, t.txq ? t.txq : t.now);
 	if (t.txq) {
 		__u64 start = t.subops_sent > t.txq ? t.subops_sent : t.txq;
@@ -365,15 +379,12 @@ SEC("uprobe")
 int osd_subop_done(struct pt_regs *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
 	__u64 d[OSD_STAGE_COUNT] = {};
 	struct op_times t = {};
 	__u32 target;
+	struct osd_layout *l = tracked_osd(tgid, &target);
 
 	if (!l)
-		return 0;
-	target = current_target();
-	if (target == CEPHSCOPE_UNTRACKED)
 		return 0;
 	t.now = bpf_ktime_get_ns() + rt_off_ns;
 	const void *rm = (const void *)read_u64((const void *)PT_REGS_PARM2(ctx));
@@ -385,10 +396,7 @@ int osd_subop_done(struct pt_regs *ctx)
 	t.txq = take_txq(l, op, tgid);
 	if (!t.txq)
 		count_lost(LOST_NO_START);
-	d[OSD_STAGE_THROTTLE] = span(t.recv, t.throttle);
-	d[OSD_STAGE_RECEIVE] = span(t.throttle, t.complete);
-	d[OSD_STAGE_DISPATCH] = span(t.complete, t.queued);
-	d[OSD_STAGE_QUEUE] = span(t.queued, t.dequeued);
+	front_stages(&t, d);
 	d[OSD_STAGE_EXECUTE] = span(t.dequeued, t.txq);
 	d[OSD_STAGE_COMMIT] = span(t.txq, t.now);
 
