@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "ceph_harness.h"
+#include "osd_control.h"
 #include "support/daemon_runner.h"
 #include "support/metrics_text.h"
 #include "support/subprocess.h"
@@ -58,65 +59,6 @@ const std::vector<std::string> kOsdSyscalls = {"read", "sendmsg", "io_submit", "
 
 double since(SteadyClock::time_point t0) {
   return std::chrono::duration<double>(SteadyClock::now() - t0).count();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) {
-      throw std::runtime_error("cannot write " + tmp);
-    }
-  }
-  fs::rename(tmp, path);
-}
-
-std::vector<std::string> split_nul(const std::string& s) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  while (start < s.size()) {
-    std::size_t end = s.find('\0', start);
-    if (end == std::string::npos) {
-      end = s.size();
-    }
-    out.push_back(s.substr(start, end - start));
-    start = end + 1;
-  }
-  return out;
-}
-
-std::string exe_of(pid_t pid) {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/" + std::to_string(pid) + "/exe", ec);
-  return ec ? std::string() : p.string();
-}
-
-// A process that exists and is not a zombie.
-bool alive(pid_t pid) {
-  const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
-  const auto paren = stat.rfind(')');
-  return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
-}
-
-std::string which(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs(path ? path : "/usr/bin:/bin");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    const std::string candidate = dir + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) {
-      return candidate;
-    }
-  }
-  throw std::runtime_error(name + " not found in PATH");
 }
 
 // Polls `done` every `period` until it returns true; the seconds it took, nullopt on timeout.
@@ -140,7 +82,9 @@ std::vector<Sample> target_info(const Metrics& m, const std::string& label,
   return m.find("cephscope_target_info", {{label, value}, {"pid", std::to_string(pid)}});
 }
 
-std::string osd_name(const CephDaemon& osd) { return "osd." + std::to_string(osd.id); }
+std::string osd_name(const CephDaemon& osd) {
+  return "osd." + std::to_string(osd.id);
+}
 
 // What the daemon says about one OSD at one scrape.
 struct OsdSeries {
@@ -151,8 +95,7 @@ struct OsdSeries {
 
 OsdSeries osd_series(const Metrics& m, const std::string& name) {
   OsdSeries s;
-  for (const auto& sample :
-       m.find("cephscope_syscall_seconds_count", {{"ceph_daemon", name}})) {
+  for (const auto& sample : m.find("cephscope_syscall_seconds_count", {{"ceph_daemon", name}})) {
     s.syscall_count[sample.labels.at("syscall")] += sample.value;
   }
   s.block_write_bytes =
@@ -185,199 +128,6 @@ void print_osd_deltas(const char* what, const ClusterInfo& cluster,
                 y.block_device_count - x.block_device_count);
   }
   std::fflush(stdout);
-}
-
-// ceph-osd processes on this host that belong to another cluster, by OSD id. cephscope names a
-// target by ceph_daemon alone (the fsid is only on cephscope_target_info), so an osd.N of
-// another cluster on the same host shares the target, its series and its fsid label.
-std::map<int, std::vector<pid_t>> foreign_osds(const ClusterInfo& cluster) {
-  std::map<int, std::vector<pid_t>> out;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    const auto argv = split_nul(read_file(entry.path() / "cmdline"));
-    if (argv.empty() || fs::path(argv[0]).filename() != "ceph-osd") {
-      continue;
-    }
-    bool ours = false;
-    std::optional<int> id;
-    for (std::size_t i = 0; i < argv.size(); ++i) {
-      ours = ours || argv[i] == cluster.conf;
-      if ((argv[i] == "-i" || argv[i] == "--id") && i + 1 < argv.size()) {
-        id = std::atoi(argv[i + 1].c_str());
-      }
-    }
-    if (!ours && id) {
-      out[*id].push_back(std::stoi(name));
-    }
-  }
-  return out;
-}
-
-// ------------------------------------------------------------------------- cluster state
-
-nlohmann::json ceph_json(const ClusterInfo& cluster, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"ceph", "-c", cluster.conf, "--connect-timeout", "15"};
-  argv.insert(argv.end(), args.begin(), args.end());
-  argv.insert(argv.end(), {"-f", "json"});
-  auto r = run_command(argv, 60s);
-  if (!r.ok()) {
-    throw std::runtime_error(describe(argv) + ": exit " + std::to_string(r.exit_code) + "\n" +
-                             r.err);
-  }
-  return nlohmann::json::parse(r.out);
-}
-
-bool osds_up(const ClusterInfo& cluster) {
-  try {
-    auto s = ceph_json(cluster, {"osd", "stat"});
-    const auto n = static_cast<int>(cluster.osds.size());
-    return s.at("num_up_osds").get<int>() == n && s.at("num_in_osds").get<int>() == n;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-// One OSD in the OSD map: up or down, and the map epoch from which its current instance is up.
-// A new instance of the OSD (a restart) is up from a later epoch; until the mon has seen the
-// old one fail, the map still says "up" with the old epoch.
-struct OsdMapEntry {
-  bool up = false;
-  long up_from = 0;
-};
-
-std::optional<OsdMapEntry> osd_map_entry(const ClusterInfo& cluster, int id) {
-  try {
-    auto dump = ceph_json(cluster, {"osd", "dump"});
-    for (const auto& o : dump.at("osds")) {
-      if (o.at("osd").get<int>() == id) {
-        return OsdMapEntry{o.at("up").get<int>() == 1, o.at("up_from").get<long>()};
-      }
-    }
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
-bool pgs_clean(const ClusterInfo& cluster) {
-  try {
-    auto s = ceph_json(cluster, {"pg", "stat"}).at("pg_summary");
-    const auto total = s.at("num_pgs").get<int>();
-    int clean = 0;
-    for (const auto& st : s.at("num_pg_by_state")) {
-      if (st.at("name") != "active+clean") {
-        return false;
-      }
-      clean += st.at("num").get<int>();
-    }
-    return total > 0 && clean == total;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
-// ------------------------------------------------------------------------- OSD restart
-
-// How the running OSD was started: what /proc says before it dies.
-struct Launch {
-  std::string exe;
-  std::vector<std::string> argv;
-  std::vector<std::string> env;
-  std::string cwd;
-};
-
-Launch launch_of(pid_t pid) {
-  const std::string proc = "/proc/" + std::to_string(pid);
-  Launch l;
-  l.exe = exe_of(pid);
-  l.argv = split_nul(read_file(proc + "/cmdline"));
-  l.env = split_nul(read_file(proc + "/environ"));
-  std::error_code ec;
-  l.cwd = fs::read_symlink(proc + "/cwd", ec).string();
-  if (l.exe.empty() || l.argv.empty()) {
-    throw std::runtime_error("cannot read the command line of pid " + std::to_string(pid));
-  }
-  return l;
-}
-
-// As cluster.sh's start_daemon: `setsid BIN -f -c CONF ARGS </dev/null >>LOG 2>&1`. The OSD is
-// this process's child only until the test exits (then init adopts it, as it adopted the one
-// cluster.sh started). Returns the pid: the process exists when this returns.
-pid_t start_like(const Launch& l, const std::string& log_path) {
-  std::vector<char*> argv;
-  for (const auto& a : l.argv) {
-    argv.push_back(const_cast<char*>(a.c_str()));
-  }
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : l.env) {
-    envp.push_back(const_cast<char*>(e.c_str()));
-  }
-  envp.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    throw std::runtime_error("fork failed");
-  }
-  if (pid == 0) {
-    setsid();
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    const int in = open("/dev/null", O_RDONLY);
-    const int out = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in < 0 || out < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(out, 2) < 0) {
-      _exit(126);
-    }
-    close_range(3, ~0U, 0);
-    if (!l.cwd.empty()) {
-      (void)!chdir(l.cwd.c_str());
-    }
-    execve(l.exe.c_str(), argv.data(), envp.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Records the restarted OSD's pid where cluster.sh and the harness look for it: DIR/pid/osd.N.pid
-// (cluster.sh down stops it from there), DIR/env and DIR/cluster.json.
-void record_pid(ClusterInfo& cluster, int osd_id, pid_t pid) {
-  const std::string dir = cluster.dir;
-  write_file_atomic(dir + "/pid/osd." + std::to_string(osd_id) + ".pid",
-                    std::to_string(pid) + "\n");
-
-  const std::string key = "export CEPHSCOPE_CEPH_OSD_" + std::to_string(osd_id) + "_PID=";
-  std::istringstream env(read_file(dir + "/env"));
-  std::string line;
-  std::string out;
-  bool replaced = false;
-  while (std::getline(env, line)) {
-    if (line.rfind(key, 0) == 0) {
-      line = key + "'" + std::to_string(pid) + "'";
-      replaced = true;
-    }
-    out += line + "\n";
-  }
-  if (!replaced) {
-    throw std::runtime_error(dir + "/env has no " + key + " line");
-  }
-  write_file_atomic(dir + "/env", out);
-
-  auto j = nlohmann::json::parse(read_file(dir + "/cluster.json"));
-  for (auto& o : j.at("osds")) {
-    if (o.at("id").get<int>() == osd_id) {
-      o["pid"] = pid;
-    }
-  }
-  write_file_atomic(dir + "/cluster.json", j.dump(2) + "\n");
-
-  for (auto& o : cluster.osds) {
-    if (o.id == osd_id) {
-      o.pid = pid;
-    }
-  }
 }
 
 // ------------------------------------------------------------------------- the daemon
@@ -546,9 +296,10 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
       CHECK(info[0].labels.at("kind") == "librados-client");
       CHECK(info[0].labels.count("ceph_daemon") == 0);
     }
-    std::printf("rados bench (pid %d) on cephscope_target_info as process=\"rados\" %.3f s after "
-                "its start\n",
-                bench_pid, *seen);
+    std::printf(
+        "rados bench (pid %d) on cephscope_target_info as process=\"rados\" %.3f s after "
+        "its start\n",
+        bench_pid, *seen);
     std::fflush(stdout);
 
     // half-way: the series already move
@@ -579,8 +330,8 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
       }
       INFO(osd_name(osd) << " block write bytes: before " << a.block_write_bytes << ", mid "
                          << mid.block_write_bytes << ", after " << b.block_write_bytes
-                         << "; requests " << a.block_device_count << " / "
-                         << mid.block_device_count << " / " << b.block_device_count);
+                         << "; requests " << a.block_device_count << " / " << mid.block_device_count
+                         << " / " << b.block_device_count);
       CHECK(mid.block_write_bytes > a.block_write_bytes);
       CHECK(b.block_write_bytes > mid.block_write_bytes);
       CHECK(b.block_device_count > a.block_device_count);
@@ -631,9 +382,10 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
     REQUIRE(picked_at.has_value());
     const std::string exec_text =
         exec_at ? std::to_string(static_cast<int>(*exec_at * 1000)) + " ms" : "not seen before";
-    std::printf("%s restarted: old pid %d, new pid %d; on cephscope_target_info %.3f s after the "
-                "new process existed (scrape %d, polling every 50 ms; exec in /proc: %s)\n",
-                name.c_str(), old_pid, new_pid, *picked_at, scrapes, exec_text.c_str());
+    std::printf(
+        "%s restarted: old pid %d, new pid %d; on cephscope_target_info %.3f s after the "
+        "new process existed (scrape %d, polling every 50 ms; exec in /proc: %s)\n",
+        name.c_str(), old_pid, new_pid, *picked_at, scrapes, exec_text.c_str());
     std::fflush(stdout);
     CHECK(*picked_at <= 2.0);
 
@@ -676,9 +428,10 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
     const double up_after = since(t_fork);
     auto clean = poll_until([&] { return pgs_clean(cluster); }, 180s, 500ms);
     REQUIRE(clean.has_value());
-    std::printf("%s up again in the OSD map %.1f s, every PG active+clean %.1f s after the "
-                "restart\n",
-                name.c_str(), up_after, since(t_fork));
+    std::printf(
+        "%s up again in the OSD map %.1f s, every PG active+clean %.1f s after the "
+        "restart\n",
+        name.c_str(), up_after, since(t_fork));
     std::fflush(stdout);
 
     // load again: the restarted OSD's series grow from where they were

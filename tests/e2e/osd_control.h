@@ -1,0 +1,54 @@
+// The test cluster's OSDs as processes and as the cluster sees them: restart an OSD exactly
+// as tests/ceph/cluster.sh started it, and wait for the cluster to take it back.
+#pragma once
+
+#include <sys/types.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ceph_harness.h"
+
+namespace cephscope::test {
+
+std::string read_file(const std::string& path);
+void write_file_atomic(const std::string& path, const std::string& text);
+std::vector<std::string> split_nul(const std::string& s);
+std::string exe_of(pid_t pid);
+bool alive(pid_t pid);  // exists and is not a zombie
+std::string which(const std::string& name);
+
+// ceph-osd processes on this host that belong to another cluster, by OSD id.
+std::map<int, std::vector<pid_t>> foreign_osds(const ClusterInfo& cluster);
+nlohmann::json ceph_json(const ClusterInfo& cluster, const std::vector<std::string>& args);
+bool osds_up(const ClusterInfo& cluster);
+bool pgs_clean(const ClusterInfo& cluster);
+
+// One OSD in the OSD map: up or down, and the map epoch from which its current instance is up.
+// A new instance of the OSD (a restart) is up from a later epoch; until the mon has seen the
+// old one fail, the map still says "up" with the old epoch.
+struct OsdMapEntry {
+  bool up = false;
+  long up_from = 0;
+};
+
+std::optional<OsdMapEntry> osd_map_entry(const ClusterInfo& cluster, int id);
+
+// How the running OSD was started: what /proc says before it dies.
+struct Launch {
+  std::string exe;
+  std::vector<std::string> argv;
+  std::vector<std::string> env;
+  std::string cwd;
+};
+
+Launch launch_of(pid_t pid);
+// Starts the OSD again as `l` describes (setsid, stdin /dev/null, output appended to log_path).
+pid_t start_like(const Launch& l, const std::string& log_path);
+// Records the restarted OSD's pid in DIR/pid, DIR/env and DIR/cluster.json.
+void record_pid(ClusterInfo& cluster, int osd_id, pid_t pid);
+
+}  // namespace cephscope::test
