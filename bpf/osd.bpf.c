@@ -1,18 +1,22 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * osd collector: per-op stage latency in ceph-osd, from two uprobes per op and OSD.
+ * osd collector: per-op stage latency in ceph-osd, folded in the kernel.
  *
  * Ceph stamps most boundaries of an op itself (the Message's receive stamps, the OpRequest's
  * dequeue time and TrackedOp events). One probe where the op completes reads them all:
  * PrimaryLogPG::log_op_stats (client ops, primary) and ReplicatedBackend::repop_commit
- * (replicated writes, replica). The one boundary Ceph does not record, "transaction queued",
- * comes from BlueStore::queue_transactions, keyed by the client's reqid in an LRU map.
+ * (replicated writes, replica). The one op boundary Ceph does not record, "transaction
+ * queued", comes from BlueStore::queue_transactions, keyed by the client's reqid in an LRU
+ * map. BlueStore keeps only the latest state stamp of a transaction, so its stages take
+ * three more probes per transaction (aio submitted, io done, kv committed); they are joined
+ * to the op through the thread that queued it and folded with the op's other stages.
  * Member offsets come per process from osd_layouts (the build's probe profile).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "osd.h"
+#include "osd_events.bpf.h"
 #include "maps.bpf.h"
 #include "targets.bpf.h"
 
@@ -34,8 +38,44 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, OSD_INFLIGHT_MAX);
 	__type(key, struct osd_op_key);
-	__type(value, __u64); /* transaction queued, CLOCK_MONOTONIC ns */
+	__type(value, struct osd_inflight);
 } osd_inflight SEC(".maps");
+
+/* The op whose transaction a thread is queuing: from queue_transactions to its txc. */
+struct txn_claim {
+	struct osd_op_key op;
+	__u64 queued; /* mono ns: a txc that started before this is not the op's */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, OSD_THREADS_MAX);
+	__type(key, __u64); /* pid_tgid */
+	__type(value, struct txn_claim);
+} osd_txn_claims SEC(".maps");
+
+struct txc_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 txc; /* BlueStore::TransContext * */
+};
+
+/* A BlueStore transaction between its aio submit / io done and its kv commit. */
+struct txc_state {
+	struct osd_op_key op;
+	__u64 prepared; /* last_stamp at aio submit: prepare done; 0 = no data aio */
+	__u64 io_done;  /* queued for the kv thread (or, as fallback, io completion) */
+	__u64 bs[OSD_BS_COUNT];
+	__u32 bs_known;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, OSD_TXC_MAX);
+	__type(key, struct txc_key);
+	__type(value, struct txc_state);
+} osd_txcs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -44,38 +84,7 @@ struct {
 	__type(value, struct osd_stats);
 } osd_stats SEC(".maps");
 
-/* Room for 32 events so that a masked index is in bounds for the verifier. */
-#define EVENT_SLOTS 32
-struct event_buf {
-	__u8 bytes[EVENT_SLOTS * OSD_EVENT_SIZE];
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct event_buf);
-} event_scratch SEC(".maps");
-
 static const struct osd_stats zero_stats;
-
-/* A utime_t {u32 sec; u32 nsec} at addr, in ns; 0 when unreadable. */
-static __always_inline __u64 read_utime(const void *addr)
-{
-	__u32 t[2];
-
-	if (bpf_probe_read_user(t, sizeof(t), addr))
-		return 0;
-	return (__u64)t[0] * 1000000000ULL + t[1];
-}
-
-static __always_inline __u64 read_u64(const void *addr)
-{
-	__u64 v = 0;
-
-	bpf_probe_read_user(&v, sizeof(v), addr);
-	return v;
-}
 
 static __always_inline int read_key(const struct osd_layout *l, const void *op, __u32 tgid,
 				    struct osd_op_key *key)
@@ -90,144 +99,6 @@ static __always_inline int read_key(const struct osd_layout *l, const void *op, 
 	key->name_num = (__s64)id[1];
 	key->tid = id[2];
 	return 0;
-}
-
-/* Interval a -> b, or 0 when either end is unknown or they are out of order. */
-static __always_inline __u64 span(__u64 a, __u64 b)
-{
-	return (a && b && b >= a) ? b - a : 0;
-}
-
-/* Stamps of one op, realtime ns; 0 = not known. */
-struct op_times {
-	__u64 recv, throttle, complete, queued, dequeued, subops_sent, last_subop, local_commit;
-	__u64 txq; /* transaction queued */
-	__u64 now;
-};
-
-/* First 8 bytes of a std::string's text, from the copy of its event (SSO) or its heap. */
-static __always_inline __u64 event_word(const __u8 *ev, __u64 len, __u32 at)
-{
-	__u64 w = 0;
-
-	if (len <= 15) {
-		if (at < 16)
-			__builtin_memcpy(&w, ev + 24 + at, 8);
-		return w;
-	}
-	bpf_probe_read_user(&w, sizeof(w), (const void *)(*(__u64 *)(ev + 8) + at));
-	return w;
-}
-
-/* The first 8 characters of the event names matched, as little-endian words. */
-#define W_QUEUED_F 0x665f646575657571ULL /* "queued_f" */
-#define W_OP_COMMI 0x696d6d6f635f706fULL /* "op_commi" */
-#define W_SUB_OP_C 0x635f706f5f627573ULL /* "sub_op_c" */
-#define W_WAITING_ 0x20676e6974696177ULL /* "waiting " */
-#define W_FOR_SUBO 0x6f62757320726f66ULL /* "for subo" */
-
-struct scan_ctx {
-	struct op_times *t;
-	__u32 n;
-};
-
-/* One event of the bulk copy; a bpf_loop callback, so the verifier walks it once. */
-static long scan_event(__u32 i, void *arg)
-{
-	struct scan_ctx *c = arg;
-	struct op_times *t = c->t;
-	struct event_buf *buf;
-	__u32 zero = 0;
-
-	if (i >= c->n || i >= OSD_EVENTS_MAX)
-		return 1;
-	buf = bpf_map_lookup_elem(&event_scratch, &zero);
-	if (!buf)
-		return 1;
-	__u32 k = i;
-
-	asm volatile("%0 &= 31" : "+r"(k)); /* EVENT_SLOTS - 1, kept for the verifier */
-	const __u8 *ev = buf->bytes + k * OSD_EVENT_SIZE;
-	__u64 stamp = (__u64)*(__u32 *)ev * 1000000000ULL + *(__u32 *)(ev + 4);
-	__u64 len = *(__u64 *)(ev + 16);
-
-	if (len == 13) {
-		if (!t->queued && event_word(ev, len, 0) == W_QUEUED_F)
-			t->queued = stamp;
-	} else if (len == 9) {
-		if (event_word(ev, len, 0) == W_OP_COMMI)
-			t->local_commit = stamp;
-	} else if (len == 17) {
-		if (stamp > t->last_subop && event_word(ev, len, 0) == W_SUB_OP_C)
-			t->last_subop = stamp;
-	} else if (len >= 24 && !t->subops_sent) {
-		if (event_word(ev, len, 0) == W_WAITING_ && event_word(ev, len, 8) == W_FOR_SUBO)
-			t->subops_sent = stamp;
-	}
-	return 0;
-}
-
-/*
- * Scans TrackedOp::events (a vector of {utime_t stamp; std::string str}) for the stamps the
- * stages need, from one bulk read: the short names sit in the strings' inline buffers.
- */
-static __always_inline void scan_events(const struct osd_layout *l, const void *op,
-					struct op_times *t)
-{
-	struct event_buf *buf;
-	__u32 zero = 0;
-	__u64 vec[2];
-
-	if (!(l->have & OSD_HAVE_EVENTS) ||
-	    bpf_probe_read_user(vec, sizeof(vec), op + l->op_events) || vec[1] <= vec[0])
-		return;
-	__u64 n = (vec[1] - vec[0]) / OSD_EVENT_SIZE;
-
-	if (n > OSD_EVENTS_MAX)
-		n = OSD_EVENTS_MAX;
-	buf = bpf_map_lookup_elem(&event_scratch, &zero);
-	if (!buf)
-		return;
-	__u32 size = n * OSD_EVENT_SIZE;
-
-	if (size > OSD_EVENTS_MAX * OSD_EVENT_SIZE ||
-	    bpf_probe_read_user(buf->bytes, size, (const void *)vec[0]))
-		return;
-	struct scan_ctx c = {.t = t, .n = n};
-
-	bpf_loop(OSD_EVENTS_MAX, scan_event, &c, 0);
-}
-
-/* Reads the Message and OpRequest stamps every op kind has. */
-static __always_inline void read_stamps(const struct osd_layout *l, const void *op,
-					struct op_times *t)
-{
-	const void *msg = (const void *)read_u64(op + l->op_request);
-
-	if (msg && (l->have & OSD_HAVE_STAMPS)) {
-		t->recv = read_utime(msg + l->msg_recv_stamp);
-		t->throttle = read_utime(msg + l->msg_throttle_stamp);
-		t->complete = read_utime(msg + l->msg_complete_stamp);
-	}
-	if (l->have & OSD_HAVE_DEQUEUED)
-		t->dequeued = read_utime(op + l->op_dequeued_time);
-	scan_events(l, op, t);
-}
-
-/* The queue time of the op's transaction, consumed; 0 when it was not seen. */
-static __always_inline __u64 take_txq(const struct osd_layout *l, const void *op, __u32 tgid)
-{
-	struct osd_op_key key;
-	__u64 *ts, txq;
-
-	if (read_key(l, op, tgid, &key))
-		return 0;
-	ts = bpf_map_lookup_elem(&osd_inflight, &key);
-	if (!ts)
-		return 0;
-	txq = *ts + rt_off_ns;
-	bpf_map_delete_elem(&osd_inflight, &key);
-	return txq;
 }
 
 /*
@@ -246,8 +117,7 @@ __noinline int osd_fold_one(__u32 target, __u32 kind_op_stage, __u64 ns, __u64 i
 
 	if (!s)
 		return 0;
-	if (ns)
-		hist_add(&s->latency, ns);
+	hist_add(&s->latency, ns);
 	s->slow += kind_op_stage >> 24;
 	s->bytes_in += in;
 	s->bytes_out += out;
@@ -258,28 +128,88 @@ __noinline int osd_fold_one(__u32 target, __u32 kind_op_stage, __u64 ns, __u64 i
 #define KOS(slow, kind, op, stage)                                                         \
 	(((__u32)(slow) << 24) | ((__u32)(kind) << 16) | ((__u32)(op) << 8) | (stage))
 
-/* Folds the stages and the whole op; a slow op is counted under its longest stage. */
-static __always_inline void fold(__u32 target, __u8 kind, __u8 op, const __u64 *d, __u64 whole,
-				 __u64 in, __u64 out)
+/*
+ * Folds the scratch's measured stages and the whole op (kind_op = kind << 8 | op); a slow
+ * op is counted under its longest stage.
+ */
+__noinline int osd_fold(__u32 target, __u32 kind_op, __u64 whole, __u64 in, __u64 out)
 {
+	struct osd_scratch *s = scratch();
+	__u32 kind = (kind_op >> 8) & 0xff, op = kind_op & 0xff;
 	__u32 longest = OSD_STAGE_COUNT;
 	__u64 max = 0;
 
+	if (!s)
+		return 0;
+	/* unrolled: the 5.10 and 6.1 verifiers refuse a loop whose back-edge follows a call */
 #pragma unroll
 	for (__u32 i = 0; i < OSD_STAGE_COUNT; i++) {
-		if (d[i] > max) {
-			max = d[i];
+		if ((s->known & (1u << i)) && s->d[i] >= max) {
+			max = s->d[i];
 			longest = i;
 		}
 	}
-	__u64 slow = slow_ns && whole >= slow_ns;
+	__u32 slow = slow_ns && whole >= slow_ns;
 
 #pragma unroll
 	for (__u32 i = 0; i < OSD_STAGE_COUNT; i++) {
-		if (d[i] || (slow && i == longest))
-			osd_fold_one(target, KOS(slow && i == longest, kind, op, i), d[i], 0, 0);
+		if (s->known & (1u << i))
+			osd_fold_one(target, KOS(slow && i == longest, kind, op, i), s->d[i], 0, 0);
 	}
 	osd_fold_one(target, KOS(slow, kind, op, OSD_STAGE_WHOLE), whole, in, out);
+	return 0;
+}
+
+/* The op's transaction record, consumed: queue time and BlueStore stages into the scratch. */
+static __always_inline int take_inflight(struct osd_scratch *s, const struct osd_layout *l,
+					 const void *op, __u32 tgid)
+{
+	struct osd_op_key key;
+	struct osd_inflight *rec;
+
+	if (read_key(l, op, tgid, &key))
+		return -1;
+	rec = bpf_map_lookup_elem(&osd_inflight, &key);
+	if (!rec)
+		return -1;
+	s->t.txq = rec->queued + rt_off_ns;
+	s->t.kv_committed = rec->kv_committed ? rec->kv_committed + rt_off_ns : 0;
+#pragma unroll
+	for (__u32 i = 0; i < OSD_BS_COUNT; i++) {
+		if (rec->bs_known & (1u << i)) {
+			s->d[OSD_BS_FIRST + i] = rec->bs[i];
+			s->known |= 1u << (OSD_BS_FIRST + i);
+		}
+	}
+	bpf_map_delete_elem(&osd_inflight, &key);
+	return 0;
+}
+
+/* The calling OSD's layout, with its target id in *target; NULL for any other process. */
+static __always_inline struct osd_layout *tracked_osd(__u32 tgid, __u32 *target)
+{
+	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
+
+	if (!l)
+		return 0;
+	*target = current_target();
+	return *target == CEPHSCOPE_UNTRACKED ? 0 : l;
+}
+
+/* The stages an op and a replicated write share: from the Message stamps to dequeue. */
+static __always_inline void front_stages(struct osd_scratch *s)
+{
+	const struct op_times *t = &s->t;
+
+	set_stage(s, OSD_STAGE_THROTTLE, t->recv, t->throttle);
+	set_stage(s, OSD_STAGE_RECEIVE, t->throttle, t->complete);
+	set_stage(s, OSD_STAGE_DISPATCH, t->complete, t->queued);
+	set_stage(s, OSD_STAGE_QUEUE, t->queued, t->dequeued);
+}
+
+static __always_inline __u64 max64(__u64 a, __u64 b)
+{
+	return a > b ? a : b;
 }
 
 static __always_inline __u8 op_class(const struct osd_layout *l, const void *op)
@@ -300,41 +230,176 @@ static __always_inline __u8 op_class(const struct osd_layout *l, const void *op)
 SEC("uprobe")
 int osd_txn_queued(struct pt_regs *ctx)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
 	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
-	struct osd_op_key key;
+	struct txn_claim claim = {};
+	struct osd_inflight rec = {};
 	const void *op;
 
 	if (!l)
 		return 0;
 	op = (const void *)read_u64((const void *)PT_REGS_PARM4(ctx)); /* by-value intrusive_ptr */
-	if (!op || read_key(l, op, tgid, &key))
-		return 0; /* PG metadata and recovery transactions carry no op */
-	__u64 now = bpf_ktime_get_ns();
+	if (!op || read_key(l, op, tgid, &claim.op)) {
+		/* PG metadata and recovery transactions carry no op: nothing to join */
+		bpf_map_delete_elem(&osd_txn_claims, &pid_tgid);
+		return 0;
+	}
+	rec.queued = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&osd_inflight, &claim.op, &rec, BPF_ANY))
+		count_lost(LOST_INFLIGHT_FULL);
+	if (l->have & OSD_HAVE_TXC) {
+		claim.queued = rec.queued;
+		bpf_map_update_elem(&osd_txn_claims, &pid_tgid, &claim, BPF_ANY);
+	}
+	return 0;
+}
 
-	if (bpf_map_update_elem(&osd_inflight, &key, &now, BPF_ANY))
+/* The txc's start and last state change, mono ns. */
+static __always_inline int txc_stamps(const struct osd_layout *l, const void *txc, __u64 *start,
+				      __u64 *last)
+{
+	if (!(l->have & OSD_HAVE_TXC) || !txc)
+		return -1;
+	*start = read_u64(txc + l->txc_start);
+	*last = read_u64(txc + l->txc_last_stamp);
+	return *start && *last >= *start ? 0 : -1;
+}
+
+/* The thread's claim on this txc: it started after the thread queued its op's transaction. */
+static __always_inline struct txn_claim *claim_for(__u64 pid_tgid, __u64 start)
+{
+	struct txn_claim *c = bpf_map_lookup_elem(&osd_txn_claims, &pid_tgid);
+
+	return c && start >= c->queued ? c : 0;
+}
+
+static __always_inline void set_bs(struct txc_state *st, __u32 i, __u64 ns)
+{
+	if (i < OSD_BS_COUNT && ns <= OSD_SPAN_MAX) {
+		st->bs[i] = ns;
+		st->bs_known |= 1u << i;
+	}
+}
+
+/* P4: BlueStore::_txc_aio_submit(TransContext *txc): prepared, data aio submitted. */
+SEC("uprobe")
+int osd_txc_aio_submit(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
+	const void *txc = (const void *)PT_REGS_PARM2(ctx);
+	struct txc_key key = {.tgid = tgid, .txc = (__u64)txc};
+	struct txc_state st = {};
+	struct txn_claim *c;
+	__u64 start, last;
+
+	if (!l || txc_stamps(l, txc, &start, &last))
+		return 0;
+	c = claim_for(pid_tgid, start);
+	if (!c)
+		return 0;
+	st.op = c->op;
+	st.prepared = last;
+	bpf_map_delete_elem(&osd_txn_claims, &pid_tgid);
+	if (bpf_map_update_elem(&osd_txcs, &key, &st, BPF_ANY))
 		count_lost(LOST_INFLIGHT_FULL);
 	return 0;
 }
 
-/* The calling OSD's layout, with its target id in *target; NULL for any other process. */
-static __always_inline struct osd_layout *tracked_osd(__u32 tgid, __u32 *target)
+/*
+ * Data IO done (aio_wait logged, last_stamp = its end). With at_call_site (P5, the call that
+ * logs io_done in _txc_state_proc) now is io_done's end; at the fallback, the entry of
+ * _txc_finish_io, now is its start and io_done is left to kv_queued.
+ */
+static __always_inline void io_stages(struct txc_state *st, bool at_call_site, __u64 last,
+				      __u64 now)
 {
-	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
-
-	if (!l)
-		return 0;
-	*target = current_target();
-	return *target == CEPHSCOPE_UNTRACKED ? 0 : l;
+	if (at_call_site && now >= last)
+		set_bs(st, 2, now - last);
+	st->io_done = at_call_site ? now : last;
 }
 
-/* The stages an op and a replicated write share: from the Message stamps to dequeue. */
-static __always_inline void front_stages(const struct op_times *t, __u64 *d)
+static __always_inline int txc_io_done(struct pt_regs *ctx, bool at_call_site)
 {
-	d[OSD_STAGE_THROTTLE] = span(t->recv, t->throttle);
-	d[OSD_STAGE_RECEIVE] = span(t->throttle, t->complete);
-	d[OSD_STAGE_DISPATCH] = span(t->complete, t->queued);
-	d[OSD_STAGE_QUEUE] = span(t->queued, t->dequeued);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
+	const void *txc = (const void *)PT_REGS_PARM2(ctx);
+	struct txc_key key = {.tgid = tgid, .txc = (__u64)txc};
+	struct txc_state fresh = {}, *st;
+	struct txn_claim *c;
+	__u64 start, last, now = bpf_ktime_get_ns();
+
+	if (!l || txc_stamps(l, txc, &start, &last))
+		return 0;
+	st = bpf_map_lookup_elem(&osd_txcs, &key);
+	if (st && st->prepared >= start && last >= st->prepared) {
+		set_bs(st, 0, st->prepared - start);
+		set_bs(st, 1, last - st->prepared);
+		io_stages(st, at_call_site, last, now);
+		return 0;
+	}
+	/* no data aio: prepare fell through to aio_wait on the thread that queued the op */
+	c = claim_for(pid_tgid, start);
+	if (!c)
+		return 0;
+	fresh.op = c->op;
+	bpf_map_delete_elem(&osd_txn_claims, &pid_tgid);
+	set_bs(&fresh, 0, last - start);
+	set_bs(&fresh, 1, 0);
+	io_stages(&fresh, at_call_site, last, now);
+	if (bpf_map_update_elem(&osd_txcs, &key, &fresh, BPF_ANY))
+		count_lost(LOST_INFLIGHT_FULL);
+	return 0;
+}
+
+/* P5: the call of log_state_latency(io_done) in BlueStore::_txc_state_proc (rsi = txc). */
+SEC("uprobe")
+int osd_txc_io_done(struct pt_regs *ctx)
+{
+	return txc_io_done(ctx, true);
+}
+
+/* P5 fallback: BlueStore::_txc_finish_io(TransContext *txc), when the call site is unknown. */
+SEC("uprobe")
+int osd_txc_finish_io(struct pt_regs *ctx)
+{
+	return txc_io_done(ctx, false);
+}
+
+/* P6: BlueStore::_txc_committed_kv(TransContext *txc), on the kv_final thread: kv committed. */
+SEC("uprobe")
+int osd_txc_kv_done(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
+	const void *txc = (const void *)PT_REGS_PARM2(ctx);
+	struct txc_key key = {.tgid = tgid, .txc = (__u64)txc};
+	struct osd_inflight *rec;
+	struct txc_state *st;
+	__u64 start, last, now = bpf_ktime_get_ns();
+
+	if (!l || txc_stamps(l, txc, &start, &last))
+		return 0;
+	st = bpf_map_lookup_elem(&osd_txcs, &key);
+	if (!st)
+		return 0;
+	if (st->io_done && last >= st->io_done)
+		set_bs(st, 3, last - st->io_done);
+	if (now >= last)
+		set_bs(st, 4, now - last);
+	rec = bpf_map_lookup_elem(&osd_inflight, &st->op);
+	if (rec) {
+		__builtin_memcpy(rec->bs, st->bs, sizeof(rec->bs));
+		rec->bs_known = st->bs_known;
+		rec->kv_committed = now;
+	} else {
+		count_lost(LOST_NO_START);
+	}
+	bpf_map_delete_elem(&osd_txcs, &key);
+	return 0;
 }
 
 /* P2: PrimaryLogPG::log_op_stats(const OpRequest &op, u64 inb, u64 outb): a client op ends. */
@@ -342,35 +407,41 @@ SEC("uprobe")
 int osd_op_done(struct pt_regs *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u64 d[OSD_STAGE_COUNT] = {};
-	struct op_times t = {};
+	struct osd_scratch *s;
 	__u32 target;
 	struct osd_layout *l = tracked_osd(tgid, &target);
 
-	if (!l)
+	if (!l || !(s = scratch()))
 		return 0;
-	t.now = bpf_ktime_get_ns() + rt_off_ns;
 	const void *op = (const void *)PT_REGS_PARM2(ctx);
 	__u8 cls = op_class(l, op);
+	struct op_times *t = &s->t;
 
-	read_stamps(l, op, &t);
-	if (cls != OSD_OP_READ) {
-		t.txq = take_txq(l, op, tgid);
-		if (!t.txq && cls == OSD_OP_WRITE)
-			count_lost(LOST_NO_START);
+	read_stamps(s, l, op, bpf_ktime_get_ns() + rt_off_ns);
+	front_stages(s);
+	if (cls == OSD_OP_READ) {
+		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->now);
+	} else if (take_inflight(s, l, op, tgid) == 0) {
+		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->txq);
+		if (t->kv_committed) {
+			/* critical path: the local kv commit, then whatever replicas were later */
+			if (t->subops_sent && t->last_subop)
+				set_stage(s, OSD_STAGE_REPLICATION, t->kv_committed,
+					  max64(t->kv_committed, t->last_subop));
+			set_stage(s, OSD_STAGE_COMMIT, max64(t->kv_committed, t->last_subop),
+				  t->now);
+		} else {
+			if (t->subops_sent)
+				set_stage(s, OSD_STAGE_REPLICATION, max64(t->subops_sent, t->txq),
+					  t->last_subop);
+			set_stage(s, OSD_STAGE_COMMIT, max64(t->last_subop, t->local_commit),
+				  t->now);
+		}
+	} else if (cls == OSD_OP_WRITE) {
+		count_lost(LOST_NO_START);
 	}
-	front_stages(&t, d);
-	d[OSD_STAGE_EXECUTE] = span(t.dequeued, t.txq ? t.txq : t.now);
-	if (t.txq) {
-		__u64 start = t.subops_sent > t.txq ? t.subops_sent : t.txq;
-		__u64 commits = t.last_subop > t.local_commit ? t.last_subop : t.local_commit;
-
-		if (t.subops_sent)
-			d[OSD_STAGE_REPLICATION] = span(start, t.last_subop);
-		d[OSD_STAGE_COMMIT] = span(commits, t.now);
-	}
-	fold(target, OSD_KIND_OP, cls, d, span(t.recv, t.now), PT_REGS_PARM3(ctx),
-	     PT_REGS_PARM4(ctx));
+	osd_fold(target, (OSD_KIND_OP << 8) | cls, t->recv && t->now > t->recv ? t->now - t->recv : 0,
+		 PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx));
 	return 0;
 }
 
@@ -379,37 +450,36 @@ SEC("uprobe")
 int osd_subop_done(struct pt_regs *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	__u64 d[OSD_STAGE_COUNT] = {};
-	struct op_times t = {};
+	struct osd_scratch *s;
 	__u32 target;
 	struct osd_layout *l = tracked_osd(tgid, &target);
 
-	if (!l)
+	if (!l || !(s = scratch()))
 		return 0;
-	t.now = bpf_ktime_get_ns() + rt_off_ns;
 	const void *rm = (const void *)read_u64((const void *)PT_REGS_PARM2(ctx));
 	const void *op = rm ? (const void *)read_u64(rm + l->repmod_op) : 0;
+	struct op_times *t = &s->t;
 
 	if (!op)
 		return 0;
-	read_stamps(l, op, &t);
-	t.txq = take_txq(l, op, tgid);
-	if (!t.txq)
+	read_stamps(s, l, op, bpf_ktime_get_ns() + rt_off_ns);
+	front_stages(s);
+	if (take_inflight(s, l, op, tgid) == 0) {
+		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->txq);
+		set_stage(s, OSD_STAGE_COMMIT, t->kv_committed ? t->kv_committed : t->txq, t->now);
+	} else {
 		count_lost(LOST_NO_START);
-	front_stages(&t, d);
-	d[OSD_STAGE_EXECUTE] = span(t.dequeued, t.txq);
-	d[OSD_STAGE_COMMIT] = span(t.txq, t.now);
+	}
 
-	__u64 data_len = 0;
+	__u32 data_len = 0;
 
 	if (l->have & OSD_HAVE_DATA_LEN) {
 		const void *msg = (const void *)read_u64(op + l->op_request);
-		__u32 len = 0;
 
 		if (msg)
-			bpf_probe_read_user(&len, sizeof(len), msg + l->msg_data_len);
-		data_len = len;
+			bpf_probe_read_user(&data_len, sizeof(data_len), msg + l->msg_data_len);
 	}
-	fold(target, OSD_KIND_SUBOP, OSD_OP_WRITE, d, span(t.recv, t.now), data_len, 0);
+	osd_fold(target, (OSD_KIND_SUBOP << 8) | OSD_OP_WRITE,
+		 t->recv && t->now > t->recv ? t->now - t->recv : 0, data_len, 0);
 	return 0;
 }

@@ -5,18 +5,30 @@
 
 #include "cephscope.h"
 
-/* The `stage` label, in the order of the op's timeline (docs/collectors/osd.md). */
+/*
+ * The `stage` label, in the order of the op's critical path (docs/collectors/osd.md): the
+ * stages of one op never overlap, so their sum is at most the whole op.
+ */
 enum cephscope_osd_stage {
-	OSD_STAGE_THROTTLE,    /* message header read -> dispatch throttle granted */
-	OSD_STAGE_RECEIVE,     /* -> message fully read */
-	OSD_STAGE_DISPATCH,    /* -> queued for the PG (event queued_for_pg) */
-	OSD_STAGE_QUEUE,       /* -> dequeued by an OSD shard thread */
-	OSD_STAGE_EXECUTE,     /* -> transaction queued to BlueStore (reads: -> reply) */
-	OSD_STAGE_REPLICATION, /* subops sent (not before the local queue) -> last replica commit */
-	OSD_STAGE_COMMIT,      /* all commits -> reply (replica: transaction queued -> commit) */
+	OSD_STAGE_THROTTLE,     /* message header read -> dispatch throttle granted */
+	OSD_STAGE_RECEIVE,      /* -> message fully read */
+	OSD_STAGE_DISPATCH,     /* -> queued for the PG (event queued_for_pg) */
+	OSD_STAGE_QUEUE,        /* -> dequeued by an OSD shard thread */
+	OSD_STAGE_EXECUTE,      /* -> transaction queued to BlueStore (reads: -> reply) */
+	OSD_STAGE_BS_PREPARE,   /* BlueStore TransContext start -> prepared (aio submitted) */
+	OSD_STAGE_BS_AIO_WAIT,  /* -> data IO complete */
+	OSD_STAGE_BS_IO_DONE,   /* -> in order with earlier transactions, queued for the kv thread */
+	OSD_STAGE_BS_KV_QUEUED, /* -> submitted by the kv sync thread (includes the flush) */
+	OSD_STAGE_BS_KV_COMMIT, /* -> kv commit done */
+	OSD_STAGE_REPLICATION,  /* local work done -> last replica commit, when the replicas are later */
+	OSD_STAGE_COMMIT,       /* all commits -> reply (replica: local commit -> reply) */
 	OSD_STAGE_COUNT,
 	OSD_STAGE_WHOLE = OSD_STAGE_COUNT, /* the whole op: message header read -> reply */
 };
+
+/* The BlueStore stages, in the order of struct osd_inflight.bs. */
+#define OSD_BS_FIRST OSD_STAGE_BS_PREPARE
+#define OSD_BS_COUNT 5
 
 /* The `op` label: Ceph's own op_r / op_w split; op_rw and the rest are "other". */
 enum cephscope_osd_op {
@@ -38,6 +50,7 @@ enum cephscope_osd_kind {
 #define OSD_HAVE_EVENTS (1u << 3)     /* TrackedOp::events, std::vector of 40-byte events */
 #define OSD_HAVE_RMW_FLAGS (1u << 4)  /* OpRequest::op_info.rmw_flags */
 #define OSD_HAVE_DATA_LEN (1u << 5)   /* Message::header.data_len */
+#define OSD_HAVE_TXC (1u << 6)        /* BlueStore::TransContext start, last_stamp */
 
 /* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
 struct osd_layout {
@@ -52,6 +65,8 @@ struct osd_layout {
 	__u32 msg_complete_stamp;  /* Message::recv_complete_stamp */
 	__u32 msg_data_len;        /* Message::header.data_len (le32) */
 	__u32 repmod_op;           /* ReplicatedBackend::RepModify::op (OpRequest *) */
+	__u32 txc_start;           /* BlueStore::TransContext::start (mono_clock, ns) */
+	__u32 txc_last_stamp;      /* TransContext::last_stamp: the latest state change */
 	__u32 pad;
 };
 
@@ -62,6 +77,15 @@ struct osd_op_key {
 	__u8 pad[3];
 	__s64 name_num;
 	__u64 tid;
+};
+
+/* osd_inflight's value: what the op's transaction went through so far. */
+struct osd_inflight {
+	__u64 queued;         /* transaction queued (BlueStore::queue_transactions), mono ns */
+	__u64 kv_committed;   /* its kv commit, mono ns; 0 until then */
+	__u64 bs[OSD_BS_COUNT]; /* BlueStore stage durations, ns */
+	__u32 bs_known;       /* bit i: bs[i] was measured */
+	__u32 pad;
 };
 
 struct osd_stats_key {
@@ -85,6 +109,8 @@ struct osd_stats {
 
 #define OSD_LAYOUTS_MAX 1024
 #define OSD_INFLIGHT_MAX 65536
+#define OSD_TXC_MAX 16384     /* BlueStore transactions between io done and kv commit */
+#define OSD_THREADS_MAX 4096  /* OSD shard threads queuing a transaction */
 #define OSD_STATS_MAX 16384
 
 #endif

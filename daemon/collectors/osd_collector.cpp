@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "bpf/osd.h"
+#include "collectors/osd_probes.h"
 #include "libbpf/maps.h"
 #include "osd.skel.h"
 #include "profile/store.h"
@@ -20,36 +21,8 @@
 namespace cephscope {
 namespace {
 
-constexpr std::array<const char*, OSD_STAGE_COUNT> kStages = {
-    "throttle", "receive", "dispatch", "queue", "execute", "replication", "commit"};
+using osd::kStages;
 constexpr std::array<const char*, OSD_OP_COUNT> kOps = {"read", "write", "other"};
-
-// One uprobe: the function it goes on and the program it runs.
-struct Probe {
-  const char* function;
-  const char* program;
-};
-constexpr std::array<Probe, 3> kProbes = {{
-    {"BlueStore::queue_transactions", "osd_txn_queued"},    // P1: transaction queued
-    {"PrimaryLogPG::log_op_stats", "osd_op_done"},          // P2: client op done (primary)
-    {"ReplicatedBackend::repop_commit", "osd_subop_done"},  // P3: replicated write done
-}};
-
-// What the probes need resolved in each ceph-osd build (docs/collectors/osd-stages.md).
-constexpr const char* kProbeSet = R"({
-  "schema": "cephscope-probe-set", "schema_version": 1, "name": "osd-stages",
-  "description": "OSD stage collector: op completion, transaction queued, stamps Ceph keeps.",
-  "objects": ["ceph-osd"],
-  "functions": ["BlueStore::queue_transactions", "PrimaryLogPG::log_op_stats",
-                "ReplicatedBackend::repop_commit"],
-  "types": [
-    {"name": "OpRequest", "members": ["request", "reqid.name._type", "reqid.name._num",
-      "reqid.tid", "op_info.rmw_flags", "dequeued_time", "events"]},
-    {"name": "TrackedOp::Event", "members": ["stamp", "str"]},
-    {"name": "Message", "members": ["recv_stamp", "throttle_stamp", "recv_complete_stamp",
-      "header.data_len"]},
-    {"name": "ReplicatedBackend::RepModify", "members": ["op"]}
-  ]})";
 
 using OsdSkel = Skeleton<osd_bpf, osd_bpf__destroy>;
 
@@ -61,54 +34,10 @@ std::int64_t realtime_offset_ns() {
   return (rt.tv_sec - mono.tv_sec) * 1'000'000'000LL + (rt.tv_nsec - mono.tv_nsec);
 }
 
-// Member offsets of one build; `have` names the groups that resolved.
-osd_layout layout_of(const profile::Profile& p, std::string& missing) {
-  osd_layout l{};
-  auto off = [&](const char* type, const char* path, std::uint32_t& into) {
-    const auto* m = p.member(type, path);
-    if (m == nullptr || m->status != profile::ItemStatus::kOk) {
-      missing += std::string(missing.empty() ? "" : ", ") + type + "::" + path;
-      return false;
-    }
-    into = static_cast<std::uint32_t>(m->offset);
-    return true;
-  };
-  std::uint32_t num = 0;
-  std::uint32_t tid = 0;
-  std::uint32_t ignored = 0;
-  const bool request = off("OpRequest", "request", l.op_request);
-  if (off("OpRequest", "reqid.name._type", l.op_reqid) &&
-      off("OpRequest", "reqid.name._num", num) && off("OpRequest", "reqid.tid", tid) &&
-      num == l.op_reqid + 8 && tid == l.op_reqid + 16) {
-    l.have |= OSD_HAVE_REQID;
-  }
-  if (request && off("Message", "recv_stamp", l.msg_recv_stamp) &&
-      off("Message", "throttle_stamp", l.msg_throttle_stamp) &&
-      off("Message", "recv_complete_stamp", l.msg_complete_stamp)) {
-    l.have |= OSD_HAVE_STAMPS;
-  }
-  if (request && off("Message", "header.data_len", l.msg_data_len)) {
-    l.have |= OSD_HAVE_DATA_LEN;
-  }
-  if (off("OpRequest", "dequeued_time", l.op_dequeued_time)) {
-    l.have |= OSD_HAVE_DEQUEUED;
-  }
-  const auto* event = p.type("TrackedOp::Event");
-  if (off("OpRequest", "events", l.op_events) && off("TrackedOp::Event", "str", ignored) &&
-      ignored == 8 && event != nullptr && event->size == OSD_EVENT_SIZE) {
-    l.have |= OSD_HAVE_EVENTS;
-  }
-  if (off("OpRequest", "op_info.rmw_flags", l.op_rmw_flags)) {
-    l.have |= OSD_HAVE_RMW_FLAGS;
-  }
-  off("ReplicatedBackend::RepModify", "op", l.repmod_op);
-  return l;
-}
-
 class OsdCollector final : public BpfCollector {
  public:
   explicit OsdCollector(const CollectorContext& ctx)
-      : store_(profile::StoreOptions{}), set_(*profile::parse_probe_set(kProbeSet)) {
+      : store_(profile::StoreOptions{}), set_(*profile::parse_probe_set(osd::kProbeSet)) {
     start(ctx);
   }
   [[nodiscard]] const char* name() const override { return "osd"; }
@@ -119,12 +48,15 @@ class OsdCollector final : public BpfCollector {
  private:
   // The probes of one OSD process; links detach when it goes.
   struct Process {
+    std::string who;  // ceph_daemon
     std::vector<Link> links;
     std::vector<ProbeStatus> status;
+    std::array<std::string, OSD_STAGE_COUNT> stage_gaps;  // "" when the stage works
   };
 
   void start(const CollectorContext& ctx);
   void attach_process(const TargetView& target, pid_t pid, Process& proc);
+  void stage_status(MetricSink& out) const;
 
   profile::ProfileStore store_;
   profile::ProbeSet set_;
@@ -135,10 +67,11 @@ class OsdCollector final : public BpfCollector {
 };
 
 void OsdCollector::start(const CollectorContext& ctx) {
-  std::vector<std::string> all;
-  for (const auto& p : kProbes) {
-    all.emplace_back(p.function);
-  }
+  // Every probe the collector can attach, for the "unavailable" statuses.
+  const std::vector<std::string> all = {
+      "BlueStore::queue_transactions",           "PrimaryLogPG::log_op_stats",
+      "ReplicatedBackend::repop_commit",         "BlueStore::_txc_aio_submit",
+      "BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_committed_kv"};
   OsdSkel skel;
   if (auto err = open_skeleton(skel, osd_bpf__open, ctx.tracked_map_fd); !err.empty()) {
     unavailable(err, all);
@@ -189,12 +122,12 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
 }
 
 void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& proc) {
-  const std::string who = target.identity.ceph_daemon;
+  proc.who = target.identity.ceph_daemon;
+  const std::string& who = proc.who;
   auto fail_all = [&](const std::string& reason) {
     spdlog::warn("osd: {} (pid {}): {}", who, pid, reason);
-    for (const auto& p : kProbes) {
-      proc.status.push_back({p.function, who, false, reason});
-    }
+    proc.status.push_back({"ceph-osd", who, false, reason});
+    proc.stage_gaps.fill(reason);
   };
   const auto ident = profile::identify_module(pid, "");
   if (!ident.ok()) {
@@ -208,58 +141,39 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
     return;
   }
   const auto& prof = loaded->profile;
-  std::string missing;
-  const osd_layout layout = layout_of(prof, missing);
-  if (!missing.empty()) {
+  const osd::BuildPlan plan = osd::plan_for(prof, module.host_path, who);
+  if (!plan.missing_members.empty()) {
     spdlog::warn("osd: {} build {}: members not resolved ({}): {}", who, prof.build_id, prof.source,
-                 missing);
+                 plan.missing_members);
+  }
+  if (!plan.io_done_note.empty()) {
+    spdlog::warn("osd: {} build {}: {}", who, prof.build_id, plan.io_done_note);
   }
   const auto tgid = static_cast<std::uint32_t>(pid);
-  if (bpf_map_update_elem(layouts_fd_, &tgid, &layout, BPF_ANY) != 0) {
+  if (bpf_map_update_elem(layouts_fd_, &tgid, &plan.layout, BPF_ANY) != 0) {
     fail_all(std::string("cannot store the layout: ") + std::strerror(errno));
     return;
   }
-  // What each probe needs beyond its function.
-  const std::array<std::uint32_t, 3> needs = {OSD_HAVE_REQID, OSD_HAVE_STAMPS, OSD_HAVE_STAMPS};
-  for (std::size_t i = 0; i < kProbes.size(); ++i) {
-    const auto& p = kProbes[i];
-    const auto* fn = prof.function(p.function);
-    const profile::FunctionInstance* inst = nullptr;
-    if (fn != nullptr && fn->status == profile::ItemStatus::kOk) {
-      for (const auto& x : fn->instances) {
-        if (!x.inlined && !x.clone) {
-          inst = &x;
-          break;
-        }
-      }
-    }
-    if (inst == nullptr) {
-      const std::string why =
-          fn == nullptr ? "not in profile" : std::string(profile::to_string(fn->status));
-      proc.status.push_back({p.function, who, false, "function " + why});
-      continue;
-    }
-    if ((layout.have & needs[i]) != needs[i]) {
-      proc.status.push_back({p.function, who, false, "members missing: " + missing});
-      continue;
-    }
-    // CET builds start with endbr64, which the kernel single-steps: attach after it.
-    const std::uint64_t offset = inst->file_offset + (inst->entry_insn == "endbr64" ? 4 : 0);
+  proc.status = plan.unavailable;
+  std::set<std::string> attached;
+  for (const auto& point : plan.points) {
+    auto* prog = bpf_object__find_program_by_name(skel_->obj, point.program.c_str());
     LIBBPF_OPTS(bpf_uprobe_opts, opts);
-    auto* prog = bpf_object__find_program_by_name(skel_->obj, p.program);
     bpf_link* link =
-        bpf_program__attach_uprobe_opts(prog, pid, module.host_path.c_str(), offset, &opts);
+        bpf_program__attach_uprobe_opts(prog, pid, module.host_path.c_str(), point.offset, &opts);
     if (link == nullptr) {
       const std::string why = std::string("attach failed: ") + std::strerror(errno);
-      spdlog::warn("osd: {} (pid {}): {} {}", who, pid, p.function, why);
-      proc.status.push_back({p.function, who, false, why});
+      spdlog::warn("osd: {} (pid {}): {} {}", who, pid, point.function, why);
+      proc.status.push_back({point.function, who, false, why});
       continue;
     }
     proc.links.emplace_back(link);
-    proc.status.push_back({p.function, who, true, "ok"});
+    proc.status.push_back({point.function, who, true, "ok"});
+    attached.insert(point.program);
   }
+  proc.stage_gaps = osd::stage_gaps(plan, attached);
   spdlog::info("osd: {} (pid {}): {} of {} probes attached, profile {} ({})", who, pid,
-               proc.links.size(), kProbes.size(), prof.build_id,
+               proc.links.size(), plan.points.size() + plan.unavailable.size(), prof.build_id,
                profile::to_string(loaded->origin));
 }
 
@@ -282,10 +196,33 @@ std::vector<ProbeStatus> OsdCollector::probes() const {
   return out;
 }
 
+// 1 per OSD and stage when the stage is measured, else 0 with the reason; a target with
+// several processes (another cluster's osd.N) shows a stage as working only if it is in all.
+void OsdCollector::stage_status(MetricSink& out) const {
+  std::map<std::pair<std::string, int>, std::string> gaps;
+  for (const auto& [pid, proc] : attached_) {
+    for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
+      auto [it, fresh] = gaps.try_emplace({proc.who, s}, proc.stage_gaps[s]);
+      if (!fresh && it->second.empty()) {
+        it->second = proc.stage_gaps[s];
+      }
+    }
+  }
+  for (const auto& [key, gap] : gaps) {
+    out.gauge("cephscope_osd_stage_available",
+              "1 when the OSD stage is measured in this OSD's build; reason says why not.",
+              {{"ceph_daemon", key.first},
+               {"stage", kStages[key.second]},
+               {"reason", gap.empty() ? "ok" : gap}},
+              gap.empty() ? 1 : 0);
+  }
+}
+
 void OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   if (stats_fd_ < 0) {
     return;
   }
+  stage_status(out);
   std::map<std::tuple<std::uint32_t, int, int, int>, osd_stats> sums;
   for_each_percpu<osd_stats_key, osd_stats>(
       stats_fd_, [&](const osd_stats_key& k, std::span<const osd_stats> cpus) {

@@ -463,6 +463,11 @@ OsdCounters parse_osd_perf_dump(std::string_view json) {
     c.subop_w = u("subop_w");
     c.subop_w_in_bytes = u("subop_w_in_bytes");
     c.subop_w_latency = latency(o, "subop_w_latency");
+    if (j.contains("bluestore")) {
+      for (std::size_t i = 0; i < kBlueStoreStates.size(); ++i) {
+        c.bluestore_state[i] = latency(j.at("bluestore"), kBlueStoreStates[i]);
+      }
+    }
     return c;
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("perf dump: ") + e.what());
@@ -484,6 +489,9 @@ OsdCounters delta(const OsdCounters& b, const OsdCounters& a) {
   d.subop_w = sub(a.subop_w, b.subop_w, "subop_w");
   d.subop_w_in_bytes = sub(a.subop_w_in_bytes, b.subop_w_in_bytes, "subop_w_in_bytes");
   d.subop_w_latency = sub(a.subop_w_latency, b.subop_w_latency, "subop_w_latency");
+  for (std::size_t i = 0; i < kBlueStoreStates.size(); ++i) {
+    d.bluestore_state[i] = sub(a.bluestore_state[i], b.bluestore_state[i], kBlueStoreStates[i]);
+  }
   return d;
 }
 
@@ -522,6 +530,9 @@ OsdCounters sum(const OsdSnapshot& snapshot) {
     t.subop_w += c.subop_w;
     t.subop_w_in_bytes += c.subop_w_in_bytes;
     add(t.subop_w_latency, c.subop_w_latency);
+    for (std::size_t i = 0; i < kBlueStoreStates.size(); ++i) {
+      add(t.bluestore_state[i], c.bluestore_state[i]);
+    }
   }
   return t;
 }

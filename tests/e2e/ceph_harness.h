@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -143,7 +144,14 @@ struct OsdCounters {
   std::uint64_t subop_w = 0;
   std::uint64_t subop_w_in_bytes = 0;
   LatencyCounter subop_w_latency;
+  // BlueStore's per-transaction state latencies (section "bluestore"): prepare, aio_wait,
+  // io_done, kv_queued, kv_commiting (sic); zero when the dump has no BlueStore section.
+  std::array<LatencyCounter, 5> bluestore_state;
 };
+
+inline constexpr std::array<const char*, 5> kBlueStoreStates = {
+    "state_prepare_lat", "state_aio_wait_lat", "state_io_done_lat", "state_kv_queued_lat",
+    "state_kv_commiting_lat"};
 
 // Parses the JSON of `perf dump` (the whole dump; reads its "osd" section).
 OsdCounters parse_osd_perf_dump(std::string_view json);

@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Reading what Ceph stamped on an op: the Message's receive stamps, OpRequest::dequeued_time
+ * and the TrackedOp event list. Part of osd.bpf.c; the per-CPU scratch keeps the op's stamps
+ * and stage durations out of the programs' stacks, so the global functions that work on them
+ * take scalars only (what the 5.10 verifier accepts) and each is verified once.
+ */
+#ifndef CEPHSCOPE_OSD_EVENTS_BPF_H
+#define CEPHSCOPE_OSD_EVENTS_BPF_H
+
+#include <bpf/bpf_helpers.h>
+#include "osd.h"
+
+/* Stamps of one op, realtime ns; 0 = not known. */
+struct op_times {
+	__u64 recv, throttle, complete, queued, dequeued, subops_sent, last_subop, local_commit;
+	__u64 txq;          /* transaction queued */
+	__u64 kv_committed; /* its BlueStore kv commit */
+	__u64 now;
+};
+
+/* Room for 32 events so that a masked index is in bounds for the verifier. */
+#define EVENT_SLOTS 32
+
+struct osd_scratch {
+	__u8 events[EVENT_SLOTS * OSD_EVENT_SIZE]; /* a bulk copy of TrackedOp::events */
+	struct op_times t;
+	__u64 d[OSD_STAGE_COUNT]; /* stage durations, ns */
+	__u32 known;              /* bit i: d[i] was measured (a stage can take 0 ns) */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct osd_scratch);
+} osd_scratch SEC(".maps");
+
+static __always_inline struct osd_scratch *scratch(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&osd_scratch, &zero);
+}
+
+/* A utime_t {u32 sec; u32 nsec} at addr, in ns; 0 when unreadable. */
+static __always_inline __u64 read_utime(const void *addr)
+{
+	__u32 t[2];
+
+	if (bpf_probe_read_user(t, sizeof(t), addr))
+		return 0;
+	return (__u64)t[0] * 1000000000ULL + t[1];
+}
+
+static __always_inline __u64 read_u64(const void *addr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), addr);
+	return v;
+}
+
+/* First 8 bytes of a std::string's text, from the copy of its event (SSO) or its heap. */
+static __always_inline __u64 event_word(const __u8 *ev, __u64 len, __u32 at)
+{
+	__u64 w = 0;
+
+	if (len <= 15) {
+		if (at < 16)
+			__builtin_memcpy(&w, ev + 24 + at, 8);
+		return w;
+	}
+	bpf_probe_read_user(&w, sizeof(w), (const void *)(*(__u64 *)(ev + 8) + at));
+	return w;
+}
+
+/* The first 8 characters of the event names matched, as little-endian words. */
+#define W_QUEUED_F 0x665f646575657571ULL /* "queued_f" */
+#define W_OP_COMMI 0x696d6d6f635f706fULL /* "op_commi" */
+#define W_SUB_OP_C 0x635f706f5f627573ULL /* "sub_op_c" */
+#define W_WAITING_ 0x20676e6974696177ULL /* "waiting " */
+#define W_FOR_SUBO 0x6f62757320726f66ULL /* "for subo" */
+
+/* Event i of the bulk copy: {utime_t stamp @0; std::string str @8 (len @16, SSO @24)}. */
+static __always_inline void scan_event(struct osd_scratch *s, __u32 i)
+{
+	struct op_times *t = &s->t;
+	__u32 k = i;
+
+	asm volatile("%0 &= 31" : "+r"(k)); /* EVENT_SLOTS - 1, kept for the verifier */
+	const __u8 *ev = s->events + k * OSD_EVENT_SIZE;
+	__u64 stamp = (__u64)*(__u32 *)ev * 1000000000ULL + *(__u32 *)(ev + 4);
+	__u64 len = *(__u64 *)(ev + 16);
+
+	if (len == 13) {
+		if (!t->queued && event_word(ev, len, 0) == W_QUEUED_F)
+			t->queued = stamp;
+	} else if (len == 9) {
+		if (event_word(ev, len, 0) == W_OP_COMMI)
+			t->local_commit = stamp;
+	} else if (len == 17) {
+		if (stamp > t->last_subop && event_word(ev, len, 0) == W_SUB_OP_C)
+			t->last_subop = stamp;
+	} else if (len >= 24 && !t->subops_sent) {
+		if (event_word(ev, len, 0) == W_WAITING_ && event_word(ev, len, 8) == W_FOR_SUBO)
+			t->subops_sent = stamp;
+	}
+}
+
+/* Scans the first n events of the scratch copy into its op_times. */
+__noinline int osd_scan_events(__u32 n)
+{
+	struct osd_scratch *s = scratch();
+
+	if (!s)
+		return 0;
+	for (__u32 i = 0; i < OSD_EVENTS_MAX; i++) {
+		if (i >= n)
+			break;
+		scan_event(s, i);
+	}
+	return 0;
+}
+
+/* Copies TrackedOp::events in one read (short names sit in the strings' inline buffers). */
+static __always_inline void read_events(struct osd_scratch *s, const struct osd_layout *l,
+					const void *op)
+{
+	__u64 vec[2];
+
+	if (!(l->have & OSD_HAVE_EVENTS) ||
+	    bpf_probe_read_user(vec, sizeof(vec), op + l->op_events) || vec[1] <= vec[0])
+		return;
+	__u64 n = (vec[1] - vec[0]) / OSD_EVENT_SIZE;
+
+	if (n > OSD_EVENTS_MAX)
+		n = OSD_EVENTS_MAX;
+	__u32 size = n * OSD_EVENT_SIZE;
+
+	if (size > OSD_EVENTS_MAX * OSD_EVENT_SIZE ||
+	    bpf_probe_read_user(s->events, size, (const void *)vec[0]))
+		return;
+	osd_scan_events(n);
+}
+
+/* Starts an op's scratch: its Message and OpRequest stamps and events, and now. */
+static __always_inline void read_stamps(struct osd_scratch *s, const struct osd_layout *l,
+					const void *op, __u64 now)
+{
+	struct op_times *t = &s->t;
+
+	__builtin_memset(t, 0, sizeof(*t));
+	__builtin_memset(s->d, 0, sizeof(s->d));
+	s->known = 0;
+	t->now = now;
+
+	const void *msg = (const void *)read_u64(op + l->op_request);
+
+	if (msg && (l->have & OSD_HAVE_STAMPS)) {
+		t->recv = read_utime(msg + l->msg_recv_stamp);
+		t->throttle = read_utime(msg + l->msg_throttle_stamp);
+		t->complete = read_utime(msg + l->msg_complete_stamp);
+	}
+	if (l->have & OSD_HAVE_DEQUEUED)
+		t->dequeued = read_utime(op + l->op_dequeued_time);
+	read_events(s, l, op);
+}
+
+/* An hour: a longer interval means a stamp is garbage (a clock step, a reused object). */
+#define OSD_SPAN_MAX 3600000000000ULL
+
+/* Sets stage i to a -> b when both ends are known and in order. */
+static __always_inline void set_stage(struct osd_scratch *s, __u32 i, __u64 a, __u64 b)
+{
+	if (!a || !b || b < a || b - a > OSD_SPAN_MAX || i >= OSD_STAGE_COUNT)
+		return;
+	s->d[i] = b - a;
+	s->known |= 1u << i;
+}
+
+#endif
