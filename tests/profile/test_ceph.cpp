@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "fixture_util.h"
+#include "profile/call_site.h"
 #include "profile/debuginfo.h"
 #include "profile/dwarf_file.h"
 #include "profile/profile_json.h"
@@ -194,6 +195,62 @@ TEST_CASE("OSD probe set against Debian's ceph-osd 16.2.15", "[e2e]") {
   REQUIRE(warm.ok());
   std::printf("%s: warm load %.1f ms, profile %ju bytes\n", kOsd, since(t0) * 1e3,
               static_cast<uintmax_t>(fs::file_size(dir / "osd.json")));
+}
+
+// The call logging io_done in BlueStore::_txc_state_proc (the OSD collector's P5 probe): the
+// byte scan finds the same call objdump's disassembly shows after `mov $ID,%ecx`.
+TEST_CASE("the BlueStore io_done call site agrees with objdump", "[e2e]") {
+  const std::string proc = "_ZN9BlueStore15_txc_state_procEPNS_12TransContextE";
+  const std::string log =
+      "_ZN9BlueStore17BlueStoreThrottle17log_state_latencyERNS_12TransContextEPN4ceph6common12"
+      "PerfCountersEi";
+  std::map<std::string, std::pair<uint64_t, uint64_t>> syms;  // name -> vaddr, size
+  std::istringstream nm(test::run(std::string("nm -D -S --defined-only ") + kOsd));
+  for (std::string line; std::getline(nm, line);) {
+    std::istringstream l(line);
+    std::string addr, size, type, name;
+    if (l >> addr >> size >> type >> name && (name == proc || name == log)) {
+      syms[name] = {std::stoull(addr, nullptr, 16), std::stoull(size, nullptr, 16)};
+    }
+  }
+  REQUIRE(syms.size() == 2);
+  const auto [vaddr, size] = syms[proc];
+
+  // objdump: each call to log_state_latency with the last `mov $imm,%ecx` before it
+  std::map<uint32_t, std::vector<uint64_t>> by_id;
+  std::ostringstream cmd;
+  cmd << "objdump -d --no-show-raw-insn --start-address=0x" << std::hex << vaddr
+      << " --stop-address=0x" << vaddr + size << " " << kOsd;
+  std::istringstream dis(test::run(cmd.str()));
+  int64_t ecx = -1;  // none seen since the last call
+  std::ostringstream call_to;
+  call_to << "call   " << std::hex << syms[log].first << " ";
+  for (std::string line; std::getline(dis, line);) {
+    const auto mov = line.find("mov    $0x");
+    if (mov != std::string::npos && line.ends_with(",%ecx")) {
+      ecx = static_cast<int64_t>(std::stoul(line.substr(mov + 8), nullptr, 16));
+    } else if (line.find(call_to.str()) != std::string::npos && ecx >= 0) {
+      by_id[static_cast<uint32_t>(ecx)].push_back(
+          std::stoull(line.substr(0, line.find(':')), nullptr, 16));
+      ecx = -1;
+    }
+  }
+  REQUIRE(by_id.size() >= 3);
+  const uint32_t first = by_id.begin()->first;
+  REQUIRE(by_id[first + 2].size() == 1);
+
+  auto elf = ElfFile::open(kOsd);
+  REQUIRE(elf.ok());
+  const uint64_t offset = to_offset(readelf_loads(kOsd), vaddr);
+  const auto calls = find_calls(elf->read(offset, size), vaddr, offset, syms[log].first);
+  auto site = third_state_call(calls);
+  INFO((site.ok() ? "" : site.error().message));
+  REQUIRE(site.ok());
+  std::printf("io_done call: 0x%llx (id %u), %zu logged calls in _txc_state_proc\n",
+              static_cast<unsigned long long>(site->vaddr), first + 2, calls.size());
+  CHECK(site->vaddr == by_id[first + 2].front());
+  CHECK(site->ecx == first + 2);
+  CHECK(site->file_offset == to_offset(readelf_loads(kOsd), site->vaddr));
 }
 
 TEST_CASE("librados probe set against librados.so.2 and libceph-common.so.2", "[e2e]") {
