@@ -240,8 +240,11 @@ int osd_txn_queued(struct pt_regs *ctx)
 	if (!l)
 		return 0;
 	op = (const void *)read_u64((const void *)PT_REGS_PARM4(ctx)); /* by-value intrusive_ptr */
-	if (!op || read_key(l, op, tgid, &claim.op)) {
-		/* PG metadata and recovery transactions carry no op: nothing to join */
+	if (!op || read_key(l, op, tgid, &claim.op) || !claim.op.tid) {
+		/*
+		 * PG metadata transactions carry no op; EC sub-writes and recovery pushes carry one
+		 * without a client reqid: nothing to join
+		 */
 		bpf_map_delete_elem(&osd_txn_claims, &pid_tgid);
 		return 0;
 	}
@@ -437,7 +440,8 @@ int osd_op_done(struct pt_regs *ctx)
 			set_stage(s, OSD_STAGE_COMMIT, max64(t->last_subop, t->local_commit),
 				  t->now);
 		}
-	} else if (cls == OSD_OP_WRITE) {
+	} else if (cls == OSD_OP_WRITE && (t->local_commit || t->subops_sent)) {
+		/* a replicated write whose record is gone (EC writes never have one) */
 		count_lost(LOST_NO_START);
 	}
 	osd_fold(target, (OSD_KIND_OP << 8) | cls, t->recv && t->now > t->recv ? t->now - t->recv : 0,

@@ -6,10 +6,15 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include "bpf/osd.h"
@@ -40,6 +45,14 @@ class OsdCollector final : public BpfCollector {
       : store_(profile::StoreOptions{}), set_(*profile::parse_probe_set(osd::kProbeSet)) {
     start(ctx);
   }
+  OsdCollector(const OsdCollector&) = delete;
+  OsdCollector& operator=(const OsdCollector&) = delete;
+  OsdCollector(OsdCollector&&) = delete;
+  OsdCollector& operator=(OsdCollector&&) = delete;
+  ~OsdCollector() override {
+    worker_.request_stop();
+    worker_.join();  // before attached_ and the object go
+  }
   [[nodiscard]] const char* name() const override { return "osd"; }
   void collect(MetricSink& out, const TargetLabelMap& targets) override;
   void sync_targets(const std::vector<TargetView>& targets) override;
@@ -48,22 +61,37 @@ class OsdCollector final : public BpfCollector {
  private:
   // The probes of one OSD process; links detach when it goes.
   struct Process {
-    std::string who;  // ceph_daemon
+    bool leaving = false;  // its detach is queued
+    std::string who;       // ceph_daemon
     std::vector<Link> links;
     std::vector<ProbeStatus> status;
     std::array<std::string, OSD_STAGE_COUNT> stage_gaps;  // "" when the stage works
   };
 
+  // Attach or detach one OSD process, in the worker: resolving a new build's profile takes
+  // seconds and a uprobe detach ~100 ms, which must not hold up the daemon loop.
+  struct Request {
+    pid_t pid = 0;
+    std::optional<TargetView> attach;  // empty: detach
+  };
+
   void start(const CollectorContext& ctx);
+  void work(const std::stop_token& stop);
   void attach_process(const TargetView& target, pid_t pid, Process& proc);
   void stage_status(MetricSink& out) const;
 
-  profile::ProfileStore store_;
+  profile::ProfileStore store_;  // the worker's
   profile::ProbeSet set_;
   osd_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
   int layouts_fd_ = -1;
+
+  mutable std::mutex mu_;  // guards the members below
+  std::condition_variable_any wake_;
+  std::deque<Request> queue_;
+  std::set<pid_t> queued_;             // pids with an attach in the queue or in progress
   std::map<pid_t, Process> attached_;  // destroyed before the base closes the object
+  std::jthread worker_;                // last: stops first
 };
 
 void OsdCollector::start(const CollectorContext& ctx) {
@@ -91,6 +119,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
   adopt(
       raw->obj, [raw] { osd_bpf__destroy(raw); }, "uprobe");
   store_.load_shipped();
+  worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
 }
 
 void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
@@ -99,25 +128,64 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
   }
   skel_->bss->rt_off_ns = realtime_offset_ns();
   std::set<pid_t> live;
+  std::lock_guard lock(mu_);
+  const std::size_t before = queue_.size();
   for (const auto& t : targets) {
     if (t.identity.kind != TargetKind::kCephOsd) {
       continue;
     }
     for (const pid_t pid : t.pids) {
       live.insert(pid);
-      if (!attached_.contains(pid)) {
-        attach_process(t, pid, attached_[pid]);
+      if (!attached_.contains(pid) && queued_.insert(pid).second) {
+        queue_.push_back({pid, t});
       }
     }
   }
-  for (auto it = attached_.begin(); it != attached_.end();) {
-    if (live.contains(it->first)) {
-      ++it;
+  for (const auto& [pid, proc] : attached_) {
+    if (!live.contains(pid) && !proc.leaving) {
+      queue_.push_back({pid, std::nullopt});
+    }
+  }
+  for (auto& [pid, proc] : attached_) {
+    proc.leaving = proc.leaving || !live.contains(pid);
+  }
+  if (queue_.size() != before) {
+    wake_.notify_one();
+  }
+}
+
+void OsdCollector::work(const std::stop_token& stop) {
+  for (;;) {
+    Request req;
+    {
+      std::unique_lock lock(mu_);
+      if (!wake_.wait(lock, stop, [&] { return !queue_.empty(); })) {
+        return;
+      }
+      req = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    if (req.attach) {
+      Process proc;
+      attach_process(*req.attach, req.pid, proc);
+      std::lock_guard lock(mu_);
+      queued_.erase(req.pid);
+      attached_.insert_or_assign(req.pid, std::move(proc));
       continue;
     }
-    const auto tgid = static_cast<std::uint32_t>(it->first);
+    Process gone;
+    {
+      std::lock_guard lock(mu_);
+      auto it = attached_.find(req.pid);
+      if (it == attached_.end()) {
+        continue;
+      }
+      gone = std::move(it->second);
+      attached_.erase(it);
+    }
+    const auto tgid = static_cast<std::uint32_t>(req.pid);
     bpf_map_delete_elem(layouts_fd_, &tgid);
-    it = attached_.erase(it);
+    gone.links.clear();  // the slow part, outside the lock
   }
 }
 
@@ -181,6 +249,7 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
 // cluster's osd.N on the host); the probe counts as attached when it is in all of them.
 std::vector<ProbeStatus> OsdCollector::probes() const {
   auto out = BpfCollector::probes();
+  std::lock_guard lock(mu_);
   std::map<std::pair<std::string, std::string>, ProbeStatus> merged;
   for (const auto& [pid, proc] : attached_) {
     for (const auto& st : proc.status) {
@@ -200,6 +269,7 @@ std::vector<ProbeStatus> OsdCollector::probes() const {
 // several processes (another cluster's osd.N) shows a stage as working only if it is in all.
 void OsdCollector::stage_status(MetricSink& out) const {
   std::map<std::pair<std::string, int>, std::string> gaps;
+  std::lock_guard lock(mu_);
   for (const auto& [pid, proc] : attached_) {
     for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
       auto [it, fresh] = gaps.try_emplace({proc.who, s}, proc.stage_gaps[s]);
