@@ -118,6 +118,9 @@ nlohmann::json ceph_json(const ClusterInfo& cluster, const std::vector<std::stri
     throw std::runtime_error(describe(argv) + ": exit " + std::to_string(r.exit_code) + "\n" +
                              r.err);
   }
+  if (r.out.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return nullptr;  // commands that change state may print nothing
+  }
   return nlohmann::json::parse(r.out);
 }
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "ceph_harness.h"
+#include "osd_control.h"
 #include "support/daemon_runner.h"
 #include "support/metrics_text.h"
 
@@ -337,6 +338,31 @@ void check_stages_available(const ClusterInfo& cluster, const Metrics& m) {
   }
 }
 
+// Waits until every probe is attached on each of the cluster's OSDs (the first OSD resolves
+// the build's profile) and prints how long that took.
+bool wait_for_probes(const ClusterInfo& cluster, Daemon& daemon) {
+  const auto t0 = std::chrono::steady_clock::now();
+  while (std::chrono::steady_clock::now() - t0 < 180s) {
+    const auto m = daemon.scrape();
+    bool attached = true;
+    for (const auto& o : cluster.osds) {
+      for (const auto& p : kProbes) {
+        attached = attached && m.sum("cephscope_probe_attached", {{"collector", "osd"},
+                                                                  {"target", osd_name(o.id)},
+                                                                  {"probe", p},
+                                                                  {"reason", "ok"}}) >= 1;
+      }
+    }
+    if (attached) {
+      std::printf("osd probes attached on %zu OSDs %.1f s after /readyz\n", cluster.osds.size(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      return true;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  return false;
+}
+
 BenchSummary bench(const ClusterInfo& cluster, BenchMode mode, int seconds) {
   BenchOptions opt;
   opt.mode = mode;
@@ -361,27 +387,7 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
   LogOnFailure print_log{daemon};
   REQUIRE(daemon.wait_ready(60s));
 
-  // every probe attached on each of our OSDs (the first OSD resolves the build's profile)
-  const auto t0 = std::chrono::steady_clock::now();
-  bool attached = false;
-  while (!attached && std::chrono::steady_clock::now() - t0 < 180s) {
-    const auto m = daemon.scrape();
-    attached = true;
-    for (const auto& o : cluster.osds) {
-      for (const auto& p : kProbes) {
-        attached = attached && m.sum("cephscope_probe_attached", {{"collector", "osd"},
-                                                                  {"target", osd_name(o.id)},
-                                                                  {"probe", p},
-                                                                  {"reason", "ok"}}) >= 1;
-      }
-    }
-    if (!attached) {
-      std::this_thread::sleep_for(200ms);
-    }
-  }
-  REQUIRE(attached);
-  std::printf("osd probes attached on 3 OSDs %.1f s after /readyz\n",
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  REQUIRE(wait_for_probes(cluster, daemon));
 
   check_stages_available(cluster, daemon.scrape());
   rados_cleanup(cluster);
@@ -478,4 +484,61 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
   const auto rc = daemon.stop(20s);
   REQUIRE(rc.has_value());
   CHECK(*rc == 0);
+}
+
+// An erasure-coded pool (k=2, m=1 over the 3 OSDs): the client write's primary runs the same
+// log_op_stats, so EC writes are counted per op like any other, with the stages that apply:
+// all but replication (EC ops carry no subop events; waiting for the other shards counts in
+// commit). No EC write is taken for a lost start.
+TEST_CASE("EC pool writes are counted per op with the stages that apply", "[e2e][ceph][osd]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  ClusterInfo ec = *loaded;
+  REQUIRE(ec.osds.size() == 3);
+  ec.pool = "cephscope-ec";
+  ceph_json(ec, {"osd", "erasure-code-profile", "set", "cephscope-k2m1", "k=2", "m=1",
+                 "crush-failure-domain=osd", "--force"});
+  ceph_json(ec, {"osd", "pool", "create", ec.pool, "8", "8", "erasure", "cephscope-k2m1"});
+  ceph_json(ec, {"osd", "pool", "application", "enable", ec.pool, "rados"});
+  struct DropPool {
+    const ClusterInfo& c;
+    ~DropPool() {
+      try {
+        ceph_json(c, {"osd", "pool", "rm", c.pool, c.pool, "--yes-i-really-really-mean-it"});
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "removing pool %s: %s\n", c.pool.c_str(), e.what());
+      }
+    }
+  } drop{ec};
+  const auto t0 = std::chrono::steady_clock::now();
+  while (!pgs_clean(ec) && std::chrono::steady_clock::now() - t0 < 120s) {
+    std::this_thread::sleep_for(500ms);
+  }
+  REQUIRE(pgs_clean(ec));
+  const auto sockets = host_osd_sockets(ec);
+
+  Daemon daemon(test_dir(ec.dir), daemon_config());
+  LogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(ec, daemon));
+
+  const auto lost = [&] {
+    return daemon.scrape().sum("cephscope_events_lost_total",
+                               {{"collector", "osd"}, {"reason", "no_start"}});
+  };
+  const double lost0 = lost();
+  const auto perf0 = snapshot_host(sockets);
+  const auto v0 = views(ec, daemon.scrape());
+  const auto w = bench(ec, BenchMode::kWrite, 5);
+  settle();
+  const auto perf1 = snapshot_host(sockets);
+  const auto v1 = views(ec, daemon.scrape());
+  std::printf("4 KiB writes to an EC pool (k=2, m=1):\n");
+  const double writes = check_ops(ec, "write", v0, v1, delta(perf0, perf1));
+  CHECK(within(writes, static_cast<double>(w.total_ops + kBenchMetadataOps), 0.005));
+  // the primary writes its own shard with the client op: its execute and BlueStore stages
+  // are joined; the other shards' commits carry no replication events and count in commit
+  check_stages(ec, "write", kSubopStages, v0, v1);
+  CHECK(lost() == lost0);
+  rados_cleanup(ec);
 }
