@@ -45,13 +45,14 @@ discovery: {scan_interval: 1s, rados_clients: false}
 collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: false}, osd: {enabled: true}}
 CONF
 
+probes_per_osd=6  # P1-P6 of docs/collectors/osd.md
 start_daemon() {
   "$bin" --config "$work/cephscope.yaml" 2>> "$work/daemon.log" &
   daemon=$!
   for _ in $(seq 600); do
     n=$(curl -s "localhost:$port/metrics" 2>/dev/null | grep '^cephscope_probe_attached{' |
       grep 'collector="osd"' | grep 'reason="ok"' | grep -c ' 1$' || true)
-    [ "${n:-0}" -ge 9 ] && return 0
+    [ "${n:-0}" -ge $((probes_per_osd * 3)) ] && return 0
     sleep 0.2
   done
   echo "the osd probes did not attach; log:" >&2
@@ -121,6 +122,7 @@ stop_daemon
 
 echo "== 2. IOPS without / with the daemon, $pairs alternating pairs of $secs s"
 ratios=()
+added=()
 for i in $(seq "$pairs"); do
   read -r _ base bcpu < <(bench)
   start_daemon
@@ -128,8 +130,11 @@ for i in $(seq "$pairs"); do
   stop_daemon
   r=$(awk -v a="$with" -v b="$base" 'BEGIN { printf "%.3f", a / b }')
   ratios+=("$r")
+  added+=("$(awk -v a="$wcpu" -v b="$bcpu" 'BEGIN { printf "%.1f", a - b }')")
   echo "  pair $i: without $base IOPS ($bcpu us CPU/op), with $with IOPS ($wcpu us CPU/op), ratio $r"
 done
-printf '%s\n' "${ratios[@]}" | sort -n | awk '{ v[NR] = $1 } END {
+median() { sort -n | awk '{ v[NR] = $1 } END {
   m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-  printf "  IOPS with/without: median %.3f, min %.3f, max %.3f (%d pairs)\n", m, v[1], v[NR], NR }'
+  printf "median %.3f, min %.3f, max %.3f (%d pairs)", m, v[1], v[NR], NR }'; }
+echo "  IOPS with/without: $(printf '%s\n' "${ratios[@]}" | median)"
+echo "  added OSD CPU per client write, all 3 OSDs, us: $(printf '%s\n' "${added[@]}" | median)"
