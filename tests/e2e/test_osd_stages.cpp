@@ -49,31 +49,20 @@ const std::vector<std::string> kProbes = {
 const std::vector<std::string> kStoreStages = {"bluestore_prepare", "bluestore_aio_wait",
                                                "bluestore_io_done", "bluestore_kv_queued",
                                                "bluestore_kv_commit"};
-const std::vector<std::string> kWriteStages = {"throttle",
-                                               "receive",
-                                               "dispatch",
-                                               "queue",
-                                               "execute",
-                                               "bluestore_prepare",
-                                               "bluestore_aio_wait",
-                                               "bluestore_io_done",
-                                               "bluestore_kv_queued",
-                                               "bluestore_kv_commit",
-                                               "replication",
-                                               "commit"};
+// The stages every op has: message, queue and execute.
 const std::vector<std::string> kReadStages = {"throttle", "receive", "dispatch", "queue",
                                               "execute"};
-const std::vector<std::string> kSubopStages = {"throttle",
-                                               "receive",
-                                               "dispatch",
-                                               "queue",
-                                               "execute",
-                                               "bluestore_prepare",
-                                               "bluestore_aio_wait",
-                                               "bluestore_io_done",
-                                               "bluestore_kv_queued",
-                                               "bluestore_kv_commit",
-                                               "commit"};
+
+std::vector<std::string> stages(std::initializer_list<std::vector<std::string>> parts) {
+  std::vector<std::string> out;
+  for (const auto& p : parts) {
+    out.insert(out.end(), p.begin(), p.end());
+  }
+  return out;
+}
+const std::vector<std::string> kSubopStages = stages({kReadStages, kStoreStages, {"commit"}});
+const std::vector<std::string> kWriteStages =
+    stages({kReadStages, kStoreStages, {"replication", "commit"}});
 
 std::string osd_name(int id) {
   return "osd." + std::to_string(id);
