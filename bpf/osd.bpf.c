@@ -77,8 +77,10 @@ struct {
 	__type(value, struct txc_state);
 } osd_txcs SEC(".maps");
 
+/* Not preallocated: a value holds every stage's histogram (3 KiB per CPU), keys are few. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, OSD_STATS_MAX);
 	__type(key, struct osd_stats_key);
 	__type(value, struct osd_stats);
@@ -101,47 +103,15 @@ static __always_inline int read_key(const struct osd_layout *l, const void *op, 
 	return 0;
 }
 
-/*
- * Adds one sample (and a slow op, and bytes) to one series. A global function: the verifier
- * checks it once, not once per stage of every caller's path.
- */
-__noinline int osd_fold_one(__u32 target, __u32 kind_op_stage, __u64 ns, __u64 in, __u64 out)
-{
-	struct osd_stats_key key = {
-		.target = target,
-		.kind = (kind_op_stage >> 16) & 0xff,
-		.op = (kind_op_stage >> 8) & 0xff,
-		.stage = kind_op_stage & 0xff,
-	};
-	struct osd_stats *s = lookup_or_init(&osd_stats, &key, &zero_stats);
-
-	if (!s)
-		return 0;
-	hist_add(&s->latency, ns);
-	s->slow += kind_op_stage >> 24;
-	s->bytes_in += in;
-	s->bytes_out += out;
-	return 0;
-}
-
-/* Packs a series key and the slow flag into one argument (global functions take five). */
-#define KOS(slow, kind, op, stage)                                                         \
-	(((__u32)(slow) << 24) | ((__u32)(kind) << 16) | ((__u32)(op) << 8) | (stage))
-
-/*
- * Folds the scratch's measured stages and the whole op (kind_op = kind << 8 | op); a slow
- * op is counted under its longest stage.
- */
-__noinline int osd_fold(__u32 target, __u32 kind_op, __u64 whole, __u64 in, __u64 out)
+/* The longest measured stage in the scratch, or OSD_STAGE_COUNT; only slow ops need it. */
+__noinline int osd_longest_stage(void)
 {
 	struct osd_scratch *s = scratch();
-	__u32 kind = (kind_op >> 8) & 0xff, op = kind_op & 0xff;
 	__u32 longest = OSD_STAGE_COUNT;
 	__u64 max = 0;
 
 	if (!s)
-		return 0;
-	/* unrolled: the 5.10 and 6.1 verifiers refuse a loop whose back-edge follows a call */
+		return OSD_STAGE_COUNT;
 #pragma unroll
 	for (__u32 i = 0; i < OSD_STAGE_COUNT; i++) {
 		if ((s->known & (1u << i)) && s->d[i] >= max) {
@@ -149,14 +119,45 @@ __noinline int osd_fold(__u32 target, __u32 kind_op, __u64 whole, __u64 in, __u6
 			longest = i;
 		}
 	}
-	__u32 slow = slow_ns && whole >= slow_ns;
+	return longest;
+}
 
+/*
+ * Folds the scratch's measured stages and the whole op (kind_op = kind << 8 | op) into the
+ * op's series with one map lookup; a slow op is counted under its longest stage. A global
+ * function: the verifier checks it once, not once per caller's path.
+ */
+__noinline int osd_fold(__u32 target, __u32 kind_op, __u64 whole, __u64 in, __u64 out)
+{
+	struct osd_scratch *s = scratch();
+	struct osd_stats_key key = {
+		.target = target,
+		.kind = (kind_op >> 8) & 0xff,
+		.op = kind_op & 0xff,
+	};
+	struct osd_stats *st;
+
+	if (!s)
+		return 0;
+	st = lookup_or_init(&osd_stats, &key, &zero_stats);
+	if (!st)
+		return 0;
 #pragma unroll
 	for (__u32 i = 0; i < OSD_STAGE_COUNT; i++) {
 		if (s->known & (1u << i))
-			osd_fold_one(target, KOS(slow && i == longest, kind, op, i), s->d[i], 0, 0);
+			hist_add(&st->latency[i], s->d[i]);
 	}
-	osd_fold_one(target, KOS(slow, kind, op, OSD_STAGE_WHOLE), whole, in, out);
+	hist_add(&st->latency[OSD_STAGE_WHOLE], whole);
+	st->bytes_in += in;
+	st->bytes_out += out;
+	if (!slow_ns || whole < slow_ns)
+		return 0;
+	st->slow[OSD_STAGE_WHOLE] += 1;
+	__u32 longest = osd_longest_stage();
+
+	barrier_var(longest);
+	if (longest < OSD_STAGE_COUNT)
+		st->slow[longest] += 1;
 	return 0;
 }
 

@@ -88,19 +88,20 @@ struct osd_inflight {
 	__u32 pad;
 };
 
+/* One series group: an OSD's ops of one kind and class; every stage is in one value. */
 struct osd_stats_key {
 	__u32 target;
-	__u8 kind;  /* enum cephscope_osd_kind */
-	__u8 op;    /* enum cephscope_osd_op */
-	__u8 stage; /* enum cephscope_osd_stage, or OSD_STAGE_WHOLE */
-	__u8 pad;
+	__u8 kind; /* enum cephscope_osd_kind */
+	__u8 op;   /* enum cephscope_osd_op */
+	__u16 pad;
 };
 
+/* Index OSD_STAGE_WHOLE is the whole op. One map lookup per op folds all of it. */
 struct osd_stats {
-	struct hist latency;
-	__u64 slow;      /* stage: slow ops for which it was the longest; whole: all slow ops */
-	__u64 bytes_in;  /* whole only: client payload received (written) */
-	__u64 bytes_out; /* whole only: payload sent back (read) */
+	struct hist latency[OSD_STAGE_COUNT + 1];
+	__u64 slow[OSD_STAGE_COUNT + 1]; /* stage: slow ops it was the longest of; whole: all */
+	__u64 bytes_in;                  /* client payload received (written) */
+	__u64 bytes_out;                 /* payload sent back (read) */
 };
 
 /* Longest event list scanned per op: Ceph preallocates 20, a size-3 write has 12. */
@@ -111,6 +112,6 @@ struct osd_stats {
 #define OSD_INFLIGHT_MAX 65536
 #define OSD_TXC_MAX 16384     /* BlueStore transactions between io done and kv commit */
 #define OSD_THREADS_MAX 4096  /* OSD shard threads queuing a transaction */
-#define OSD_STATS_MAX 16384
+#define OSD_STATS_MAX 4096 /* {OSD, kind, op}: 6 per OSD */
 
 #endif

@@ -293,13 +293,15 @@ void OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     return;
   }
   stage_status(out);
-  std::map<std::tuple<std::uint32_t, int, int, int>, osd_stats> sums;
+  std::map<std::tuple<std::uint32_t, int, int>, osd_stats> sums;
   for_each_percpu<osd_stats_key, osd_stats>(
       stats_fd_, [&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
-        auto& s = sums[{k.target, k.kind, k.op, k.stage}];
+        auto& s = sums[{k.target, k.kind, k.op}];
         for (const auto& c : cpus) {
-          add_hist(s.latency, c.latency);
-          s.slow += c.slow;
+          for (int i = 0; i <= OSD_STAGE_WHOLE; ++i) {
+            add_hist(s.latency[i], c.latency[i]);
+            s.slow[i] += c.slow[i];
+          }
           s.bytes_in += c.bytes_in;
           s.bytes_out += c.bytes_out;
         }
@@ -308,43 +310,46 @@ void OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
                             [&](const osd_stats_key& k) { return targets.contains(k.target); });
 
   for (const auto& [key, s] : sums) {
-    const auto [target, kind, op, stage] = key;
+    const auto [target, kind, op] = key;
     auto labels = targets.find(target);
-    if (labels == targets.end() || op >= OSD_OP_COUNT || stage > OSD_STAGE_WHOLE) {
+    if (labels == targets.end() || op >= OSD_OP_COUNT) {
       continue;
     }
     const bool subop = kind == OSD_KIND_SUBOP;
     const Labels l = subop ? labels->second : labels->second + Labels{{"op", kOps[op]}};
-    if (stage == OSD_STAGE_WHOLE) {
-      if (subop) {
-        out.histogram("cephscope_osd_subop_seconds",
-                      "Replicated writes received from a primary: MOSDRepOp received -> local "
-                      "commit (Ceph's subop_w_latency).",
-                      l, s.latency);
-      } else {
-        out.histogram("cephscope_osd_op_seconds",
-                      "Client ops on their primary OSD: message received -> reply (Ceph's "
-                      "op_r/op_w_latency).",
-                      l, s.latency);
-      }
-      const Labels layer = labels->second + Labels{{"layer", subop ? "replica" : "osd_op"}};
-      const char* help = "Bytes seen at each layer of the IO path, per target.";
-      out.counter("cephscope_layer_bytes_total", help, layer + Labels{{"direction", "write"}},
-                  static_cast<double>(s.bytes_in));
-      if (!subop) {
-        out.counter("cephscope_layer_bytes_total", help, layer + Labels{{"direction", "read"}},
-                    static_cast<double>(s.bytes_out));
-      }
-      continue;
+    if (subop) {
+      out.histogram("cephscope_osd_subop_seconds",
+                    "Replicated writes received from a primary: MOSDRepOp received -> local "
+                    "commit (Ceph's subop_w_latency).",
+                    l, s.latency[OSD_STAGE_WHOLE]);
+    } else {
+      out.histogram("cephscope_osd_op_seconds",
+                    "Client ops on their primary OSD: message received -> reply (Ceph's "
+                    "op_r/op_w_latency).",
+                    l, s.latency[OSD_STAGE_WHOLE]);
     }
-    const Labels ls = l + Labels{{"stage", kStages[stage]}};
-    out.histogram(subop ? "cephscope_osd_subop_stage_seconds" : "cephscope_osd_op_stage_seconds",
-                  "Time an OSD op spent in each stage (see docs/collectors/osd.md).", ls,
-                  s.latency);
+    const Labels layer = labels->second + Labels{{"layer", subop ? "replica" : "osd_op"}};
+    const char* help = "Bytes seen at each layer of the IO path, per target.";
+    out.counter("cephscope_layer_bytes_total", help, layer + Labels{{"direction", "write"}},
+                static_cast<double>(s.bytes_in));
     if (!subop) {
-      out.counter("cephscope_osd_slow_ops_total",
-                  "Client ops over the slow-op threshold, by the stage that took longest.", ls,
-                  static_cast<double>(s.slow));
+      out.counter("cephscope_layer_bytes_total", help, layer + Labels{{"direction", "read"}},
+                  static_cast<double>(s.bytes_out));
+    }
+    // a stage's series exist once it has been measured for this kind of op
+    for (int i = 0; i < OSD_STAGE_COUNT; ++i) {
+      if (hist_count(s.latency[i]) == 0 && s.slow[i] == 0) {
+        continue;
+      }
+      const Labels ls = l + Labels{{"stage", kStages[i]}};
+      out.histogram(subop ? "cephscope_osd_subop_stage_seconds" : "cephscope_osd_op_stage_seconds",
+                    "Time an OSD op spent in each stage (see docs/collectors/osd.md).", ls,
+                    s.latency[i]);
+      if (!subop) {
+        out.counter("cephscope_osd_slow_ops_total",
+                    "Client ops over the slow-op threshold, by the stage that took longest.", ls,
+                    static_cast<double>(s.slow[i]));
+      }
     }
   }
 }
