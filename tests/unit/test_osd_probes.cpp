@@ -1,0 +1,153 @@
+// Which probes and stages the OSD collector plans for a ceph-osd build, from a profile: every
+// missing function or member takes out only the stages that need it, and says why.
+#include <catch2/catch.hpp>
+#include <set>
+#include <string>
+
+#include "collectors/osd_probes.h"
+
+using namespace cephscope;
+using namespace cephscope::profile;
+
+namespace {
+
+// A profile with everything the collector asks for (Debian's 16.2.15 offsets), except that
+// _txc_state_proc is left out unless asked: its io_done call is then not searched for.
+Profile full_profile(bool with_state_proc = false) {
+  Profile p;
+  std::uint64_t at = 0x1000;
+  for (const char* f : {"BlueStore::queue_transactions", "PrimaryLogPG::log_op_stats",
+                        "ReplicatedBackend::repop_commit", "BlueStore::_txc_aio_submit",
+                        "BlueStore::_txc_finish_io", "BlueStore::_txc_committed_kv",
+                        "BlueStore::BlueStoreThrottle::log_state_latency"}) {
+    FunctionInstance i;
+    i.vaddr = i.file_offset = at += 0x100;
+    i.size = 0x80;
+    i.entry_insn = "push";
+    p.functions.push_back({f, ItemStatus::kOk, "", {i}});
+  }
+  if (with_state_proc) {
+    FunctionInstance i;
+    i.vaddr = i.file_offset = 0x9000;
+    i.size = 0x100;
+    p.functions.push_back({"BlueStore::_txc_state_proc", ItemStatus::kOk, "", {i}});
+  }
+  auto member = [&](const char* type, const char* path, std::uint64_t off) {
+    MemberEntry m;
+    m.type = type;
+    m.path = path;
+    m.status = ItemStatus::kOk;
+    m.offset = off;
+    p.members.push_back(m);
+  };
+  member("OpRequest", "request", 224);
+  member("OpRequest", "reqid.name._type", 232);
+  member("OpRequest", "reqid.name._num", 240);
+  member("OpRequest", "reqid.tid", 248);
+  member("OpRequest", "op_info.rmw_flags", 192);
+  member("OpRequest", "dequeued_time", 336);
+  member("OpRequest", "events", 64);
+  member("TrackedOp::Event", "str", 8);
+  member("Message", "recv_stamp", 200);
+  member("Message", "throttle_stamp", 216);
+  member("Message", "recv_complete_stamp", 224);
+  member("Message", "header.data_len", 68);
+  member("ReplicatedBackend::RepModify", "op", 0);
+  member("BlueStore::TransContext", "start", 744);
+  member("BlueStore::TransContext", "last_stamp", 752);
+  p.types.push_back({"TrackedOp::Event", ItemStatus::kOk, "", 40});
+  return p;
+}
+
+void drop_function(Profile& p, const std::string& name, ItemStatus why) {
+  for (auto& f : p.functions) {
+    if (f.name == name) {
+      f.status = why;
+      f.instances.clear();
+    }
+  }
+}
+
+std::set<std::string> programs(const osd::BuildPlan& plan) {
+  std::set<std::string> out;
+  for (const auto& p : plan.points) {
+    out.insert(p.program);
+  }
+  return out;
+}
+
+bool available(const std::array<std::string, OSD_STAGE_COUNT>& gaps, int stage) {
+  return gaps.at(stage).empty();
+}
+
+}  // namespace
+
+TEST_CASE("without the io_done call site, io done falls back and says why", "[unit][osd]") {
+  const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0");
+  CHECK(plan.layout.have ==
+        (OSD_HAVE_REQID | OSD_HAVE_STAMPS | OSD_HAVE_DEQUEUED | OSD_HAVE_EVENTS |
+         OSD_HAVE_RMW_FLAGS | OSD_HAVE_DATA_LEN | OSD_HAVE_TXC));
+  const auto progs = programs(plan);
+  CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done",
+                                       "osd_txc_aio_submit", "osd_txc_finish_io",
+                                       "osd_txc_kv_done"});
+  CHECK_THAT(plan.io_done_note, Catch::Contains("_txc_state_proc") &&
+                                    Catch::Contains("counted in bluestore_kv_queued"));
+  const auto gaps = osd::stage_gaps(plan, progs);
+  for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
+    INFO(osd::kStages[s] << ": " << gaps[s]);
+    CHECK(available(gaps, s) == (s != OSD_STAGE_BS_IO_DONE));
+  }
+  CHECK(gaps[OSD_STAGE_BS_IO_DONE] == plan.io_done_note);
+}
+
+TEST_CASE("an unreadable _txc_state_proc is a reason, not a failure", "[unit][osd]") {
+  const auto plan = osd::plan_for(full_profile(true), "/nonexistent", "osd.0");
+  CHECK(programs(plan).contains("osd_txc_finish_io"));
+  CHECK_FALSE(plan.io_done_note.empty());
+}
+
+TEST_CASE("an inlined log_op_stats takes out the client op stages only", "[unit][osd]") {
+  auto prof = full_profile();
+  drop_function(prof, "PrimaryLogPG::log_op_stats", ItemStatus::kInlinedOnly);
+  const auto plan = osd::plan_for(prof, "/nonexistent", "osd.1");
+  REQUIRE(plan.unavailable.size() == 1);
+  CHECK(plan.unavailable[0].probe == "PrimaryLogPG::log_op_stats");
+  CHECK(plan.unavailable[0].target == "osd.1");
+  CHECK_THAT(plan.unavailable[0].reason, Catch::Contains("inlined"));
+  const auto gaps = osd::stage_gaps(plan, programs(plan));
+  // replicated writes on this OSD as a replica still have their stages
+  CHECK(available(gaps, OSD_STAGE_QUEUE));
+  CHECK(available(gaps, OSD_STAGE_BS_KV_COMMIT));
+  // replication is measured at the client op's completion only
+  CHECK_THAT(gaps[OSD_STAGE_REPLICATION], Catch::Contains("osd_op_done not attached"));
+}
+
+TEST_CASE("a missing TransContext member takes out the BlueStore stages only", "[unit][osd]") {
+  auto prof = full_profile();
+  std::erase_if(prof.members, [](const MemberEntry& m) { return m.path == "last_stamp"; });
+  const auto plan = osd::plan_for(prof, "/nonexistent", "osd.2");
+  CHECK((plan.layout.have & OSD_HAVE_TXC) == 0);
+  CHECK_THAT(plan.missing_members, Catch::Contains("BlueStore::TransContext::last_stamp"));
+  const auto progs = programs(plan);
+  CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done"});
+  const auto gaps = osd::stage_gaps(plan, progs);
+  for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
+    const bool store = s >= OSD_STAGE_BS_PREPARE && s <= OSD_STAGE_BS_KV_COMMIT;
+    INFO(osd::kStages[s] << ": " << gaps[s]);
+    CHECK(available(gaps, s) == !store);
+    if (store) {
+      CHECK_THAT(gaps[s], Catch::Contains("last_stamp"));
+    }
+  }
+}
+
+TEST_CASE("a probe that fails to attach is named in its stages' reasons", "[unit][osd]") {
+  const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0");
+  auto progs = programs(plan);
+  progs.erase("osd_txc_kv_done");
+  const auto gaps = osd::stage_gaps(plan, progs);
+  CHECK_THAT(gaps[OSD_STAGE_BS_PREPARE], Catch::Contains("osd_txc_kv_done not attached"));
+  CHECK(available(gaps, OSD_STAGE_EXECUTE));
+  CHECK(available(gaps, OSD_STAGE_COMMIT));
+}
