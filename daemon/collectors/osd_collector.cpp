@@ -85,6 +85,7 @@ class OsdCollector final : public BpfCollector {
   osd_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
   int layouts_fd_ = -1;
+  bool store_stages_ = true;
 
   mutable std::mutex mu_;  // guards the members below
   std::condition_variable_any wake_;
@@ -109,6 +110,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
     unavailable(std::string("BPF load failed: ") + std::strerror(-err), all);
     return;
   }
+  store_stages_ = ctx.config.collectors.osd_bluestore_stages;
   skel->bss->rt_off_ns = realtime_offset_ns();
   skel->bss->slow_ns = static_cast<std::uint64_t>(
       std::chrono::nanoseconds(ctx.config.collectors.osd_slow_op_threshold).count());
@@ -209,7 +211,7 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
     return;
   }
   const auto& prof = loaded->profile;
-  const osd::BuildPlan plan = osd::plan_for(prof, module.host_path, who);
+  const osd::BuildPlan plan = osd::plan_for(prof, module.host_path, who, store_stages_);
   if (!plan.missing_members.empty()) {
     spdlog::warn("osd: {} build {}: members not resolved ({}): {}", who, prof.build_id, prof.source,
                  plan.missing_members);

@@ -144,8 +144,8 @@ Result<std::uint64_t> io_done_call(const profile::Profile& p, const std::string&
 
 }  // namespace
 
-BuildPlan plan_for(const profile::Profile& prof, const std::string& binary,
-                   const std::string& who) {
+BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
+                   bool store_stages) {
   BuildPlan plan;
   plan.layout = layout_of(prof, plan.missing_members);
   auto add = [&](const std::string& function, const char* program, std::uint32_t needs,
@@ -167,7 +167,14 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary,
     return entry_offset(**f);
   };
   for (const auto& p : kEntryProbes) {
+    if ((p.needs & OSD_HAVE_TXC) && !store_stages) {
+      continue;
+    }
     add(p.function, p.program, p.needs, entry(p.function));
+  }
+  if (!store_stages) {
+    plan.store_off = "turned off (collectors.osd.bluestore_stages: false)";
+    return plan;
   }
   auto call = io_done_call(prof, binary);
   if (call.ok()) {
@@ -209,8 +216,10 @@ std::array<std::string, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
   out[OSD_STAGE_QUEUE] = with_end(gap(OSD_HAVE_EVENTS | OSD_HAVE_DEQUEUED, {}));
   out[OSD_STAGE_EXECUTE] = with_end(gap(OSD_HAVE_DEQUEUED | OSD_HAVE_REQID, {"osd_txn_queued"}));
   const std::uint32_t txc = OSD_HAVE_TXC | OSD_HAVE_REQID;
-  const std::string store =
-      with_end(gap(txc, {"osd_txn_queued", "osd_txc_aio_submit", io_done, "osd_txc_kv_done"}));
+  const std::string store = !plan.store_off.empty()
+                                ? plan.store_off
+                                : with_end(gap(txc, {"osd_txn_queued", "osd_txc_aio_submit",
+                                                     io_done, "osd_txc_kv_done"}));
   for (int s = OSD_STAGE_BS_PREPARE; s <= OSD_STAGE_BS_KV_COMMIT; ++s) {
     out[s] = store;
   }

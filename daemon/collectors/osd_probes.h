@@ -44,11 +44,14 @@ struct BuildPlan {
   std::vector<ProbePoint> points;        // attach these
   std::vector<ProbeStatus> unavailable;  // cannot attach in this build, with why
   std::string io_done_note;              // why the io_done call site was not used, if not
+  std::string store_off;                 // why the BlueStore probes were left out, if they were
 };
 
 // Plans the probes of one build. BINARY is the file the profile describes (read for the
-// io_done call site); WHO names the target in statuses.
-BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who);
+// io_done call site); WHO names the target in statuses; without STORE_STAGES the BlueStore
+// probes are left out (collectors.osd.bluestore_stages: false).
+BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
+                   bool store_stages = true);
 
 // Per stage, why it does not work with these members and attached programs ("" when it does).
 std::array<std::string, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,

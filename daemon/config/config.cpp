@@ -217,11 +217,15 @@ Config parse_root(const YAML::Node& root) {
       cfg.collectors.vfs = parse_collector(c["vfs"], "collectors.vfs", {"fentry", "kprobe"});
     }
     if (c["osd"]) {
-      cfg.collectors.osd =
-          parse_collector(c["osd"], "collectors.osd", {"uprobe"}, {"slow_op_threshold"});
+      cfg.collectors.osd = parse_collector(c["osd"], "collectors.osd", {"uprobe"},
+                                           {"slow_op_threshold", "bluestore_stages"});
       if (c["osd"]["slow_op_threshold"]) {
         cfg.collectors.osd_slow_op_threshold =
             duration(c["osd"]["slow_op_threshold"], "collectors.osd.slow_op_threshold");
+      }
+      if (c["osd"]["bluestore_stages"]) {
+        cfg.collectors.osd_bluestore_stages =
+            boolean(c["osd"]["bluestore_stages"], "collectors.osd.bluestore_stages");
       }
     }
   }

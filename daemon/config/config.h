@@ -47,6 +47,9 @@ struct Config {
     CollectorConfig osd;  // uprobes in ceph-osd, attached per OSD process
     // Ops slower than this count in cephscope_osd_slow_ops_total (collectors.osd.slow_op_threshold)
     std::chrono::milliseconds osd_slow_op_threshold{1000};
+    // BlueStore transaction stages: 3 more uprobe hits per transaction, one on the kv_final
+    // thread (collectors.osd.bluestore_stages)
+    bool osd_bluestore_stages = true;
   } collectors;
 
   struct Limits {

@@ -6,6 +6,7 @@
 #      alternating (without, with) PAIRS times; the median of the with/without ratios, min, max.
 # A benchmark: it prints figures and asserts nothing about time (MACHINE.md: noisy 2 cores).
 #   usage: tests/bench/osd-overhead.sh BUILD_DIR CLUSTER_DIR [PAIRS] [SECONDS]
+#   BLUESTORE_STAGES=false measures the collector without its BlueStore probes (P4-P6).
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR CLUSTER_DIR [PAIRS] [SECONDS]}
 cluster=${2:?usage: $0 BUILD_DIR CLUSTER_DIR [PAIRS] [SECONDS]}
@@ -42,10 +43,12 @@ cat > "$work/cephscope.yaml" <<CONF
 listen: "127.0.0.1:$port"
 log_level: warn
 discovery: {scan_interval: 1s, rados_clients: false}
-collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: false}, osd: {enabled: true}}
+collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: false},
+  osd: {enabled: true, bluestore_stages: ${BLUESTORE_STAGES:-true}}}
 CONF
 
-probes_per_osd=6  # P1-P6 of docs/collectors/osd.md
+# P1-P6 of docs/collectors/osd.md, or P1-P3 without the BlueStore stages
+probes_per_osd=$([ "${BLUESTORE_STAGES:-true}" = false ] && echo 3 || echo 6)
 start_daemon() {
   "$bin" --config "$work/cephscope.yaml" 2>> "$work/daemon.log" &
   daemon=$!

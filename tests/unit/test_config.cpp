@@ -46,7 +46,7 @@ discovery:
 collectors:
   vfs: {enabled: false, hook: kprobe}
   block: {hook: tracepoint}
-  osd: {enabled: false, slow_op_threshold: 250ms}
+  osd: {enabled: false, slow_op_threshold: 250ms, bluestore_stages: false}
 limits: {max_series: 10}
 )",
                         "full.yaml");
@@ -63,6 +63,7 @@ limits: {max_series: 10}
   CHECK(r->collectors.block.hook == "tracepoint");
   CHECK_FALSE(r->collectors.osd.enabled);
   CHECK(r->collectors.osd_slow_op_threshold == std::chrono::milliseconds(250));
+  CHECK_FALSE(r->collectors.osd_bluestore_stages);
   CHECK(r->limits.max_series == 10);
 }
 
@@ -95,6 +96,8 @@ TEST_CASE("each config error names the key and its line", "[config]") {
         "test.yaml:2: collectors.vfs.hook: unknown hook 'uprobe' (one of: auto, fentry, kprobe)");
   CHECK(rejected("collectors:\n  osd: {slow_op_threshold: soon}\n")
             .starts_with("test.yaml:2: collectors.osd.slow_op_threshold: "));
+  CHECK(rejected("collectors:\n  osd: {bluestore_stages: maybe}\n")
+            .starts_with("test.yaml:2: collectors.osd.bluestore_stages: "));
   CHECK(rejected("collectors:\n  nfs: {enabled: true}\n") ==
         "test.yaml:2: collectors.nfs: unknown key");
   CHECK(rejected("collectors:\n  syscall: true\n") ==

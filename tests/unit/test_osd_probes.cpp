@@ -151,3 +151,19 @@ TEST_CASE("a probe that fails to attach is named in its stages' reasons", "[unit
   CHECK(available(gaps, OSD_STAGE_EXECUTE));
   CHECK(available(gaps, OSD_STAGE_COMMIT));
 }
+
+TEST_CASE("with the BlueStore stages turned off, their probes are not planned", "[unit][osd]") {
+  const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0", false);
+  const auto progs = programs(plan);
+  CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done"});
+  CHECK(plan.unavailable.empty());
+  const auto gaps = osd::stage_gaps(plan, progs);
+  for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
+    const bool store = s >= OSD_STAGE_BS_PREPARE && s <= OSD_STAGE_BS_KV_COMMIT;
+    INFO(osd::kStages[s] << ": " << gaps[s]);
+    CHECK(available(gaps, s) == !store);
+    if (store) {
+      CHECK_THAT(gaps[s], Catch::Contains("collectors.osd.bluestore_stages: false"));
+    }
+  }
+}
