@@ -6,7 +6,9 @@
 #      alternating (without, with) PAIRS times; the median of the with/without ratios, min, max.
 # A benchmark: it prints figures and asserts nothing about time (MACHINE.md: noisy 2 cores).
 #   usage: tests/bench/osd-overhead.sh BUILD_DIR CLUSTER_DIR [PAIRS] [SECONDS]
-#   BLUESTORE_STAGES=false measures the collector without its BlueStore probes (P4-P6).
+#   BLUESTORE_STAGES=false measures the collector without its BlueStore probes (P4-P6);
+#   THREADS=N sets rados bench -t (default 16; 1 keeps the OSDs off full CPU, so BPF run
+#   time is less inflated by preemption).
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR CLUSTER_DIR [PAIRS] [SECONDS]}
 cluster=${2:?usage: $0 BUILD_DIR CLUSTER_DIR [PAIRS] [SECONDS]}
@@ -99,7 +101,7 @@ osd_ticks() {
 bench() {
   local c0 c1 out ops iops
   c0=$(osd_ticks)
-  out=$(rados -p "$pool" bench "$secs" write -t 16 -b 4096 --no-cleanup 2>&1)
+  out=$(rados -p "$pool" bench "$secs" write -t "${THREADS:-16}" -b 4096 --no-cleanup 2>&1)
   c1=$(osd_ticks)
   rados -p "$pool" cleanup >/dev/null 2>&1 || true
   ops=$(awk '/^Total writes made/ { print $NF }' <<< "$out")
