@@ -51,6 +51,7 @@ enum cephscope_osd_kind {
 #define OSD_HAVE_RMW_FLAGS (1u << 4)  /* OpRequest::op_info.rmw_flags */
 #define OSD_HAVE_DATA_LEN (1u << 5)   /* Message::header.data_len */
 #define OSD_HAVE_TXC (1u << 6)        /* BlueStore::TransContext start, last_stamp */
+#define OSD_HAVE_STAMPS_ADJACENT (1u << 7) /* the three stamps within 32 bytes, 4-aligned */
 
 /* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
 struct osd_layout {
@@ -67,7 +68,7 @@ struct osd_layout {
 	__u32 repmod_op;           /* ReplicatedBackend::RepModify::op (OpRequest *) */
 	__u32 txc_start;           /* BlueStore::TransContext::start (mono_clock, ns) */
 	__u32 txc_last_stamp;      /* TransContext::last_stamp: the latest state change */
-	__u32 pad;
+	__u32 msg_stamps;          /* the lowest of the three stamps' offsets */
 };
 
 /* An op between its transaction being queued and its completion, by the client's reqid. */

@@ -54,6 +54,16 @@ static __always_inline __u64 read_utime(const void *addr)
 	return (__u64)t[0] * 1000000000ULL + t[1];
 }
 
+/* The utime_t at byte offset `at` (a multiple of 4, at most 24) of a 32-byte copy. */
+static __always_inline __u64 utime_at(const __u32 *st, __u32 at)
+{
+	__u32 i = (at / 4) & 7;
+
+	if (i > 6)
+		return 0;
+	return (__u64)st[i] * 1000000000ULL + st[i + 1];
+}
+
 static __always_inline __u64 read_u64(const void *addr)
 {
 	__u64 v = 0;
@@ -158,7 +168,16 @@ static __always_inline void read_stamps(struct osd_scratch *s, const struct osd_
 
 	const void *msg = (const void *)read_u64(op + l->op_request);
 
-	if (msg && (l->have & OSD_HAVE_STAMPS)) {
+	if (msg && (l->have & OSD_HAVE_STAMPS_ADJACENT)) {
+		/* one read: Ceph keeps the stamps together (recv, dispatch, throttle, complete) */
+		__u32 st[8];
+
+		if (!bpf_probe_read_user(st, sizeof(st), msg + l->msg_stamps)) {
+			t->recv = utime_at(st, l->msg_recv_stamp - l->msg_stamps);
+			t->throttle = utime_at(st, l->msg_throttle_stamp - l->msg_stamps);
+			t->complete = utime_at(st, l->msg_complete_stamp - l->msg_stamps);
+		}
+	} else if (msg && (l->have & OSD_HAVE_STAMPS)) {
 		t->recv = read_utime(msg + l->msg_recv_stamp);
 		t->throttle = read_utime(msg + l->msg_throttle_stamp);
 		t->complete = read_utime(msg + l->msg_complete_stamp);

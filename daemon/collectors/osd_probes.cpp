@@ -1,5 +1,6 @@
 #include "collectors/osd_probes.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "profile/call_site.h"
@@ -70,6 +71,15 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
       off("Message", "throttle_stamp", l.msg_throttle_stamp) &&
       off("Message", "recv_complete_stamp", l.msg_complete_stamp)) {
     l.have |= OSD_HAVE_STAMPS;
+    l.msg_stamps = std::min({l.msg_recv_stamp, l.msg_throttle_stamp, l.msg_complete_stamp});
+    const std::uint32_t last =
+        std::max({l.msg_recv_stamp, l.msg_throttle_stamp, l.msg_complete_stamp});
+    const bool aligned = (l.msg_recv_stamp - l.msg_stamps) % 4 == 0 &&
+                         (l.msg_throttle_stamp - l.msg_stamps) % 4 == 0 &&
+                         (l.msg_complete_stamp - l.msg_stamps) % 4 == 0;
+    if (last - l.msg_stamps <= 24 && aligned) {
+      l.have |= OSD_HAVE_STAMPS_ADJACENT;
+    }
   }
   if (request && off("Message", "header.data_len", l.msg_data_len)) {
     l.have |= OSD_HAVE_DATA_LEN;
