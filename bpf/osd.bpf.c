@@ -88,6 +88,16 @@ struct {
 
 static const struct osd_stats zero_stats;
 
+static __always_inline void fill_key(struct osd_op_key *key, __u32 tgid, const __u64 *id)
+{
+	__builtin_memset(key, 0, sizeof(*key));
+	key->tgid = tgid;
+	key->name_type = (__u8)id[0];
+	key->name_num = (__s64)id[1];
+	key->tid = id[2];
+}
+
+/* The op's in-flight key: tgid and OpRequest::reqid (client entity, tid). */
 static __always_inline int read_key(const struct osd_layout *l, const void *op, __u32 tgid,
 				    struct osd_op_key *key)
 {
@@ -95,11 +105,19 @@ static __always_inline int read_key(const struct osd_layout *l, const void *op, 
 
 	if (!(l->have & OSD_HAVE_REQID) || bpf_probe_read_user(id, sizeof(id), op + l->op_reqid))
 		return -1;
-	__builtin_memset(key, 0, sizeof(*key));
-	key->tgid = tgid;
-	key->name_type = (__u8)id[0];
-	key->name_num = (__s64)id[1];
-	key->tid = id[2];
+	fill_key(key, tgid, id);
+	return 0;
+}
+
+/* The same, at the op's end, where the scratch may hold the OpRequest window. */
+static __always_inline int scratch_key(struct osd_scratch *s, const struct osd_layout *l,
+				       const void *op, __u32 tgid, struct osd_op_key *key)
+{
+	__u64 id[3];
+
+	if (!(l->have & OSD_HAVE_REQID) || op_member(s, l, op, l->op_reqid, id, 24))
+		return -1;
+	fill_key(key, tgid, id);
 	return 0;
 }
 
@@ -168,7 +186,7 @@ static __always_inline int take_inflight(struct osd_scratch *s, const struct osd
 	struct osd_op_key key;
 	struct osd_inflight *rec;
 
-	if (read_key(l, op, tgid, &key))
+	if (scratch_key(s, l, op, tgid, &key))
 		return -1;
 	rec = bpf_map_lookup_elem(&osd_inflight, &key);
 	if (!rec)
@@ -213,11 +231,12 @@ static __always_inline __u64 max64(__u64 a, __u64 b)
 	return a > b ? a : b;
 }
 
-static __always_inline __u8 op_class(const struct osd_layout *l, const void *op)
+static __always_inline __u8 op_class(struct osd_scratch *s, const struct osd_layout *l,
+				     const void *op)
 {
 	if (!(l->have & OSD_HAVE_RMW_FLAGS))
 		return OSD_OP_OTHER;
-	__u64 f = read_u64(op + l->op_rmw_flags);
+	__u64 f = op_u64(s, l, op, l->op_rmw_flags);
 	__u8 rd = !!(f & 0x2), wr = !!(f & (0x4 | 0x40)); /* RMW_FLAG_READ; WRITE, CACHE */
 
 	if (rd && !wr)
@@ -418,10 +437,11 @@ int osd_op_done(struct pt_regs *ctx)
 	if (!l || !(s = scratch()))
 		return 0;
 	const void *op = (const void *)PT_REGS_PARM2(ctx);
-	__u8 cls = op_class(l, op);
 	struct op_times *t = &s->t;
 
 	read_stamps(s, l, op, bpf_ktime_get_ns() + rt_off_ns);
+	__u8 cls = op_class(s, l, op);
+
 	front_stages(s);
 	if (cls == OSD_OP_READ) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->now);
@@ -479,7 +499,7 @@ int osd_subop_done(struct pt_regs *ctx)
 	__u32 data_len = 0;
 
 	if (l->have & OSD_HAVE_DATA_LEN) {
-		const void *msg = (const void *)read_u64(op + l->op_request);
+		const void *msg = (const void *)op_u64(s, l, op, l->op_request);
 
 		if (msg)
 			bpf_probe_read_user(&data_len, sizeof(data_len), msg + l->msg_data_len);

@@ -52,6 +52,7 @@ enum cephscope_osd_kind {
 #define OSD_HAVE_DATA_LEN (1u << 5)   /* Message::header.data_len */
 #define OSD_HAVE_TXC (1u << 6)        /* BlueStore::TransContext start, last_stamp */
 #define OSD_HAVE_STAMPS_ADJACENT (1u << 7) /* the three stamps within 32 bytes, 4-aligned */
+#define OSD_HAVE_OP_WINDOW (1u << 8)  /* the OpRequest members read fit one copy */
 
 /* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
 struct osd_layout {
@@ -69,6 +70,8 @@ struct osd_layout {
 	__u32 txc_start;           /* BlueStore::TransContext::start (mono_clock, ns) */
 	__u32 txc_last_stamp;      /* TransContext::last_stamp: the latest state change */
 	__u32 msg_stamps;          /* the lowest of the three stamps' offsets */
+	__u32 op_window;           /* OpRequest bytes [op_window, +op_window_len) hold every */
+	__u32 op_window_len;       /* member the end-of-op probes read (one copy, not five) */
 };
 
 /* An op between its transaction being queued and its completion, by the client's reqid. */
@@ -107,6 +110,9 @@ struct osd_stats {
 
 /* Longest event list scanned per op: Ceph preallocates 20, a size-3 write has 12. */
 #define OSD_EVENTS_MAX 24
+
+/* Largest OpRequest window copied in one read (16.2.15: 280 bytes, events @64 .. dequeued @336). */
+#define OSD_OP_WINDOW_MAX 320
 #define OSD_EVENT_SIZE 40
 
 #define OSD_LAYOUTS_MAX 1024

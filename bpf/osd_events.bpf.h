@@ -22,8 +22,14 @@ struct op_times {
 /* Room for 32 events so that a masked index is in bounds for the verifier. */
 #define EVENT_SLOTS 32
 
+/* Room past the window so that a masked offset plus a 24-byte member stays in bounds. */
+#define OP_BUF_MASK 511
+#define OP_BUF_SIZE (OP_BUF_MASK + 1 + 32)
+
 struct osd_scratch {
 	__u8 events[EVENT_SLOTS * OSD_EVENT_SIZE]; /* a bulk copy of TrackedOp::events */
+	__u8 op[OP_BUF_SIZE];                      /* the OpRequest window, when op_copied */
+	__u32 op_copied;
 	struct op_times t;
 	__u64 d[OSD_STAGE_COUNT]; /* stage durations, ns */
 	__u32 known;              /* bit i: d[i] was measured (a stage can take 0 ns) */
@@ -134,14 +140,43 @@ __noinline int osd_scan_events(__u32 n)
 	return 0;
 }
 
+/* SIZE bytes of the OpRequest member at OFF: from the window copy, else from the process. */
+static __always_inline int op_member(struct osd_scratch *s, const struct osd_layout *l,
+				     const void *op, __u32 off, void *dst, __u32 size)
+{
+	if (s->op_copied) {
+		__u32 at = (off - l->op_window) & OP_BUF_MASK;
+
+		if (size == 8)
+			__builtin_memcpy(dst, s->op + at, 8);
+		else if (size == 16)
+			__builtin_memcpy(dst, s->op + at, 16);
+		else if (size == 24)
+			__builtin_memcpy(dst, s->op + at, 24);
+		else
+			return -1;
+		return 0;
+	}
+	return bpf_probe_read_user(dst, size, op + off) ? -1 : 0;
+}
+
+static __always_inline __u64 op_u64(struct osd_scratch *s, const struct osd_layout *l,
+				    const void *op, __u32 off)
+{
+	__u64 v = 0;
+
+	op_member(s, l, op, off, &v, 8);
+	return v;
+}
+
 /* Copies TrackedOp::events in one read (short names sit in the strings' inline buffers). */
 static __always_inline void read_events(struct osd_scratch *s, const struct osd_layout *l,
 					const void *op)
 {
 	__u64 vec[2];
 
-	if (!(l->have & OSD_HAVE_EVENTS) ||
-	    bpf_probe_read_user(vec, sizeof(vec), op + l->op_events) || vec[1] <= vec[0])
+	if (!(l->have & OSD_HAVE_EVENTS) || op_member(s, l, op, l->op_events, vec, 16) ||
+	    vec[1] <= vec[0])
 		return;
 	__u64 n = (vec[1] - vec[0]) / OSD_EVENT_SIZE;
 
@@ -155,6 +190,19 @@ static __always_inline void read_events(struct osd_scratch *s, const struct osd_
 	osd_scan_events(n);
 }
 
+/* Copies the OpRequest window in one read, when the build's layout allows it. */
+static __always_inline void copy_op(struct osd_scratch *s, const struct osd_layout *l,
+				    const void *op)
+{
+	__u32 len = l->op_window_len;
+
+	s->op_copied = 0;
+	if (!(l->have & OSD_HAVE_OP_WINDOW) || len == 0 || len > OSD_OP_WINDOW_MAX)
+		return;
+	if (!bpf_probe_read_user(s->op, len, op + l->op_window))
+		s->op_copied = 1;
+}
+
 /* Starts an op's scratch: its Message and OpRequest stamps and events, and now. */
 static __always_inline void read_stamps(struct osd_scratch *s, const struct osd_layout *l,
 					const void *op, __u64 now)
@@ -165,8 +213,9 @@ static __always_inline void read_stamps(struct osd_scratch *s, const struct osd_
 	__builtin_memset(s->d, 0, sizeof(s->d));
 	s->known = 0;
 	t->now = now;
+	copy_op(s, l, op);
 
-	const void *msg = (const void *)read_u64(op + l->op_request);
+	const void *msg = (const void *)op_u64(s, l, op, l->op_request);
 
 	if (msg && (l->have & OSD_HAVE_STAMPS_ADJACENT)) {
 		/* one read: Ceph keeps the stamps together (recv, dispatch, throttle, complete) */
@@ -182,8 +231,12 @@ static __always_inline void read_stamps(struct osd_scratch *s, const struct osd_
 		t->throttle = read_utime(msg + l->msg_throttle_stamp);
 		t->complete = read_utime(msg + l->msg_complete_stamp);
 	}
-	if (l->have & OSD_HAVE_DEQUEUED)
-		t->dequeued = read_utime(op + l->op_dequeued_time);
+	if (l->have & OSD_HAVE_DEQUEUED) {
+		__u32 d[2];
+
+		if (!op_member(s, l, op, l->op_dequeued_time, d, 8))
+			t->dequeued = (__u64)d[0] * 1000000000ULL + d[1];
+	}
 	read_events(s, l, op);
 }
 

@@ -47,6 +47,28 @@ constexpr const char* kLogState = "BlueStore::BlueStoreThrottle::log_state_laten
 constexpr const char* kFinishIo = "BlueStore::_txc_finish_io";
 constexpr std::size_t kMaxFunctionBytes = 256 * 1024;
 
+// The OpRequest bytes that hold every member the end-of-op probes read, when they fit one copy.
+void set_op_window(osd_layout& l) {
+  std::uint32_t lo = UINT32_MAX;
+  std::uint32_t hi = 0;
+  auto span = [&](std::uint32_t group, std::uint32_t off, std::uint32_t size) {
+    if ((l.have & group) != 0) {
+      lo = std::min(lo, off);
+      hi = std::max(hi, off + size);
+    }
+  };
+  span(OSD_HAVE_STAMPS | OSD_HAVE_DATA_LEN, l.op_request, 8);
+  span(OSD_HAVE_REQID, l.op_reqid, 24);
+  span(OSD_HAVE_RMW_FLAGS, l.op_rmw_flags, 8);
+  span(OSD_HAVE_DEQUEUED, l.op_dequeued_time, 8);
+  span(OSD_HAVE_EVENTS, l.op_events, 16);
+  if (hi > lo && hi - lo <= OSD_OP_WINDOW_MAX) {
+    l.op_window = lo;
+    l.op_window_len = hi - lo;
+    l.have |= OSD_HAVE_OP_WINDOW;
+  }
+}
+
 osd_layout layout_of(const profile::Profile& p, std::string& missing) {
   osd_layout l{};
   auto off = [&](const char* type, const char* path, std::uint32_t& into) {
@@ -96,6 +118,7 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
     l.have |= OSD_HAVE_RMW_FLAGS;
   }
   off("ReplicatedBackend::RepModify", "op", l.repmod_op);
+  set_op_window(l);
   if (off("BlueStore::TransContext", "start", l.txc_start) &&
       off("BlueStore::TransContext", "last_stamp", l.txc_last_stamp)) {
     l.have |= OSD_HAVE_TXC;

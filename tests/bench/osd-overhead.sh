@@ -123,6 +123,19 @@ join "$work/before" "$work/after" | awk -v ops="$((w1 - w0))" '
   { d = $4 - $2; t = $5 - $3; runs += d; ns += t
     if (d > 0) printf "  %-16s %9d hits %6.2f per client write %8.1f ns/hit\n", $1, d, d / ops, t / d }
   END { printf "  all probes: %.2f uprobe hits and %.2f us of BPF run time per client write (all its OSDs)\n", runs / ops, ns / ops / 1000 }'
+if command -v perf > /dev/null; then
+  # where the OSDs' CPU goes, sampled: the probe path's share (trap dispatch, BPF programs,
+  # their map and user-memory helpers), less sensitive to other load than run times are
+  perf record -q -e cpu-clock -F 2999 -a -o "$work/perf.data" -- sleep "$secs" &
+  perf_pid=$!
+  bench > /dev/null
+  wait "$perf_pid" || true
+  perf report -i "$work/perf.data" --no-children --pid="${osd_pids// /,}" --percentage relative \
+    --sort symbol --stdio 2> /dev/null | awk '
+    $2 == "[k]" && $3 ~ /^(bpf_prog_|uprobe_|__uprobe_|find_active_uprobe|find_uprobe|arch_uprobe|htab_|bpf_lru_|prealloc_lru|copy_from_user_nofault|bpf_probe_read|ktime_get_mono_fast|bpf_get_current)/ {
+      sub("%", "", $1); s += $1 }
+    END { printf "  probe path: %.2f%% of the OSDs\x27 CPU samples (perf, cpu-clock)\n", s }'
+fi
 stop_daemon
 
 echo "== 2. IOPS without / with the daemon, $pairs alternating pairs of $secs s"
