@@ -282,10 +282,18 @@ int osd_txn_queued(struct pt_regs *ctx)
 static __always_inline int txc_stamps(const struct osd_layout *l, const void *txc, __u64 *start,
 				      __u64 *last)
 {
+	__u64 both[2];
+
 	if (!(l->have & OSD_HAVE_TXC) || !txc)
 		return -1;
-	*start = read_u64(txc + l->txc_start);
-	*last = read_u64(txc + l->txc_last_stamp);
+	if ((l->have & OSD_HAVE_TXC_ADJACENT) &&
+	    !bpf_probe_read_user(both, sizeof(both), txc + l->txc_start)) {
+		*start = both[0]; /* last_stamp follows start in every release read */
+		*last = both[1];
+	} else {
+		*start = read_u64(txc + l->txc_start);
+		*last = read_u64(txc + l->txc_last_stamp);
+	}
 	return *start && *last >= *start ? 0 : -1;
 }
 

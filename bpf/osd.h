@@ -53,6 +53,7 @@ enum cephscope_osd_kind {
 #define OSD_HAVE_TXC (1u << 6)        /* BlueStore::TransContext start, last_stamp */
 #define OSD_HAVE_STAMPS_ADJACENT (1u << 7) /* the three stamps within 32 bytes, 4-aligned */
 #define OSD_HAVE_OP_WINDOW (1u << 8)  /* the OpRequest members read fit one copy */
+#define OSD_HAVE_TXC_ADJACENT (1u << 9) /* TransContext::last_stamp right after start */
 
 /* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
 struct osd_layout {

@@ -122,6 +122,9 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
   if (off("BlueStore::TransContext", "start", l.txc_start) &&
       off("BlueStore::TransContext", "last_stamp", l.txc_last_stamp)) {
     l.have |= OSD_HAVE_TXC;
+    if (l.txc_last_stamp == l.txc_start + 8) {
+      l.have |= OSD_HAVE_TXC_ADJACENT;
+    }
   }
   return l;
 }

@@ -84,9 +84,10 @@ bool available(const std::array<std::string, OSD_STAGE_COUNT>& gaps, int stage) 
 
 TEST_CASE("without the io_done call site, io done falls back and says why", "[unit][osd]") {
   const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0");
-  CHECK(plan.layout.have == (OSD_HAVE_REQID | OSD_HAVE_STAMPS | OSD_HAVE_STAMPS_ADJACENT |
-                             OSD_HAVE_DEQUEUED | OSD_HAVE_EVENTS | OSD_HAVE_RMW_FLAGS |
-                             OSD_HAVE_DATA_LEN | OSD_HAVE_TXC | OSD_HAVE_OP_WINDOW));
+  CHECK(plan.layout.have ==
+        (OSD_HAVE_REQID | OSD_HAVE_STAMPS | OSD_HAVE_STAMPS_ADJACENT | OSD_HAVE_DEQUEUED |
+         OSD_HAVE_EVENTS | OSD_HAVE_RMW_FLAGS | OSD_HAVE_DATA_LEN | OSD_HAVE_TXC |
+         OSD_HAVE_OP_WINDOW | OSD_HAVE_TXC_ADJACENT));
   CHECK(plan.layout.msg_stamps == 200);
   // events @64 .. dequeued_time @336 + 8: one copy per op instead of five reads
   CHECK(plan.layout.op_window == 64);
