@@ -158,24 +158,52 @@ static __always_inline void btf_rq_start(struct request *rq, bool issue)
 		    issue);
 }
 
-SEC("tp_btf/block_bio_queue")
-int BPF_PROG(btf_bio_queue, struct bio *bio)
+/*
+ * A tp_btf program gets the tracepoint's own arguments, and two lists lost their leading
+ * request_queue in Linux 5.11: block_bio_queue(q, bio) became (bio) in e8a676d61c07, and
+ * block_rq_insert / block_rq_issue(q, rq) became (rq) in a54895fa057c, which 5.10.137
+ * backported (so Debian's 5.10 has the new block_rq_* and the old block_bio_queue). The
+ * daemon reads the running kernel's prototypes (btf_trace_*) and sets these before load;
+ * the verifier then never walks the other branch, whose ctx[1] a newer kernel would refuse.
+ */
+const volatile bool bio_queue_with_q = false;
+const volatile bool rq_with_q = false;
+
+/*
+ * The tracepoint's first (with_q false) or second argument. Plain C lets clang fold the two
+ * loads into one at ctx + with_q * 8, a computed context offset the verifier refuses; the
+ * second is read in asm, which clang keeps inside its branch.
+ */
+static __always_inline void *tp_arg(__u64 *ctx, bool with_q)
 {
+	__u64 arg;
+
+	if (!with_q)
+		return (void *)ctx[0];
+	asm volatile("%0 = *(u64 *)(%1 + 8)" : "=r"(arg) : "r"(ctx));
+	return (void *)arg;
+}
+
+SEC("tp_btf/block_bio_queue")
+int btf_bio_queue(__u64 *ctx)
+{
+	struct bio *bio = tp_arg(ctx, bio_queue_with_q);
+
 	on_bio_queue(bio_dev(bio), BPF_CORE_READ(bio, bi_iter.bi_sector));
 	return 0;
 }
 
 SEC("tp_btf/block_rq_insert")
-int BPF_PROG(btf_rq_insert, struct request *rq)
+int btf_rq_insert(__u64 *ctx)
 {
-	btf_rq_start(rq, false);
+	btf_rq_start(tp_arg(ctx, rq_with_q), false);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_issue")
-int BPF_PROG(btf_rq_issue, struct request *rq)
+int btf_rq_issue(__u64 *ctx)
 {
-	btf_rq_start(rq, true);
+	btf_rq_start(tp_arg(ctx, rq_with_q), true);
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include "block.skel.h"
 #include "bpf/block.h"
 #include "collectors/block_devices.h"
+#include "libbpf/features.h"
 #include "libbpf/maps.h"
 
 namespace cephscope {
@@ -34,6 +35,23 @@ constexpr Flavour kTpBtf{"tp_btf",
                          {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_complete"}};
 constexpr Flavour kTracepoint{"tracepoint",
                               {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_complete"}};
+
+// tp_btf programs read the tracepoints' arguments, whose lists changed in Linux 5.11 (see
+// block.bpf.c): tell the programs which list this kernel has.
+std::string set_tp_btf_prototypes(block_bpf& skel) {
+  const auto args = tp_btf_arg_counts({"block_bio_queue", "block_rq_issue", "block_rq_insert"});
+  if (args[0] != 1 && args[0] != 2) {
+    return "tp_btf: unknown prototype of block_bio_queue (" + std::to_string(args[0]) +
+           " arguments)";
+  }
+  if (args[1] != args[2] || (args[1] != 1 && args[1] != 2)) {
+    return "tp_btf: unknown prototypes of block_rq_issue and block_rq_insert (" +
+           std::to_string(args[1]) + " and " + std::to_string(args[2]) + " arguments)";
+  }
+  skel.rodata->bio_queue_with_q = args[0] == 2;
+  skel.rodata->rq_with_q = args[1] == 2;
+  return "";
+}
 
 class BlockCollector final : public BpfCollector {
  public:
@@ -62,6 +80,11 @@ std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
       static_cast<__u32>(std::max(BLOCK_INFLIGHT_MAX, 2048 * possible_cpus()));
   bpf_map__set_max_entries(skel->maps.block_inflight, per_cpu_room);
   bpf_map__set_max_entries(skel->maps.block_bio_owner, per_cpu_room);
+  if (&flavour == &kTpBtf) {
+    if (auto err = set_tp_btf_prototypes(*skel); !err.empty()) {
+      return err;
+    }
+  }
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     const std::string_view n = bpf_program__name(prog);

@@ -1,11 +1,13 @@
 #include "libbpf/features.h"
 
+#include <bpf/btf.h>
 #include <sys/utsname.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 
 #include "core/fs.h"
 #include "features.skel.h"
@@ -87,6 +89,30 @@ KernelFeatures KernelFeatures::probe(const std::string& tracefs_dir) {
     f.bpf_stats = {false, "kernel.bpf_stats_enabled is 0: program run time is not counted"};
   }
   return f;
+}
+
+std::vector<int> tp_btf_arg_counts(const std::vector<std::string>& tracepoints) {
+  std::vector<int> counts(tracepoints.size(), -1);
+  std::unique_ptr<btf, decltype(&btf__free)> vmlinux(btf__load_vmlinux_btf(), btf__free);
+  if (!vmlinux) {
+    return counts;
+  }
+  for (std::size_t i = 0; i < tracepoints.size(); ++i) {
+    const std::string name = "btf_trace_" + tracepoints[i];
+    const int id = btf__find_by_name_kind(vmlinux.get(), name.c_str(), BTF_KIND_TYPEDEF);
+    if (id < 0) {
+      continue;
+    }
+    const btf_type* ptr = btf__type_by_id(vmlinux.get(), btf__type_by_id(vmlinux.get(), id)->type);
+    if (ptr == nullptr || !btf_is_ptr(ptr)) {
+      continue;
+    }
+    const btf_type* proto = btf__type_by_id(vmlinux.get(), ptr->type);
+    if (proto != nullptr && btf_is_func_proto(proto) && btf_vlen(proto) >= 1) {
+      counts[i] = btf_vlen(proto) - 1;
+    }
+  }
+  return counts;
 }
 
 }  // namespace cephscope

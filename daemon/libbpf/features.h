@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace cephscope {
 
@@ -21,5 +22,10 @@ struct KernelFeatures {
 
   static KernelFeatures probe(const std::string& tracefs_dir);
 };
+
+// How many arguments the kernel hands tp_btf programs of each tracepoint: its
+// btf_trace_NAME prototype in the kernel's BTF, less the leading void *. -1 where the BTF
+// has no such prototype.
+std::vector<int> tp_btf_arg_counts(const std::vector<std::string>& tracepoints);
 
 }  // namespace cephscope
