@@ -1,9 +1,9 @@
 #include "app/daemon.h"
 
-#include <csignal>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
+#include <csignal>
 
 #include <spdlog/spdlog.h>
 
@@ -76,7 +76,8 @@ int run_check(const Config& config) {
             << "feature tp_btf: " << describe(features.tp_btf) << "\n"
             << "feature fentry: " << describe(features.fentry) << "\n"
             << "feature kprobe: " << describe(features.kprobe) << "\n"
-            << "feature bpf_stats: " << describe(features.bpf_stats) << "\n";
+            << "feature bpf_stats: " << describe(features.bpf_stats) << "\n"
+            << "feature bpf_memory: " << describe(features.bpf_memory) << "\n";
   auto events = ProcessEvents::start([](pid_t, bool) {});
   if (!events.ok()) {
     std::cout << "discovery: unavailable (" << events.error().message << ")\n";
@@ -103,6 +104,9 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   spdlog::info("kernel {}: tp_btf {}, fentry {}, kprobe {}", features.kernel_release,
                features.tp_btf.available ? "yes" : "no", features.fentry.available ? "yes" : "no",
                features.kprobe.available ? "yes" : "no");
+  if (!features.bpf_memory.available) {
+    spdlog::warn("{}", features.bpf_memory.reason);
+  }
 
   // Signals are read from a signalfd in the loop, never in async handlers.
   sigset_t mask;

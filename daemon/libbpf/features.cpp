@@ -1,6 +1,8 @@
 #include "libbpf/features.h"
 
 #include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include <sys/resource.h>
 #include <sys/utsname.h>
 
 #include <cerrno>
@@ -57,6 +59,30 @@ Feature file_feature(const std::string& path, const std::string& missing) {
   return {false, missing};
 }
 
+// Linux 5.11 charges BPF memory to the memory cgroup (Roman Gushchin's series,
+// lore.kernel.org/bpf/20201201215900.3569844-1-guro@fb.com); before, each map and program is
+// charged to its user's RLIMIT_MEMLOCK, and one that does not fit fails with EPERM. Like
+// libbpf (probe_memcg_account), tell the two apart by bpf_ktime_get_coarse_ns, a helper of
+// the same release (d05512618056); on older kernels raise the limit as libbpf would, and
+// say so when that is not allowed.
+Feature bpf_memory_feature() {
+  if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_SOCKET_FILTER, BPF_FUNC_ktime_get_coarse_ns, nullptr) ==
+      1) {
+    return {true, ""};
+  }
+  rlimit limit{};
+  if (getrlimit(RLIMIT_MEMLOCK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return {true, ""};
+  }
+  const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
+  if (setrlimit(RLIMIT_MEMLOCK, &unlimited) == 0) {
+    return {true, ""};
+  }
+  return {false, "this kernel charges BPF memory to RLIMIT_MEMLOCK (Linux before 5.11), which is " +
+                     std::to_string(limit.rlim_cur / 1024) +
+                     " KiB and cannot be raised: needs CAP_SYS_RESOURCE or LimitMEMLOCK=infinity"};
+}
+
 }  // namespace
 
 KernelFeatures KernelFeatures::probe(const std::string& tracefs_dir) {
@@ -81,6 +107,7 @@ KernelFeatures KernelFeatures::probe(const std::string& tracefs_dir) {
   } else {
     f.kprobe = {false, "the kernel has no kprobes (no kprobe PMU, no kprobe_events)"};
   }
+  f.bpf_memory = bpf_memory_feature();
   std::ifstream stats("/proc/sys/kernel/bpf_stats_enabled");
   int enabled = 0;
   if (stats >> enabled && enabled == 1) {

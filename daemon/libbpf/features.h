@@ -19,6 +19,9 @@ struct KernelFeatures {
   Feature fentry;     // fentry/fexit trampolines
   Feature kprobe;     // kprobe PMU or legacy kprobe_events
   Feature bpf_stats;  // kernel.bpf_stats_enabled (run time per program)
+  // Room for BPF maps and programs: charged to the memory cgroup (5.11 and later), or to an
+  // RLIMIT_MEMLOCK that is unlimited or could be raised (earlier kernels).
+  Feature bpf_memory;
 
   static KernelFeatures probe(const std::string& tracefs_dir);
 };

@@ -2,9 +2,11 @@
 // that leaves nothing attached in the kernel.
 #include <bpf/bpf.h>
 #include <signal.h>
+#include <sys/utsname.h>
 
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -155,16 +157,38 @@ std::string paranoid_caps() {
   return level >= 3 ? ",+sys_admin" : "";
 }
 
-// setpriv: the daemon as user nobody holding exactly `caps` (ambient, inheritable, bounding).
-std::vector<std::string> as_nobody_with(std::string caps) {
+// Linux before 5.11 charges BPF memory to RLIMIT_MEMLOCK: there the documented set comes
+// with LimitMEMLOCK=infinity (deploy/systemd/cephscope.service). 5.11 and later need none.
+bool memlock_charged() {
+  utsname u{};
+  int major = 0;
+  int minor = 0;
+  if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2) {
+    return false;
+  }
+  return major < 5 || (major == 5 && minor < 11);
+}
+
+std::string documented_memlock() {
+  return memlock_charged() ? "unlimited" : "";
+}
+
+// The daemon as user nobody holding exactly `caps` (setpriv: ambient, inheritable, bounding),
+// with RLIMIT_MEMLOCK set to `memlock` (prlimit: bytes or "unlimited"; empty: inherited).
+std::vector<std::string> as_nobody_with(std::string caps,
+                                        const std::string& memlock = documented_memlock()) {
   caps += paranoid_caps();
-  return {"/usr/bin/setpriv",
-          "--reuid=65534",
-          "--regid=65534",
-          "--clear-groups",
-          "--inh-caps=-all," + caps,
-          "--ambient-caps=-all," + caps,
-          "--bounding-set=-all," + caps};
+  std::vector<std::string> argv;
+  if (!memlock.empty()) {
+    argv = {"/usr/bin/prlimit", "--memlock=" + memlock + ":" + memlock, "--"};
+  }
+  for (std::string arg : {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}) {
+    argv.push_back(arg);
+  }
+  for (const char* set : {"--inh-caps=-all,", "--ambient-caps=-all,", "--bounding-set=-all,"}) {
+    argv.push_back(set + caps);
+  }
+  return argv;
 }
 
 }  // namespace
@@ -177,7 +201,9 @@ TEST_CASE("the documented capabilities are enough, as an unprivileged user",
       dir, std::filesystem::perms::all);  // nobody reads the config, io_driver writes
   Daemon daemon(dir, tracking_config(),
                 as_nobody_with("+bpf,+perfmon,+sys_ptrace,+dac_read_search"));
-  REQUIRE(daemon.wait_ready());
+  const bool ready = daemon.wait_ready();
+  INFO("daemon log at start:\n" << daemon.log());
+  REQUIRE(ready);
   const IoPattern io{16, 4096, 2, 4};
   run_io(daemon, dir, io);  // io_driver runs as root: another user's process
   const Metrics m = daemon.scrape();
@@ -195,11 +221,30 @@ TEST_CASE("a missing capability is named in the log", "[kernel][lifecycle][caps]
   std::filesystem::permissions(dir, std::filesystem::perms::all);
   SECTION("without CAP_SYS_PTRACE other users' processes are invisible, and the log says why") {
     Daemon daemon(dir, tracking_config(), as_nobody_with("+bpf,+perfmon,+dac_read_search"));
-    REQUIRE(daemon.wait_ready());
+    const bool ready = daemon.wait_ready();
+    INFO("daemon log:\n" << daemon.log());
+    REQUIRE(ready);
     CHECK(log_has(daemon, "without CAP_SYS_PTRACE", std::chrono::seconds(5)));
   }
   SECTION("without CAP_DAC_READ_SEARCH tracefs is unreadable, and the log says so") {
     Daemon daemon(dir, tracking_config(), as_nobody_with("+bpf,+perfmon,+sys_ptrace"));
-    CHECK(log_has(daemon, "needs CAP_DAC_READ_SEARCH", std::chrono::seconds(10)));
+    const bool named = log_has(daemon, "needs CAP_DAC_READ_SEARCH", std::chrono::seconds(10));
+    INFO("daemon log:\n" << daemon.log());
+    CHECK(named);
+  }
+  SECTION("a 64 KiB RLIMIT_MEMLOCK is named in the log before 5.11, and is enough after") {
+    Daemon daemon(dir, tracking_config(),
+                  as_nobody_with("+bpf,+perfmon,+sys_ptrace,+dac_read_search", "65536"));
+    if (memlock_charged()) {
+      const bool named = log_has(daemon, "needs CAP_SYS_RESOURCE or LimitMEMLOCK=infinity",
+                                 std::chrono::seconds(10));
+      INFO("daemon log:\n" << daemon.log());
+      CHECK(named);
+    } else {
+      const bool ready = daemon.wait_ready();
+      INFO("daemon log:\n" << daemon.log());
+      CHECK(ready);
+      CHECK(daemon.log().find("RLIMIT_MEMLOCK") == std::string::npos);
+    }
   }
 }
