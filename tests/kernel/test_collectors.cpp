@@ -177,8 +177,9 @@ TEST_CASE("the vfs collector works where the kernel allows it, and says so where
       CHECK(vfs("cephscope_vfs_bytes_total", "write") == io.writes * io.size);
       CHECK(vfs("cephscope_vfs_seconds_count", "read") == io.reads);
       CHECK(vfs("cephscope_vfs_bytes_total", "read") == io.reads * io.size);
-      // CEPHSCOPE_VFS_FSYNC=inlined: this kernel build inlines vfs_fsync and vfs_fsync_range
-      // into do_fsync (tests/vm/kernels.conf), so the vfs layer cannot see fsync(2) at all.
+      // CEPHSCOPE_VFS_FSYNC=inlined: this kernel build inlines vfs_fsync_range into the
+      // fdatasync syscall (tests/vm/kernels.conf), so the vfs layer cannot see io_driver's
+      // fdatasync(2) at all.
       const char* fsync_env = std::getenv("CEPHSCOPE_VFS_FSYNC");
       const bool fsync_inlined = fsync_env != nullptr && std::string(fsync_env) == "inlined";
       CHECK(vfs("cephscope_vfs_seconds_count", "fsync") == (fsync_inlined ? 0 : io.syncs));
