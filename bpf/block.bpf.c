@@ -80,32 +80,66 @@ static __always_inline __u32 take_owner(__u32 dev, __u64 sector)
 	return target;
 }
 
-/* insert (issue == false) or issue (issue == true) of a request. */
+static __always_inline void add_bytes(__u32 target, __u32 dev, __u32 op, __u64 bytes)
+{
+	struct block_stats_key skey = {.target = target, .dev = dev, .op = op};
+	struct block_stats *stats = lookup_or_init(&block_stats, &skey, &zero_stats);
+
+	if (stats)
+		stats->bytes += bytes;
+}
+
+/*
+ * insert (issue == false) or issue (issue == true) of a request of `bytes`. Bytes count at
+ * the first issue, in the context that issues, so a completion the kernel does not report
+ * loses a latency sample, never bytes: a classic tracepoint program is skipped while another
+ * classic tracepoint or kprobe program runs on the same CPU (bpf_prog_active), as when a
+ * completion interrupts a syscall tracepoint. Such a request's record is then stale: found
+ * already issued without a requeue since, it is replaced, so the next request under the same
+ * key (the same address, or the same device and sector) does not inherit its owner and op.
+ */
 static __always_inline void on_rq_start(struct block_rq_key *key, __u64 sector, __u32 op,
-					bool issue)
+					__u64 bytes, bool issue)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
 	struct block_rq fresh = {};
 
-	if (rq) {
-		if (issue)
-			rq->issue_ns = now;
-		else
-			rq->insert_ns = now; /* requeued: queue time restarts */
+	if (rq && !rq->issue_ns) {
+		if (!issue) {
+			rq->insert_ns = now; /* inserted again: queue time restarts */
+			return;
+		}
+		rq->issue_ns = now;
+		if (!rq->counted) {
+			rq->counted = 1;
+			add_bytes(rq->target, key->dev, rq->op, bytes);
+		}
 		return;
 	}
 	fresh.target = take_owner(key->dev, sector);
 	fresh.op = op;
-	if (issue)
+	if (issue) {
 		fresh.issue_ns = now;
-	else
+		fresh.counted = 1;
+		add_bytes(fresh.target, key->dev, op, bytes);
+	} else {
 		fresh.insert_ns = now;
+	}
 	if (bpf_map_update_elem(&block_inflight, key, &fresh, BPF_ANY))
 		count_lost(LOST_INFLIGHT_FULL);
 }
 
-static __always_inline void on_rq_complete(struct block_rq_key *key, __u64 bytes, int error)
+/* A requeued request is issued again later; its bytes are already counted. */
+static __always_inline void on_rq_requeue(struct block_rq_key *key)
+{
+	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
+
+	if (rq)
+		rq->issue_ns = 0;
+}
+
+static __always_inline void on_rq_complete(struct block_rq_key *key, int error)
 {
 	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
 	struct block_stats_key skey = {};
@@ -130,7 +164,6 @@ static __always_inline void on_rq_complete(struct block_rq_key *key, __u64 bytes
 	hist_add(&stats->device, now - issue_ns);
 	if (insert_ns && insert_ns <= issue_ns)
 		hist_add(&stats->queue, issue_ns - insert_ns);
-	stats->bytes += bytes;
 	if (error)
 		stats->errors += 1;
 }
@@ -155,14 +188,15 @@ static __always_inline void btf_rq_start(struct request *rq, bool issue)
 	struct block_rq_key key = {.id = (__u64)rq, .dev = request_dev(rq)};
 
 	on_rq_start(&key, BPF_CORE_READ(rq, __sector), op_from_flags(BPF_CORE_READ(rq, cmd_flags)),
-		    issue);
+		    BPF_CORE_READ(rq, __data_len), issue);
 }
 
 /*
  * A tp_btf program gets the tracepoint's own arguments, and two lists lost their leading
  * request_queue in Linux 5.11: block_bio_queue(q, bio) became (bio) in e8a676d61c07, and
- * block_rq_insert / block_rq_issue(q, rq) became (rq) in a54895fa057c, which 5.10.137
- * backported (so Debian's 5.10 has the new block_rq_* and the old block_bio_queue). The
+ * block_rq_insert / block_rq_issue / block_rq_requeue(q, rq) became (rq) in a54895fa057c,
+ * which 5.10.137 backported (so Debian's 5.10 has the new block_rq_* and the old
+ * block_bio_queue). The
  * daemon reads the running kernel's prototypes (btf_trace_*) and sets these before load;
  * the verifier then never walks the other branch, whose ctx[1] a newer kernel would refuse.
  */
@@ -207,12 +241,22 @@ int btf_rq_issue(__u64 *ctx)
 	return 0;
 }
 
+SEC("tp_btf/block_rq_requeue")
+int btf_rq_requeue(__u64 *ctx)
+{
+	struct request *rq = tp_arg(ctx, rq_with_q);
+	struct block_rq_key key = {.id = (__u64)rq, .dev = request_dev(rq)};
+
+	on_rq_requeue(&key);
+	return 0;
+}
+
 SEC("tp_btf/block_rq_complete")
-int BPF_PROG(btf_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
+int BPF_PROG(btf_rq_complete, struct request *rq, int error)
 {
 	struct block_rq_key key = {.id = (__u64)rq, .dev = request_dev(rq)};
 
-	on_rq_complete(&key, nr_bytes, error);
+	on_rq_complete(&key, error);
 	return 0;
 }
 
@@ -241,14 +285,15 @@ static __always_inline void tp_rq_start(struct trace_event_raw_block_rq *ctx, bo
 	struct block_rq_key key = {.id = sector, .dev = BPF_CORE_READ(ctx, dev)};
 
 	bpf_probe_read_kernel(rwbs, sizeof(rwbs), ctx->rwbs);
-	on_rq_start(&key, sector, op_from_rwbs(rwbs), issue);
+	on_rq_start(&key, sector, op_from_rwbs(rwbs), BPF_CORE_READ(ctx, bytes), issue);
 }
 
 /*
  * The context types of block_bio_queue and block_rq_complete were renamed in 5.11 and
  * 5.15 (trace_event_raw_block_bio_queue, trace_event_raw_block_rq_with_error before), so
  * CO-RE finds no type on older kernels. Their leading fields never moved: every version's
- * tracepoint format has dev at 8, sector at 16, nr_sector at 24 and error at 28.
+ * tracepoint format has dev at 8, sector at 16, nr_sector at 24 and error at 28; and
+ * block_rq_requeue's (trace_event_raw_block_rq_requeue) has dev and sector there too.
  */
 struct block_tp_prefix {
 	__u64 common;
@@ -280,11 +325,20 @@ int tp_rq_issue(struct trace_event_raw_block_rq *ctx)
 	return 0;
 }
 
+SEC("tracepoint/block/block_rq_requeue")
+int tp_rq_requeue(struct block_tp_prefix *ctx)
+{
+	struct block_rq_key key = {.id = ctx->sector, .dev = ctx->dev};
+
+	on_rq_requeue(&key);
+	return 0;
+}
+
 SEC("tracepoint/block/block_rq_complete")
 int tp_rq_complete(struct block_tp_prefix *ctx)
 {
 	struct block_rq_key key = {.id = ctx->sector, .dev = ctx->dev};
 
-	on_rq_complete(&key, (__u64)ctx->nr_sector << 9, ctx->error);
+	on_rq_complete(&key, ctx->error);
 	return 0;
 }

@@ -19,9 +19,11 @@ struct block_rq_key {
 
 struct block_rq {
 	__u64 insert_ns; /* 0 when the request was issued without being inserted */
-	__u64 issue_ns;
+	__u64 issue_ns;  /* 0 until issued, and again once requeued */
 	__u32 target;
 	__u32 op;
+	__u32 counted; /* its bytes are in block_stats (counted at its first issue) */
+	__u32 pad;
 };
 
 /* A bio submitted by a tracked process, until its request is inserted or issued. */

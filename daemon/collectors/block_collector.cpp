@@ -23,30 +23,34 @@ namespace {
 constexpr std::array<const char*, BLOCK_OP_COUNT> kOps = {"read", "write", "flush", "discard",
                                                           "other"};
 const std::vector<std::string> kProbes = {"block_bio_queue", "block_rq_insert", "block_rq_issue",
-                                          "block_rq_complete"};
+                                          "block_rq_requeue", "block_rq_complete"};
 
 using BlockSkel = Skeleton<block_bpf, block_bpf__destroy>;
 
 struct Flavour {
   const char* hook;
-  std::array<const char*, 4> programs;  // in the order of kProbes
+  std::array<const char*, 5> programs;  // in the order of kProbes
 };
-constexpr Flavour kTpBtf{"tp_btf",
-                         {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_complete"}};
-constexpr Flavour kTracepoint{"tracepoint",
-                              {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_complete"}};
+constexpr Flavour kTpBtf{
+    "tp_btf",
+    {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_requeue", "btf_rq_complete"}};
+constexpr Flavour kTracepoint{
+    "tracepoint",
+    {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_requeue", "tp_rq_complete"}};
 
 // tp_btf programs read the tracepoints' arguments, whose lists changed in Linux 5.11 (see
 // block.bpf.c): tell the programs which list this kernel has.
 std::string set_tp_btf_prototypes(block_bpf& skel) {
-  const auto args = tp_btf_arg_counts({"block_bio_queue", "block_rq_issue", "block_rq_insert"});
+  const auto args = tp_btf_arg_counts(
+      {"block_bio_queue", "block_rq_issue", "block_rq_insert", "block_rq_requeue"});
   if (args[0] != 1 && args[0] != 2) {
     return "tp_btf: unknown prototype of block_bio_queue (" + std::to_string(args[0]) +
            " arguments)";
   }
-  if (args[1] != args[2] || (args[1] != 1 && args[1] != 2)) {
-    return "tp_btf: unknown prototypes of block_rq_issue and block_rq_insert (" +
-           std::to_string(args[1]) + " and " + std::to_string(args[2]) + " arguments)";
+  if (args[1] != args[2] || args[1] != args[3] || (args[1] != 1 && args[1] != 2)) {
+    return "tp_btf: unknown prototypes of block_rq_issue, block_rq_insert and block_rq_requeue (" +
+           std::to_string(args[1]) + ", " + std::to_string(args[2]) + " and " +
+           std::to_string(args[3]) + " arguments)";
   }
   skel.rodata->bio_queue_with_q = args[0] == 2;
   skel.rodata->rq_with_q = args[1] == 2;
@@ -198,7 +202,7 @@ void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
                   l, d.queue);
     out.histogram("cephscope_block_device_seconds",
                   "Time requests spent in the device (issue to complete).", l, d.device);
-    out.counter("cephscope_block_bytes_total", "Bytes completed by the device.", l,
+    out.counter("cephscope_block_bytes_total", "Bytes of requests issued to the device.", l,
                 static_cast<double>(d.bytes));
     out.counter("cephscope_block_errors_total", "Requests completed with an error.", l,
                 static_cast<double>(d.errors));

@@ -14,7 +14,7 @@ ProgramStats program_stats(const bpf_program* prog) {
   if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) {
     return {};
   }
-  return {info.run_time_ns, info.run_cnt};
+  return {info.run_time_ns, info.run_cnt, info.recursion_misses};
 }
 
 }  // namespace cephscope

@@ -11,6 +11,9 @@ namespace cephscope {
 struct ProgramStats {
   std::uint64_t run_time_ns = 0;
   std::uint64_t run_count = 0;
+  // Runs the kernel skipped because a BPF program was already running on the CPU
+  // (bpf_prog_info.recursion_misses, counted whatever bpf_stats_enabled says).
+  std::uint64_t misses = 0;
 };
 
 ProgramStats program_stats(const bpf_program* prog);

@@ -77,6 +77,10 @@ void Exporter::self_metrics(MetricSink& out,
       out.counter("cephscope_bpf_program_runs_total",
                   "Times a BPF program ran (needs kernel.bpf_stats_enabled=1).", l,
                   static_cast<double>(stats.run_count));
+      out.counter("cephscope_bpf_program_misses_total",
+                  "Times the kernel skipped a BPF program because another one was running on "
+                  "the CPU (recursion_misses).",
+                  l, static_cast<double>(stats.misses));
     }
   }
   out.gauge("cephscope_bpf_stats_enabled", "1 when the kernel counts BPF program run time.", {},
