@@ -239,6 +239,13 @@ summarize() {
         if (name == "cephscope_block_target_device_seconds_bucket") {
             le = lbl(labels, "le"); lesee[le] = 1; add("disk" SUBSEP t SUBSEP le, v); next
         }
+        if (name ~ /^cephscope_osd_op_seconds_(count|sum)$/) {
+            add(substr(name, 26) SUBSEP lbl(labels, "op") SUBSEP t, v); next
+        }
+        if (name ~ /^cephscope_osd_op_stage_seconds_(count|sum)$/ && lbl(labels, "op") == "write") {
+            st = lbl(labels, "stage"); stages[st] = 1
+            add("st" substr(name, 32) SUBSEP st SUBSEP t, v); next
+        }
         if (name == "cephscope_syscall_seconds_bucket" && lbl(labels, "syscall") == "fdatasync") {
             le = lbl(labels, "le"); lesee[le] = 1; add("sync" SUBSEP t SUBSEP le, v); next
         }
@@ -269,6 +276,23 @@ summarize() {
                 dur(quant("disk", t, 0.5)), dur(quant("disk", t, 0.99)), dur(quant("sync", t, 0.99))
         }
         if (n == 0) print "  (no targets yet)"
+        # client ops on each OSD as primary, and where writes spent their time (OSD stages)
+        head = 0
+        for (i = 1; i <= n; i++) {
+            t = names[i]
+            if (t !~ /^osd\./ || val["count", "write", t] + val["count", "read", t] <= 0) continue
+            if (!head++) printf "  %-16s %8s %9s %8s %9s   %s\n", "OSD ops", "writes/s", "mean", \
+                "reads/s", "mean", "longest write stage (mean)"
+            best = ""; bmean = -1
+            for (st in stages) {
+                c = val["stcount", st, t]
+                if (c > 0 && val["stsum", st, t] / c > bmean) { bmean = val["stsum", st, t] / c; best = st }
+            }
+            wc = val["count", "write", t]; rc = val["count", "read", t]
+            printf "  %-16s %8.0f %9s %8.0f %9s   %s %s\n", t, wc / dt, \
+                dur(wc > 0 ? val["sum", "write", t] / wc : -1), rc / dt, \
+                dur(rc > 0 ? val["sum", "read", t] / rc : -1), best, dur(bmean)
+        }
     }' "$1" "$2"
 }
 
