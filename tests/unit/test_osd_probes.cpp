@@ -80,6 +80,19 @@ bool available(const std::array<std::string, OSD_STAGE_COUNT>& gaps, int stage) 
   return gaps.at(stage).empty();
 }
 
+// Every BlueStore stage is unavailable with WHY in its reason; every other stage works.
+void check_only_store_stages_missing(const std::array<std::string, OSD_STAGE_COUNT>& gaps,
+                                     const std::string& why) {
+  for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
+    const bool store = s >= OSD_STAGE_BS_PREPARE && s <= OSD_STAGE_BS_KV_COMMIT;
+    INFO(osd::kStages[s] << ": " << gaps[s]);
+    CHECK(available(gaps, s) == !store);
+    if (store) {
+      CHECK_THAT(gaps[s], Catch::Contains(why));
+    }
+  }
+}
+
 }  // namespace
 
 TEST_CASE("without the io_done call site, io done falls back and says why", "[unit][osd]") {
@@ -136,15 +149,7 @@ TEST_CASE("a missing TransContext member takes out the BlueStore stages only", "
   CHECK_THAT(plan.missing_members, Catch::Contains("BlueStore::TransContext::last_stamp"));
   const auto progs = programs(plan);
   CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done"});
-  const auto gaps = osd::stage_gaps(plan, progs);
-  for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
-    const bool store = s >= OSD_STAGE_BS_PREPARE && s <= OSD_STAGE_BS_KV_COMMIT;
-    INFO(osd::kStages[s] << ": " << gaps[s]);
-    CHECK(available(gaps, s) == !store);
-    if (store) {
-      CHECK_THAT(gaps[s], Catch::Contains("last_stamp"));
-    }
-  }
+  check_only_store_stages_missing(osd::stage_gaps(plan, progs), "last_stamp");
 }
 
 TEST_CASE("a probe that fails to attach is named in its stages' reasons", "[unit][osd]") {
@@ -162,13 +167,6 @@ TEST_CASE("with the BlueStore stages turned off, their probes are not planned", 
   const auto progs = programs(plan);
   CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done"});
   CHECK(plan.unavailable.empty());
-  const auto gaps = osd::stage_gaps(plan, progs);
-  for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
-    const bool store = s >= OSD_STAGE_BS_PREPARE && s <= OSD_STAGE_BS_KV_COMMIT;
-    INFO(osd::kStages[s] << ": " << gaps[s]);
-    CHECK(available(gaps, s) == !store);
-    if (store) {
-      CHECK_THAT(gaps[s], Catch::Contains("collectors.osd.bluestore_stages: false"));
-    }
-  }
+  check_only_store_stages_missing(osd::stage_gaps(plan, progs),
+                                  "collectors.osd.bluestore_stages: false");
 }
