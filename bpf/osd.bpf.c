@@ -226,6 +226,31 @@ static __always_inline void front_stages(struct osd_scratch *s)
 	set_stage(s, OSD_STAGE_QUEUE, t->queued, t->dequeued);
 }
 
+/* For an op ending in a tracked OSD: its layout, target id and the scratch; else NULL. */
+static __always_inline struct osd_layout *ending_op(__u32 tgid, __u32 *target,
+						   struct osd_scratch **s)
+{
+	struct osd_layout *l = tracked_osd(tgid, target);
+
+	*s = l ? scratch() : 0;
+	return *s ? l : 0;
+}
+
+/* Reads what Ceph stamped on the op and sets the stages every op kind has. */
+static __always_inline struct op_times *start_op(struct osd_scratch *s,
+						 const struct osd_layout *l, const void *op)
+{
+	read_stamps(s, l, op, bpf_ktime_get_ns() + rt_off_ns);
+	front_stages(s);
+	return &s->t;
+}
+
+/* The whole op: message header read -> now (Ceph's op_w/op_r/subop_w latency). */
+static __always_inline __u64 whole_op(const struct op_times *t)
+{
+	return t->recv && t->now > t->recv ? t->now - t->recv : 0;
+}
+
 static __always_inline __u64 max64(__u64 a, __u64 b)
 {
 	return a > b ? a : b;
@@ -440,17 +465,14 @@ int osd_op_done(struct pt_regs *ctx)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct osd_scratch *s;
 	__u32 target;
-	struct osd_layout *l = tracked_osd(tgid, &target);
-
-	if (!l || !(s = scratch()))
-		return 0;
+	struct osd_layout *l = ending_op(tgid, &target, &s);
 	const void *op = (const void *)PT_REGS_PARM2(ctx);
-	struct op_times *t = &s->t;
 
-	read_stamps(s, l, op, bpf_ktime_get_ns() + rt_off_ns);
+	if (!l || !op)
+		return 0;
+	struct op_times *t = start_op(s, l, op);
 	__u8 cls = op_class(s, l, op);
 
-	front_stages(s);
 	if (cls == OSD_OP_READ) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->now);
 	} else if (take_inflight(s, l, op, tgid) == 0) {
@@ -473,8 +495,8 @@ int osd_op_done(struct pt_regs *ctx)
 		/* a replicated write whose record is gone (EC writes never have one) */
 		count_lost(LOST_NO_START);
 	}
-	osd_fold(target, (OSD_KIND_OP << 8) | cls, t->recv && t->now > t->recv ? t->now - t->recv : 0,
-		 PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx));
+	osd_fold(target, (OSD_KIND_OP << 8) | cls, whole_op(t), PT_REGS_PARM3(ctx),
+		 PT_REGS_PARM4(ctx));
 	return 0;
 }
 
@@ -485,18 +507,17 @@ int osd_subop_done(struct pt_regs *ctx)
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct osd_scratch *s;
 	__u32 target;
-	struct osd_layout *l = tracked_osd(tgid, &target);
+	struct osd_layout *l = ending_op(tgid, &target, &s);
 
-	if (!l || !(s = scratch()))
+	if (!l)
 		return 0;
 	const void *rm = (const void *)read_u64((const void *)PT_REGS_PARM2(ctx));
 	const void *op = rm ? (const void *)read_u64(rm + l->repmod_op) : 0;
-	struct op_times *t = &s->t;
 
 	if (!op)
 		return 0;
-	read_stamps(s, l, op, bpf_ktime_get_ns() + rt_off_ns);
-	front_stages(s);
+	struct op_times *t = start_op(s, l, op);
+
 	if (take_inflight(s, l, op, tgid) == 0) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->txq);
 		set_stage(s, OSD_STAGE_COMMIT, t->kv_committed ? t->kv_committed : t->txq, t->now);
@@ -512,7 +533,6 @@ int osd_subop_done(struct pt_regs *ctx)
 		if (msg)
 			bpf_probe_read_user(&data_len, sizeof(data_len), msg + l->msg_data_len);
 	}
-	osd_fold(target, (OSD_KIND_SUBOP << 8) | OSD_OP_WRITE,
-		 t->recv && t->now > t->recv ? t->now - t->recv : 0, data_len, 0);
+	osd_fold(target, (OSD_KIND_SUBOP << 8) | OSD_OP_WRITE, whole_op(t), data_len, 0);
 	return 0;
 }
