@@ -230,26 +230,6 @@ class DebuginfodServer {
   std::string log_;
 };
 
-// vaddr -> file offset with libelf directly, independent of ElfFile.
-uint64_t file_offset_of(const std::string& path, uint64_t vaddr) {
-  elf_version(EV_CURRENT);
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  Elf* e = elf_begin(fd, ELF_C_READ, nullptr);
-  size_t n = 0;
-  elf_getphdrnum(e, &n);
-  uint64_t out = ~uint64_t{0};
-  for (size_t i = 0; i < n; ++i) {
-    GElf_Phdr ph;
-    gelf_getphdr(e, static_cast<int>(i), &ph);
-    if (ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
-      out = vaddr - ph.p_vaddr + ph.p_offset;
-    }
-  }
-  elf_end(e);
-  ::close(fd);
-  return out;
-}
-
 // Every function address of the oracle, as an out-of-line instance at the right file offset.
 void check_functions(const Profile& p, const json& o, const std::string& binary) {
   for (const auto& [key, vaddr] : o["functions"].items()) {
@@ -266,7 +246,7 @@ void check_functions(const Profile& p, const json& o, const std::string& binary)
     }
     REQUIRE(found != nullptr);
     CHECK(found->vaddr == vaddr.get<uint64_t>());
-    CHECK(found->file_offset == file_offset_of(binary, found->vaddr));
+    CHECK(found->file_offset == test::file_offset_of(binary, found->vaddr));
   }
 }
 

@@ -37,50 +37,16 @@ std::string quote(const std::string& s) {
 
 // The stripped fixture and its debug file copied into a tmpfs over MOUNTPOINT, in a new mount
 // namespace, running "wait" until destroyed.
-class InNamespace {
+class InNamespace : public test::ReadyProcess {
  public:
-  explicit InNamespace(const std::string& mountpoint) {
-    const std::string script =
-        "set -e; mount -t tmpfs cephscope-test " + quote(mountpoint) + "; cp " +
-        quote(FIXTURE_O2_STRIPPED) + " " + quote(FIXTURE_O2_DEBUG) + " " + quote(mountpoint) +
-        "/; exec " + quote(mountpoint + "/" + kBinary) + " wait";
-    int in[2];
-    int out[2];
-    REQUIRE(::pipe(in) == 0);
-    REQUIRE(::pipe(out) == 0);
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::dup2(in[0], 0);
-      ::dup2(out[1], 1);
-      ::close(in[1]);
-      ::close(out[0]);
-      // unshare and sh both exec in place: the fixture keeps this pid.
-      ::execlp("unshare", "unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-               script.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(in[0]);
-    ::close(out[1]);
-    stdin_ = in[1];
-    char buf[8] = {};
-    const ssize_t n = ::read(out[0], buf, 6);  // "ready\n": the binary is mapped
-    ::close(out[0]);
-    REQUIRE(n == 6);
-    REQUIRE(std::string(buf) == "ready\n");
-  }
-  InNamespace(const InNamespace&) = delete;
-  InNamespace& operator=(const InNamespace&) = delete;
-  ~InNamespace() {
-    ::close(stdin_);
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);  // the namespace, and its tmpfs, go with it
-  }
-  [[nodiscard]] pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  int stdin_ = -1;
+  // unshare and sh both exec in place: the fixture keeps this pid; the namespace, and its
+  // tmpfs, go with it
+  explicit InNamespace(const std::string& mountpoint)
+      : ReadyProcess({"unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
+                      "set -e; mount -t tmpfs cephscope-test " + quote(mountpoint) + "; cp " +
+                          quote(FIXTURE_O2_STRIPPED) + " " + quote(FIXTURE_O2_DEBUG) + " " +
+                          quote(mountpoint) + "/; exec " + quote(mountpoint + "/" + kBinary) +
+                          " wait"}) {}
 };
 
 }  // namespace

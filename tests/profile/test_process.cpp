@@ -16,42 +16,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // The fixture in "wait" mode: runs until destroyed.
-class Waiting {
+class Waiting : public test::ReadyProcess {
  public:
-  explicit Waiting(const std::string& path) {
-    int in[2];
-    int out[2];
-    REQUIRE(::pipe(in) == 0);
-    REQUIRE(::pipe(out) == 0);
-    pid_ = ::fork();
-    REQUIRE(pid_ >= 0);
-    if (pid_ == 0) {
-      ::dup2(in[0], 0);
-      ::dup2(out[1], 1);
-      ::close(in[1]);
-      ::close(out[0]);
-      ::execl(path.c_str(), path.c_str(), "wait", nullptr);
-      ::_exit(127);
-    }
-    ::close(in[0]);
-    ::close(out[1]);
-    stdin_ = in[1];
-    char buf[8] = {};
-    REQUIRE(::read(out[0], buf, 6) == 6);  // "ready\n": the binary is mapped
-    ::close(out[0]);
-  }
-  Waiting(const Waiting&) = delete;
-  Waiting& operator=(const Waiting&) = delete;
-  ~Waiting() {
-    ::close(stdin_);
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-  }
-  [[nodiscard]] pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  int stdin_ = -1;
+  explicit Waiting(const std::string& path) : ReadyProcess({path, "wait"}) {}
 };
 
 }  // namespace

@@ -18,26 +18,6 @@ using nlohmann::json;
 
 namespace {
 
-// vaddr -> file offset with libelf directly, independent of ElfFile.
-uint64_t file_offset_of(const std::string& path, uint64_t vaddr) {
-  elf_version(EV_CURRENT);
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  Elf* e = elf_begin(fd, ELF_C_READ, nullptr);
-  size_t n = 0;
-  elf_getphdrnum(e, &n);
-  uint64_t out = ~uint64_t{0};
-  for (size_t i = 0; i < n; ++i) {
-    GElf_Phdr ph;
-    gelf_getphdr(e, static_cast<int>(i), &ph);
-    if (ph.p_type == PT_LOAD && vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
-      out = vaddr - ph.p_vaddr + ph.p_offset;
-    }
-  }
-  elf_end(e);
-  ::close(fd);
-  return out;
-}
-
 struct Build {
   std::string name;
   std::string binary;  // what runs and what uprobes attach to
@@ -148,7 +128,7 @@ TEST_CASE("functions agree with the fixture", "[unit][resolver]") {
         const FunctionInstance* i = out_of_line(*f, linkage);
         REQUIRE(i != nullptr);
         CHECK(i->vaddr == vaddr.get<uint64_t>());
-        CHECK(i->file_offset == file_offset_of(b.binary, i->vaddr));
+        CHECK(i->file_offset == test::file_offset_of(b.binary, i->vaddr));
         CHECK(i->size > 0);
         CHECK_FALSE(i->entry_insn.empty());
         CHECK_FALSE(i->clone);
@@ -176,7 +156,7 @@ TEST_CASE("functions agree with the fixture", "[unit][resolver]") {
         for (const auto& i : half->instances) {
           CHECK(i.inlined);
           CHECK(i.caller == "fx::Derived::mix");
-          CHECK(i.file_offset == file_offset_of(b.binary, i.vaddr));
+          CHECK(i.file_offset == test::file_offset_of(b.binary, i.vaddr));
           CHECK(i.params.empty());
         }
       } else {
@@ -250,7 +230,7 @@ TEST_CASE("without DWARF, functions come from the symbol table", "[unit][resolve
     const FunctionInstance* i = out_of_line(*f, linkage);
     REQUIRE(i != nullptr);
     CHECK(i->vaddr == vaddr.get<uint64_t>());
-    CHECK(i->file_offset == file_offset_of(FIXTURE_O2_STRIPPED, i->vaddr));
+    CHECK(i->file_offset == test::file_offset_of(FIXTURE_O2_STRIPPED, i->vaddr));
   }
   CHECK(p->function("fx::Derived::half")->status == ItemStatus::kNotFound);
   CHECK(p->type("fx::Derived")->status == ItemStatus::kNoDebuginfo);
