@@ -23,18 +23,6 @@ int bench_seconds() {
   return v > 0 ? v : 5;
 }
 
-// Removes the benchmark objects even when an assertion fails half way.
-struct CleanupGuard {
-  const ClusterInfo& cluster;
-  ~CleanupGuard() {
-    try {
-      rados_cleanup(cluster);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "cleanup failed: %s\n", e.what());
-    }
-  }
-};
-
 void print(const char* what, const BenchSummary& s, const OsdCounters& t, bool write) {
   const auto& lat = write ? t.op_w_latency : t.op_r_latency;
   std::printf(

@@ -10,6 +10,7 @@
 #include <csignal>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -440,6 +441,14 @@ std::uint64_t rados_cleanup(const ClusterInfo& cluster) {
          "\n" + r.out + r.err);
   }
   return parse_rados_cleanup(r.out);
+}
+
+CleanupGuard::~CleanupGuard() {
+  try {
+    rados_cleanup(cluster);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cleanup failed: %s\n", e.what());
+  }
 }
 
 // ---------------------------------------------------------------------------- perf counters

@@ -112,6 +112,16 @@ BenchSummary run_rados_bench(const ClusterInfo& cluster, const BenchOptions& opt
 // rados -p POOL cleanup: removes the objects a --no-cleanup write left behind. Returns how many
 // it removed ("Removed N objects"; nothing at all when there was nothing to remove).
 std::uint64_t rados_cleanup(const ClusterInfo& cluster);
+
+// Removes the benchmark objects when it goes out of scope, even when an assertion fails half
+// way; a failing cleanup is printed, never thrown from the destructor.
+struct CleanupGuard {
+  const ClusterInfo& cluster;
+  explicit CleanupGuard(const ClusterInfo& c) : cluster(c) {}
+  CleanupGuard(const CleanupGuard&) = delete;
+  CleanupGuard& operator=(const CleanupGuard&) = delete;
+  ~CleanupGuard();
+};
 std::uint64_t parse_rados_cleanup(std::string_view text);
 
 // Every rados bench run adds exactly one op on top of its summary's total: a write run stores

@@ -157,17 +157,6 @@ struct DaemonLogOnFailure {
   }
 };
 
-struct CleanupGuard {
-  const ClusterInfo& cluster;
-  ~CleanupGuard() {
-    try {
-      rados_cleanup(cluster);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "cleanup failed: %s\n", e.what());
-    }
-  }
-};
-
 std::map<int, OsdSeries> all_osds(const ClusterInfo& cluster, const Metrics& m) {
   std::map<int, OsdSeries> out;
   for (const auto& osd : cluster.osds) {
