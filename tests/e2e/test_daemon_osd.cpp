@@ -141,22 +141,6 @@ std::string daemon_config() {
          "  rados_clients: true\n";
 }
 
-// Prints the end of the daemon's log when a REQUIRE ends the test (its files are in the cluster
-// directory, which cluster.sh down removes).
-struct DaemonLogOnFailure {
-  Daemon& daemon;
-  ~DaemonLogOnFailure() {
-    if (std::uncaught_exceptions() > 0) {
-      std::string log = daemon.log();
-      if (log.size() > 6000) {
-        log = "...\n" + log.substr(log.size() - 6000);
-      }
-      std::fprintf(stderr, "---- cephscope log (%s) ----\n%s\n", daemon.log_path().c_str(),
-                   log.c_str());
-    }
-  }
-};
-
 std::map<int, OsdSeries> all_osds(const ClusterInfo& cluster, const Metrics& m) {
   std::map<int, OsdSeries> out;
   for (const auto& osd : cluster.osds) {

@@ -221,19 +221,6 @@ std::string daemon_config() {
          "  osd: {enabled: true, slow_op_threshold: 1s}\n";
 }
 
-struct LogOnFailure {
-  Daemon& daemon;
-  ~LogOnFailure() {
-    if (std::uncaught_exceptions() > 0) {
-      std::string log = daemon.log();
-      if (log.size() > 6000) {
-        log = "...\n" + log.substr(log.size() - 6000);
-      }
-      std::fprintf(stderr, "---- cephscope log ----\n%s\n", log.c_str());
-    }
-  }
-};
-
 // Lets in-flight ops finish and the counters settle before a snapshot.
 void settle() {
   std::this_thread::sleep_for(1500ms);
@@ -373,7 +360,7 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
   const auto sockets = host_osd_sockets(cluster);
 
   Daemon daemon(test_dir(cluster.dir), daemon_config());
-  LogOnFailure print_log{daemon};
+  DaemonLogOnFailure print_log{daemon};
   REQUIRE(daemon.wait_ready(60s));
 
   REQUIRE(wait_for_probes(cluster, daemon));
@@ -507,7 +494,7 @@ TEST_CASE("EC pool writes are counted per op with the stages that apply", "[e2e]
   const auto sockets = host_osd_sockets(ec);
 
   Daemon daemon(test_dir(ec.dir), daemon_config());
-  LogOnFailure print_log{daemon};
+  DaemonLogOnFailure print_log{daemon};
   REQUIRE(daemon.wait_ready(60s));
   REQUIRE(wait_for_probes(ec, daemon));
 

@@ -267,6 +267,15 @@ struct StrippedCopy {
     build_id = *ElfFile::open(binary)->build_id();
     search.debug_dir = dir / "no-debug";
   }
+
+  // A store that caches in CACHE_DIR, ships nothing and searches debuginfo as this copy does.
+  [[nodiscard]] ProfileStore store(const std::string& cache_dir) const {
+    StoreOptions so;
+    so.cache_dir = cache_dir;
+    so.shipped_dirs = {};
+    so.debug = search;
+    return ProfileStore(so);
+  }
 };
 
 }  // namespace
@@ -335,11 +344,7 @@ TEST_CASE("debuginfo is fetched from a debuginfod server", "[unit][debuginfod]")
     }
   }
   SECTION("the store reports debuginfod as the source") {
-    StoreOptions so;
-    so.cache_dir = tmp / "profiles";
-    so.shipped_dirs = {};
-    so.debug = fx.search;
-    ProfileStore store(so);
+    ProfileStore store = fx.store(tmp / "profiles");
     auto loaded = store.for_binary(fx.binary, *set);
     REQUIRE(loaded.ok());
     CHECK(loaded->origin == Origin::kResolved);
@@ -396,11 +401,7 @@ TEST_CASE("an unreachable debuginfod falls back to the symbol table, bounded",
         CHECK(s >= 3.0);  // it was the timeout that ended it
       }
 
-      StoreOptions so;
-      so.cache_dir = tmp / (silent ? "profiles-silent" : "profiles-closed");
-      so.shipped_dirs = {};
-      so.debug = fx.search;
-      ProfileStore store(so);
+      ProfileStore store = fx.store(tmp / (silent ? "profiles-silent" : "profiles-closed"));
       auto loaded = store.for_binary(fx.binary, *set);
       REQUIRE(loaded.ok());
       CHECK(loaded->origin == Origin::kResolved);

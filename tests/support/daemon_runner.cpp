@@ -2,7 +2,9 @@
 
 #include <signal.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -75,6 +77,18 @@ std::string Daemon::log() const {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+DaemonLogOnFailure::~DaemonLogOnFailure() {
+  if (std::uncaught_exceptions() == 0) {
+    return;
+  }
+  std::string text = daemon.log();
+  if (text.size() > 6000) {
+    text = "...\n" + text.substr(text.size() - 6000);
+  }
+  std::fprintf(stderr, "---- cephscope log (%s) ----\n%s\n", daemon.log_path().c_str(),
+               text.c_str());
 }
 
 }  // namespace cephscope::test

@@ -43,4 +43,14 @@ class Daemon {
   std::unique_ptr<Subprocess> process_;
 };
 
+// Prints the end of the daemon's log when an exception (a failed REQUIRE) ends the test: its
+// files may be in a directory the test's teardown removes.
+struct DaemonLogOnFailure {
+  Daemon& daemon;
+  DaemonLogOnFailure(const DaemonLogOnFailure&) = delete;
+  DaemonLogOnFailure& operator=(const DaemonLogOnFailure&) = delete;
+  explicit DaemonLogOnFailure(Daemon& d) : daemon(d) {}
+  ~DaemonLogOnFailure();
+};
+
 }  // namespace cephscope::test
