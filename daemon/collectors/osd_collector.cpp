@@ -50,8 +50,10 @@ class OsdCollector final : public BpfCollector {
   OsdCollector(OsdCollector&&) = delete;
   OsdCollector& operator=(OsdCollector&&) = delete;
   ~OsdCollector() override {
-    worker_.request_stop();
-    worker_.join();  // before attached_ and the object go
+    if (worker_.joinable()) {  // not started when the object failed to load
+      worker_.request_stop();
+      worker_.join();  // before attached_ and the object go
+    }
   }
   [[nodiscard]] const char* name() const override { return "osd"; }
   void collect(MetricSink& out, const TargetLabelMap& targets) override;

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <signal.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -247,4 +248,87 @@ TEST_CASE("a missing capability is named in the log", "[kernel][lifecycle][caps]
       CHECK(daemon.log().find("RLIMIT_MEMLOCK") == std::string::npos);
     }
   }
+}
+
+namespace {
+
+// A fresh memory cgroup (v1 hierarchy or v2 with the memory controller); "" when there is none.
+struct MemoryCgroup {
+  std::string path;
+  bool v1 = false;
+
+  MemoryCgroup() {
+    const std::string name = "cephscope-test-" + std::to_string(getpid());
+    if (std::filesystem::exists("/sys/fs/cgroup/memory/memory.limit_in_bytes")) {
+      v1 = true;
+      path = "/sys/fs/cgroup/memory/" + name;
+    } else if (std::ifstream c("/sys/fs/cgroup/cgroup.controllers"); c) {
+      std::string controllers((std::istreambuf_iterator<char>(c)), {});
+      if (controllers.find("memory") == std::string::npos) {
+        return;
+      }
+      std::ofstream("/sys/fs/cgroup/cgroup.subtree_control") << "+memory";  // e.g. a bare guest
+      path = "/sys/fs/cgroup/" + name;
+    }
+    if (!path.empty() && !std::filesystem::create_directory(path)) {
+      path.clear();
+    }
+  }
+  MemoryCgroup(const MemoryCgroup&) = delete;
+  MemoryCgroup& operator=(const MemoryCgroup&) = delete;
+  ~MemoryCgroup() {
+    if (!path.empty()) {
+      rmdir(path.c_str());
+    }
+  }
+  [[nodiscard]] std::string file(const std::string& v1_name, const std::string& v2_name) const {
+    return path + "/" + (v1 ? v1_name : v2_name);
+  }
+  // Runs the daemon inside this cgroup.
+  [[nodiscard]] std::vector<std::string> wrapper() const {
+    return {"/bin/sh", "-c", "echo $$ > " + path + "/cgroup.procs && exec \"$0\" \"$@\""};
+  }
+  // The most memory charged so far (memory.peak is 5.19+; before, what is charged now).
+  [[nodiscard]] std::uint64_t peak() const {
+    std::uint64_t bytes = 0;
+    std::ifstream(file("memory.max_usage_in_bytes", "memory.peak")) >> bytes;
+    if (bytes == 0) {
+      std::ifstream(file("memory.usage_in_bytes", "memory.current")) >> bytes;
+    }
+    return bytes;
+  }
+  void limit(std::uint64_t bytes) const {
+    std::ofstream(file("memory.limit_in_bytes", "memory.max")) << bytes;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("an OSD collector that cannot load is unavailable, and SIGTERM still ends the daemon",
+          "[kernel][lifecycle][cgroup]") {
+  const MemoryCgroup cgroup;
+  INFO("needs a memory cgroup (v1, or v2 with the memory controller enabled)");
+  REQUIRE(!cgroup.path.empty());
+  // The daemon's own peak without the OSD collector, then a limit 4 MiB above it: too little
+  // for the OSD collector's in-flight maps (about 15 MiB), enough for everything else.
+  std::uint64_t base = 0;
+  {
+    const std::string dir = fresh_dir();
+    Daemon daemon(dir, "collectors:\n  osd: {enabled: false}\n", cgroup.wrapper());
+    REQUIRE(daemon.wait_ready());
+    base = cgroup.peak();
+    REQUIRE(daemon.stop() == std::optional<int>(0));
+  }
+  REQUIRE(base > 0);
+  cgroup.limit(base + (4ULL << 20));
+  const std::string dir = fresh_dir();
+  Daemon daemon(dir, "collectors:\n  osd: {enabled: true}\n", cgroup.wrapper());
+  const bool ready = daemon.wait_ready();
+  INFO("memory limit " << base + (4ULL << 20) << " bytes; daemon log:\n" << daemon.log());
+  REQUIRE(ready);
+  CHECK(daemon.log().find("collector osd is unavailable") != std::string::npos);
+  CHECK(daemon.scrape().sum("cephscope_collector_up", {{"collector", "osd"}}) == 0);
+  CHECK(daemon.scrape().sum("cephscope_collector_up", {{"collector", "syscall"}}) == 1);
+  // The OSD collector's attach thread never started: stopping must not wait on it or abort.
+  CHECK(daemon.stop() == std::optional<int>(0));
 }
