@@ -41,11 +41,17 @@ struct {
 	__type(value, struct osd_inflight);
 } osd_inflight SEC(".maps");
 
-/* The op whose transaction a thread is queuing: from queue_transactions to its txc. */
+/*
+ * The op whose transaction a thread is queuing: from queue_transactions to its txc. A thread
+ * keeps its entry and rewrites it in place, so an op costs no map update after the thread's
+ * first: queued = CLAIM_NONE stands for "nothing to claim".
+ */
 struct txn_claim {
 	struct osd_op_key op;
 	__u64 queued; /* mono ns: a txc that started before this is not the op's */
 };
+
+#define CLAIM_NONE (~0ULL)
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -278,25 +284,30 @@ int osd_txn_queued(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
-	struct txn_claim claim = {};
+	struct txn_claim claim = {}, *mine;
 	struct osd_inflight rec = {};
 	const void *op;
 
 	if (!l)
 		return 0;
+	mine = (l->have & OSD_HAVE_TXC) ? bpf_map_lookup_elem(&osd_txn_claims, &pid_tgid) : 0;
 	op = (const void *)read_u64((const void *)PT_REGS_PARM4(ctx)); /* by-value intrusive_ptr */
 	if (!op || read_key(l, op, tgid, &claim.op) || !claim.op.tid) {
 		/*
 		 * PG metadata transactions carry no op; EC sub-writes and recovery pushes carry one
 		 * without a client reqid: nothing to join
 		 */
-		bpf_map_delete_elem(&osd_txn_claims, &pid_tgid);
+		if (mine)
+			mine->queued = CLAIM_NONE;
 		return 0;
 	}
 	rec.queued = bpf_ktime_get_ns();
 	if (bpf_map_update_elem(&osd_inflight, &claim.op, &rec, BPF_ANY))
 		count_lost(LOST_INFLIGHT_FULL);
-	if (l->have & OSD_HAVE_TXC) {
+	if (mine) {
+		mine->op = claim.op;
+		mine->queued = rec.queued;
+	} else if (l->have & OSD_HAVE_TXC) {
 		claim.queued = rec.queued;
 		bpf_map_update_elem(&osd_txn_claims, &pid_tgid, &claim, BPF_ANY);
 	}
@@ -327,7 +338,7 @@ static __always_inline struct txn_claim *claim_for(__u64 pid_tgid, __u64 start)
 {
 	struct txn_claim *c = bpf_map_lookup_elem(&osd_txn_claims, &pid_tgid);
 
-	return c && start >= c->queued ? c : 0;
+	return c && c->queued != CLAIM_NONE && start >= c->queued ? c : 0;
 }
 
 static __always_inline void set_bs(struct txc_state *st, __u32 i, __u64 ns)
@@ -358,7 +369,7 @@ int osd_txc_aio_submit(struct pt_regs *ctx)
 		return 0;
 	st.op = c->op;
 	st.prepared = last;
-	bpf_map_delete_elem(&osd_txn_claims, &pid_tgid);
+	c->queued = CLAIM_NONE; /* taken */
 	if (bpf_map_update_elem(&osd_txcs, &key, &st, BPF_ANY))
 		count_lost(LOST_INFLIGHT_FULL);
 	return 0;
@@ -402,7 +413,7 @@ static __always_inline int txc_io_done(struct pt_regs *ctx, bool at_call_site)
 	if (!c)
 		return 0;
 	fresh.op = c->op;
-	bpf_map_delete_elem(&osd_txn_claims, &pid_tgid);
+	c->queued = CLAIM_NONE; /* taken */
 	set_bs(&fresh, 0, last - start);
 	set_bs(&fresh, 1, 0);
 	io_stages(&fresh, at_call_site, last, now);
@@ -529,9 +540,10 @@ int osd_subop_done(struct pt_regs *ctx)
 
 	if (l->have & OSD_HAVE_DATA_LEN) {
 		const void *msg = (const void *)op_u64(s, l, op, l->op_request);
+		__u32 v[2] = {}; /* header.data_len and what follows: a window member is 8 bytes */
 
-		if (msg)
-			bpf_probe_read_user(&data_len, sizeof(data_len), msg + l->msg_data_len);
+		if (msg && !msg_member(s, l, msg, l->msg_data_len, v, 8))
+			data_len = v[0];
 	}
 	osd_fold(target, (OSD_KIND_SUBOP << 8) | OSD_OP_WRITE, whole_op(t), data_len, 0);
 	return 0;

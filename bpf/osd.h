@@ -51,7 +51,7 @@ enum cephscope_osd_kind {
 #define OSD_HAVE_RMW_FLAGS (1u << 4)  /* OpRequest::op_info.rmw_flags */
 #define OSD_HAVE_DATA_LEN (1u << 5)   /* Message::header.data_len */
 #define OSD_HAVE_TXC (1u << 6)        /* BlueStore::TransContext start, last_stamp */
-#define OSD_HAVE_STAMPS_ADJACENT (1u << 7) /* the three stamps within 32 bytes, 4-aligned */
+#define OSD_HAVE_MSG_WINDOW (1u << 7) /* the Message members read fit one copy */
 #define OSD_HAVE_OP_WINDOW (1u << 8)  /* the OpRequest members read fit one copy */
 #define OSD_HAVE_TXC_ADJACENT (1u << 9) /* TransContext::last_stamp right after start */
 
@@ -70,9 +70,10 @@ struct osd_layout {
 	__u32 repmod_op;           /* ReplicatedBackend::RepModify::op (OpRequest *) */
 	__u32 txc_start;           /* BlueStore::TransContext::start (mono_clock, ns) */
 	__u32 txc_last_stamp;      /* TransContext::last_stamp: the latest state change */
-	__u32 msg_stamps;          /* the lowest of the three stamps' offsets */
 	__u32 op_window;           /* OpRequest bytes [op_window, +op_window_len) hold every */
 	__u32 op_window_len;       /* member the end-of-op probes read (one copy, not five) */
+	__u32 msg_window;          /* Message bytes [msg_window, +msg_window_len) hold the */
+	__u32 msg_window_len;      /* stamps and header.data_len (one copy, not four) */
 };
 
 /* An op between its transaction being queued and its completion, by the client's reqid. */
@@ -114,6 +115,8 @@ struct osd_stats {
 
 /* Largest OpRequest window copied in one read (16.2.15: 280 bytes, events @64 .. dequeued @336). */
 #define OSD_OP_WINDOW_MAX 320
+/* Largest Message window (16.2.15: 178 bytes, header.data_len @54 .. recv_complete_stamp @224). */
+#define OSD_MSG_WINDOW_MAX 256
 #define OSD_EVENT_SIZE 40
 
 #define OSD_LAYOUTS_MAX 1024

@@ -22,14 +22,18 @@ struct op_times {
 /* Room for 32 events so that a masked index is in bounds for the verifier. */
 #define EVENT_SLOTS 32
 
-/* Room past the window so that a masked offset plus a 24-byte member stays in bounds. */
+/* Room past the windows so that a masked offset plus a 24-byte member stays in bounds. */
 #define OP_BUF_MASK 511
 #define OP_BUF_SIZE (OP_BUF_MASK + 1 + 32)
+#define MSG_BUF_MASK 255
+#define MSG_BUF_SIZE (MSG_BUF_MASK + 1 + 32)
 
 struct osd_scratch {
 	__u8 events[EVENT_SLOTS * OSD_EVENT_SIZE]; /* a bulk copy of TrackedOp::events */
 	__u8 op[OP_BUF_SIZE];                      /* the OpRequest window, when op_copied */
+	__u8 msg[MSG_BUF_SIZE];                    /* the Message window, when msg_copied */
 	__u32 op_copied;
+	__u32 msg_copied;
 	struct op_times t;
 	__u64 d[OSD_STAGE_COUNT]; /* stage durations, ns */
 	__u32 known;              /* bit i: d[i] was measured (a stage can take 0 ns) */
@@ -50,26 +54,6 @@ static __always_inline struct osd_scratch *scratch(void)
 	return bpf_map_lookup_elem(&osd_scratch, &zero);
 }
 
-/* A utime_t {u32 sec; u32 nsec} at addr, in ns; 0 when unreadable. */
-static __always_inline __u64 read_utime(const void *addr)
-{
-	__u32 t[2];
-
-	if (bpf_probe_read_user(t, sizeof(t), addr))
-		return 0;
-	return (__u64)t[0] * 1000000000ULL + t[1];
-}
-
-/* The utime_t at byte offset `at` (a multiple of 4, at most 24) of a 32-byte copy. */
-static __always_inline __u64 utime_at(const __u32 *st, __u32 at)
-{
-	__u32 i = (at / 4) & 7;
-
-	if (i > 6)
-		return 0;
-	return (__u64)st[i] * 1000000000ULL + st[i + 1];
-}
-
 static __always_inline __u64 read_u64(const void *addr)
 {
 	__u64 v = 0;
@@ -78,28 +62,24 @@ static __always_inline __u64 read_u64(const void *addr)
 	return v;
 }
 
-/* First 8 bytes of a std::string's text, from the copy of its event (SSO) or its heap. */
-static __always_inline __u64 event_word(const __u8 *ev, __u64 len, __u32 at)
-{
-	__u64 w = 0;
-
-	if (len <= 15) {
-		if (at < 16)
-			__builtin_memcpy(&w, ev + 24 + at, 8);
-		return w;
-	}
-	bpf_probe_read_user(&w, sizeof(w), (const void *)(*(__u64 *)(ev + 8) + at));
-	return w;
-}
-
-/* The first 8 characters of the event names matched, as little-endian words. */
+/* The first characters of the event names matched, as little-endian words. */
 #define W_QUEUED_F 0x665f646575657571ULL /* "queued_f" */
 #define W_OP_COMMI 0x696d6d6f635f706fULL /* "op_commi" */
 #define W_SUB_OP_C 0x635f706f5f627573ULL /* "sub_op_c" */
 #define W_WAITING_ 0x20676e6974696177ULL /* "waiting " */
 #define W_FOR_SUBO 0x6f62757320726f66ULL /* "for subo" */
 
-/* Event i of the bulk copy: {utime_t stamp @0; std::string str @8 (len @16, SSO @24)}. */
+/* The first 16 bytes of a heap-held event name (longer than 15 characters): one read. */
+static __always_inline void heap_name(const __u8 *ev, __u64 w[2])
+{
+	if (bpf_probe_read_user(w, 16, (const void *)*(__u64 *)(ev + 8)))
+		w[0] = w[1] = 0;
+}
+
+/*
+ * Event i of the bulk copy: {utime_t stamp @0; std::string str @8 (len @16, SSO @24)}.
+ * Names up to 15 characters sit in the copy; a longer one costs a read of its heap text.
+ */
 static __always_inline void scan_event(struct osd_scratch *s, __u32 i)
 {
 	struct op_times *t = &s->t;
@@ -109,18 +89,22 @@ static __always_inline void scan_event(struct osd_scratch *s, __u32 i)
 	const __u8 *ev = s->events + k * OSD_EVENT_SIZE;
 	__u64 stamp = (__u64)*(__u32 *)ev * 1000000000ULL + *(__u32 *)(ev + 4);
 	__u64 len = *(__u64 *)(ev + 16);
+	__u64 word = *(__u64 *)(ev + 24); /* the inline text, when len <= 15 */
+	__u64 w[2];
 
 	if (len == 13) {
-		if (!t->queued && event_word(ev, len, 0) == W_QUEUED_F)
+		if (!t->queued && word == W_QUEUED_F)
 			t->queued = stamp;
 	} else if (len == 9) {
-		if (event_word(ev, len, 0) == W_OP_COMMI)
+		if (word == W_OP_COMMI)
 			t->local_commit = stamp;
-	} else if (len == 17) {
-		if (stamp > t->last_subop && event_word(ev, len, 0) == W_SUB_OP_C)
+	} else if (len == 17 && stamp > t->last_subop) {
+		heap_name(ev, w);
+		if (w[0] == W_SUB_OP_C)
 			t->last_subop = stamp;
 	} else if (len >= 24 && !t->subops_sent) {
-		if (event_word(ev, len, 0) == W_WAITING_ && event_word(ev, len, 8) == W_FOR_SUBO)
+		heap_name(ev, w);
+		if (w[0] == W_WAITING_ && w[1] == W_FOR_SUBO)
 			t->subops_sent = stamp;
 	}
 }
@@ -140,24 +124,47 @@ __noinline int osd_scan_events(__u32 n)
 	return 0;
 }
 
+/* SIZE bytes at a masked offset of a window copy. */
+static __always_inline int copied(void *dst, const __u8 *buf, __u32 at, __u32 size)
+{
+	if (size == 8)
+		__builtin_memcpy(dst, buf + at, 8);
+	else if (size == 16)
+		__builtin_memcpy(dst, buf + at, 16);
+	else if (size == 24)
+		__builtin_memcpy(dst, buf + at, 24);
+	else
+		return -1;
+	return 0;
+}
+
 /* SIZE bytes of the OpRequest member at OFF: from the window copy, else from the process. */
 static __always_inline int op_member(struct osd_scratch *s, const struct osd_layout *l,
 				     const void *op, __u32 off, void *dst, __u32 size)
 {
-	if (s->op_copied) {
-		__u32 at = (off - l->op_window) & OP_BUF_MASK;
-
-		if (size == 8)
-			__builtin_memcpy(dst, s->op + at, 8);
-		else if (size == 16)
-			__builtin_memcpy(dst, s->op + at, 16);
-		else if (size == 24)
-			__builtin_memcpy(dst, s->op + at, 24);
-		else
-			return -1;
-		return 0;
-	}
+	if (s->op_copied)
+		return copied(dst, s->op, (off - l->op_window) & OP_BUF_MASK, size);
 	return bpf_probe_read_user(dst, size, op + off) ? -1 : 0;
+}
+
+/* The same for the Message: its stamps and data length. */
+static __always_inline int msg_member(struct osd_scratch *s, const struct osd_layout *l,
+				      const void *msg, __u32 off, void *dst, __u32 size)
+{
+	if (s->msg_copied)
+		return copied(dst, s->msg, (off - l->msg_window) & MSG_BUF_MASK, size);
+	return bpf_probe_read_user(dst, size, msg + off) ? -1 : 0;
+}
+
+/* A utime_t {u32 sec; u32 nsec} of the Message, in ns; 0 when unreadable. */
+static __always_inline __u64 msg_utime(struct osd_scratch *s, const struct osd_layout *l,
+				       const void *msg, __u32 off)
+{
+	__u32 t[2];
+
+	if (msg_member(s, l, msg, off, t, 8))
+		return 0;
+	return (__u64)t[0] * 1000000000ULL + t[1];
 }
 
 static __always_inline __u64 op_u64(struct osd_scratch *s, const struct osd_layout *l,
@@ -203,6 +210,19 @@ static __always_inline void copy_op(struct osd_scratch *s, const struct osd_layo
 		s->op_copied = 1;
 }
 
+/* Copies the Message window (stamps, data length) in one read, when the layout allows it. */
+static __always_inline void copy_msg(struct osd_scratch *s, const struct osd_layout *l,
+				     const void *msg)
+{
+	__u32 len = l->msg_window_len;
+
+	s->msg_copied = 0;
+	if (!msg || !(l->have & OSD_HAVE_MSG_WINDOW) || len == 0 || len > OSD_MSG_WINDOW_MAX)
+		return;
+	if (!bpf_probe_read_user(s->msg, len, msg + l->msg_window))
+		s->msg_copied = 1;
+}
+
 /* Starts an op's scratch: its Message and OpRequest stamps and events, and now. */
 static __always_inline void read_stamps(struct osd_scratch *s, const struct osd_layout *l,
 					const void *op, __u64 now)
@@ -217,19 +237,11 @@ static __always_inline void read_stamps(struct osd_scratch *s, const struct osd_
 
 	const void *msg = (const void *)op_u64(s, l, op, l->op_request);
 
-	if (msg && (l->have & OSD_HAVE_STAMPS_ADJACENT)) {
-		/* one read: Ceph keeps the stamps together (recv, dispatch, throttle, complete) */
-		__u32 st[8];
-
-		if (!bpf_probe_read_user(st, sizeof(st), msg + l->msg_stamps)) {
-			t->recv = utime_at(st, l->msg_recv_stamp - l->msg_stamps);
-			t->throttle = utime_at(st, l->msg_throttle_stamp - l->msg_stamps);
-			t->complete = utime_at(st, l->msg_complete_stamp - l->msg_stamps);
-		}
-	} else if (msg && (l->have & OSD_HAVE_STAMPS)) {
-		t->recv = read_utime(msg + l->msg_recv_stamp);
-		t->throttle = read_utime(msg + l->msg_throttle_stamp);
-		t->complete = read_utime(msg + l->msg_complete_stamp);
+	copy_msg(s, l, msg);
+	if (msg && (l->have & OSD_HAVE_STAMPS)) {
+		t->recv = msg_utime(s, l, msg, l->msg_recv_stamp);
+		t->throttle = msg_utime(s, l, msg, l->msg_throttle_stamp);
+		t->complete = msg_utime(s, l, msg, l->msg_complete_stamp);
 	}
 	if (l->have & OSD_HAVE_DEQUEUED) {
 		__u32 d[2];

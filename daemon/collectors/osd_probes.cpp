@@ -69,6 +69,28 @@ void set_op_window(osd_layout& l) {
   }
 }
 
+// The Message bytes that hold the stamps and header.data_len, when they fit one copy (members
+// are read 8 bytes at a time, data_len with what follows it).
+void set_msg_window(osd_layout& l) {
+  std::uint32_t lo = UINT32_MAX;
+  std::uint32_t hi = 0;
+  auto span = [&](std::uint32_t group, std::uint32_t off) {
+    if ((l.have & group) != 0) {
+      lo = std::min(lo, off);
+      hi = std::max(hi, off + 8);
+    }
+  };
+  span(OSD_HAVE_STAMPS, l.msg_recv_stamp);
+  span(OSD_HAVE_STAMPS, l.msg_throttle_stamp);
+  span(OSD_HAVE_STAMPS, l.msg_complete_stamp);
+  span(OSD_HAVE_DATA_LEN, l.msg_data_len);
+  if (hi > lo && hi - lo <= OSD_MSG_WINDOW_MAX) {
+    l.msg_window = lo;
+    l.msg_window_len = hi - lo;
+    l.have |= OSD_HAVE_MSG_WINDOW;
+  }
+}
+
 osd_layout layout_of(const profile::Profile& p, std::string& missing) {
   osd_layout l{};
   auto off = [&](const char* type, const char* path, std::uint32_t& into) {
@@ -93,19 +115,11 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
       off("Message", "throttle_stamp", l.msg_throttle_stamp) &&
       off("Message", "recv_complete_stamp", l.msg_complete_stamp)) {
     l.have |= OSD_HAVE_STAMPS;
-    l.msg_stamps = std::min({l.msg_recv_stamp, l.msg_throttle_stamp, l.msg_complete_stamp});
-    const std::uint32_t last =
-        std::max({l.msg_recv_stamp, l.msg_throttle_stamp, l.msg_complete_stamp});
-    const bool aligned = (l.msg_recv_stamp - l.msg_stamps) % 4 == 0 &&
-                         (l.msg_throttle_stamp - l.msg_stamps) % 4 == 0 &&
-                         (l.msg_complete_stamp - l.msg_stamps) % 4 == 0;
-    if (last - l.msg_stamps <= 24 && aligned) {
-      l.have |= OSD_HAVE_STAMPS_ADJACENT;
-    }
   }
   if (request && off("Message", "header.data_len", l.msg_data_len)) {
     l.have |= OSD_HAVE_DATA_LEN;
   }
+  set_msg_window(l);
   if (off("OpRequest", "dequeued_time", l.op_dequeued_time)) {
     l.have |= OSD_HAVE_DEQUEUED;
   }
@@ -210,6 +224,7 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
   }
   if (!store_stages) {
     plan.store_off = "turned off (collectors.osd.bluestore_stages: false)";
+    plan.layout.have &= ~(OSD_HAVE_TXC | OSD_HAVE_TXC_ADJACENT);  // P1 claims no transaction
     return plan;
   }
   auto call = io_done_call(prof, binary);

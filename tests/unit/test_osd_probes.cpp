@@ -51,7 +51,7 @@ Profile full_profile(bool with_state_proc = false) {
   member("Message", "recv_stamp", 200);
   member("Message", "throttle_stamp", 216);
   member("Message", "recv_complete_stamp", 224);
-  member("Message", "header.data_len", 68);
+  member("Message", "header.data_len", 54);  // 16.2.15
   member("ReplicatedBackend::RepModify", "op", 0);
   member("BlueStore::TransContext", "start", 744);
   member("BlueStore::TransContext", "last_stamp", 752);
@@ -95,13 +95,30 @@ void check_only_store_stages_missing(const std::array<std::string, OSD_STAGE_COU
 
 }  // namespace
 
+TEST_CASE("Message members too far apart for one copy are read one by one", "[unit][osd]") {
+  Profile p = full_profile();
+  for (auto& m : p.members) {
+    if (m.path == "header.data_len") {
+      m.offset = 224 + 8 - OSD_MSG_WINDOW_MAX - 1;  // one byte more than the largest window
+    }
+  }
+  const auto near = osd::plan_for(full_profile(), "/nonexistent", "osd.0").layout;
+  const auto far = osd::plan_for(p, "/nonexistent", "osd.0").layout;
+  CHECK((near.have & OSD_HAVE_MSG_WINDOW) != 0);
+  CHECK((far.have & OSD_HAVE_MSG_WINDOW) == 0);
+  CHECK((far.have & (OSD_HAVE_STAMPS | OSD_HAVE_DATA_LEN)) ==
+        (OSD_HAVE_STAMPS | OSD_HAVE_DATA_LEN));
+}
+
 TEST_CASE("without the io_done call site, io done falls back and says why", "[unit][osd]") {
   const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0");
   CHECK(plan.layout.have ==
-        (OSD_HAVE_REQID | OSD_HAVE_STAMPS | OSD_HAVE_STAMPS_ADJACENT | OSD_HAVE_DEQUEUED |
+        (OSD_HAVE_REQID | OSD_HAVE_STAMPS | OSD_HAVE_MSG_WINDOW | OSD_HAVE_DEQUEUED |
          OSD_HAVE_EVENTS | OSD_HAVE_RMW_FLAGS | OSD_HAVE_DATA_LEN | OSD_HAVE_TXC |
          OSD_HAVE_OP_WINDOW | OSD_HAVE_TXC_ADJACENT));
-  CHECK(plan.layout.msg_stamps == 200);
+  // header.data_len @54 .. recv_complete_stamp @224 + 8: one copy instead of four reads
+  CHECK(plan.layout.msg_window == 54);
+  CHECK(plan.layout.msg_window_len == 178);
   // events @64 .. dequeued_time @336 + 8: one copy per op instead of five reads
   CHECK(plan.layout.op_window == 64);
   CHECK(plan.layout.op_window_len == 280);
@@ -166,6 +183,7 @@ TEST_CASE("with the BlueStore stages turned off, their probes are not planned", 
   const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0", false);
   const auto progs = programs(plan);
   CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done"});
+  CHECK((plan.layout.have & OSD_HAVE_TXC) == 0);  // queue_transactions claims no transaction
   CHECK(plan.unavailable.empty());
   check_only_store_stages_missing(osd::stage_gaps(plan, progs),
                                   "collectors.osd.bluestore_stages: false");
