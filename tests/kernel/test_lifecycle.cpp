@@ -288,13 +288,10 @@ struct MemoryCgroup {
   [[nodiscard]] std::vector<std::string> wrapper() const {
     return {"/bin/sh", "-c", "echo $$ > " + path + "/cgroup.procs && exec \"$0\" \"$@\""};
   }
-  // The most memory charged so far (memory.peak is 5.19+; before, what is charged now).
+  // The most memory charged so far; 0 when the kernel does not say (cgroup v2 before 5.19).
   [[nodiscard]] std::uint64_t peak() const {
     std::uint64_t bytes = 0;
     std::ifstream(file("memory.max_usage_in_bytes", "memory.peak")) >> bytes;
-    if (bytes == 0) {
-      std::ifstream(file("memory.usage_in_bytes", "memory.current")) >> bytes;
-    }
     return bytes;
   }
   void limit(std::uint64_t bytes) const {
@@ -306,6 +303,10 @@ struct MemoryCgroup {
 
 TEST_CASE("an OSD collector that cannot load is unavailable, and SIGTERM still ends the daemon",
           "[kernel][lifecycle][cgroup]") {
+  if (memlock_charged()) {
+    WARN("before 5.11 BPF maps are charged to RLIMIT_MEMLOCK, not to the memory cgroup");
+    return;
+  }
   const MemoryCgroup cgroup;
   INFO("needs a memory cgroup (v1, or v2 with the memory controller enabled)");
   REQUIRE(!cgroup.path.empty());
@@ -319,7 +320,10 @@ TEST_CASE("an OSD collector that cannot load is unavailable, and SIGTERM still e
     base = cgroup.peak();
     REQUIRE(daemon.stop() == std::optional<int>(0));
   }
-  REQUIRE(base > 0);
+  if (base == 0) {
+    WARN("the memory cgroup keeps no peak (cgroup v2 before 5.19): no limit to size");
+    return;
+  }
   cgroup.limit(base + (4ULL << 20));
   const std::string dir = fresh_dir();
   Daemon daemon(dir, "collectors:\n  osd: {enabled: true}\n", cgroup.wrapper());
