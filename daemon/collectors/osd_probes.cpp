@@ -47,46 +47,51 @@ constexpr const char* kLogState = "BlueStore::BlueStoreThrottle::log_state_laten
 constexpr const char* kFinishIo = "BlueStore::_txc_finish_io";
 constexpr std::size_t kMaxFunctionBytes = 256 * 1024;
 
-// The OpRequest bytes that hold every member the end-of-op probes read, when they fit one copy.
-void set_op_window(osd_layout& l) {
-  std::uint32_t lo = UINT32_MAX;
-  std::uint32_t hi = 0;
-  auto span = [&](std::uint32_t group, std::uint32_t off, std::uint32_t size) {
-    if ((l.have & group) != 0) {
-      lo = std::min(lo, off);
-      hi = std::max(hi, off + size);
+// The byte range of one object that the probes read, grown member by member; a member whose
+// group the build lacks is not read, so it does not count.
+class Window {
+ public:
+  explicit Window(std::uint32_t have) : have_(have) {}
+  void span(std::uint32_t group, std::uint32_t off, std::uint32_t size) {
+    if ((have_ & group) != 0) {
+      lo_ = std::min(lo_, off);
+      hi_ = std::max(hi_, off + size);
     }
-  };
-  span(OSD_HAVE_STAMPS | OSD_HAVE_DATA_LEN, l.op_request, 8);
-  span(OSD_HAVE_REQID, l.op_reqid, 24);
-  span(OSD_HAVE_RMW_FLAGS, l.op_rmw_flags, 8);
-  span(OSD_HAVE_DEQUEUED, l.op_dequeued_time, 8);
-  span(OSD_HAVE_EVENTS, l.op_events, 16);
-  if (hi > lo && hi - lo <= OSD_OP_WINDOW_MAX) {
-    l.op_window = lo;
-    l.op_window_len = hi - lo;
+  }
+  // Sets off/len and returns true when the range fits one copy of at most max bytes.
+  bool fits(std::uint32_t max, std::uint32_t& off, std::uint32_t& len) const {
+    if (hi_ <= lo_ || hi_ - lo_ > max) {
+      return false;
+    }
+    off = lo_;
+    len = hi_ - lo_;
+    return true;
+  }
+
+ private:
+  std::uint32_t have_;
+  std::uint32_t lo_ = UINT32_MAX;
+  std::uint32_t hi_ = 0;
+};
+
+// The OpRequest bytes that hold every member the end-of-op probes read, and the Message bytes
+// that hold the stamps and header.data_len (read 8 bytes at a time), when each fits one copy.
+void set_windows(osd_layout& l) {
+  Window op(l.have);
+  op.span(OSD_HAVE_STAMPS | OSD_HAVE_DATA_LEN, l.op_request, 8);
+  op.span(OSD_HAVE_REQID, l.op_reqid, 24);
+  op.span(OSD_HAVE_RMW_FLAGS, l.op_rmw_flags, 8);
+  op.span(OSD_HAVE_DEQUEUED, l.op_dequeued_time, 8);
+  op.span(OSD_HAVE_EVENTS, l.op_events, 16);
+  if (op.fits(OSD_OP_WINDOW_MAX, l.op_window, l.op_window_len)) {
     l.have |= OSD_HAVE_OP_WINDOW;
   }
-}
-
-// The Message bytes that hold the stamps and header.data_len, when they fit one copy (members
-// are read 8 bytes at a time, data_len with what follows it).
-void set_msg_window(osd_layout& l) {
-  std::uint32_t lo = UINT32_MAX;
-  std::uint32_t hi = 0;
-  auto span = [&](std::uint32_t group, std::uint32_t off) {
-    if ((l.have & group) != 0) {
-      lo = std::min(lo, off);
-      hi = std::max(hi, off + 8);
-    }
-  };
-  span(OSD_HAVE_STAMPS, l.msg_recv_stamp);
-  span(OSD_HAVE_STAMPS, l.msg_throttle_stamp);
-  span(OSD_HAVE_STAMPS, l.msg_complete_stamp);
-  span(OSD_HAVE_DATA_LEN, l.msg_data_len);
-  if (hi > lo && hi - lo <= OSD_MSG_WINDOW_MAX) {
-    l.msg_window = lo;
-    l.msg_window_len = hi - lo;
+  Window msg(l.have);
+  msg.span(OSD_HAVE_STAMPS, l.msg_recv_stamp, 8);
+  msg.span(OSD_HAVE_STAMPS, l.msg_throttle_stamp, 8);
+  msg.span(OSD_HAVE_STAMPS, l.msg_complete_stamp, 8);
+  msg.span(OSD_HAVE_DATA_LEN, l.msg_data_len, 8);
+  if (msg.fits(OSD_MSG_WINDOW_MAX, l.msg_window, l.msg_window_len)) {
     l.have |= OSD_HAVE_MSG_WINDOW;
   }
 }
@@ -119,7 +124,6 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
   if (request && off("Message", "header.data_len", l.msg_data_len)) {
     l.have |= OSD_HAVE_DATA_LEN;
   }
-  set_msg_window(l);
   if (off("OpRequest", "dequeued_time", l.op_dequeued_time)) {
     l.have |= OSD_HAVE_DEQUEUED;
   }
@@ -132,7 +136,7 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
     l.have |= OSD_HAVE_RMW_FLAGS;
   }
   off("ReplicatedBackend::RepModify", "op", l.repmod_op);
-  set_op_window(l);
+  set_windows(l);
   if (off("BlueStore::TransContext", "start", l.txc_start) &&
       off("BlueStore::TransContext", "last_stamp", l.txc_last_stamp)) {
     l.have |= OSD_HAVE_TXC;
