@@ -242,11 +242,17 @@ static __always_inline struct osd_layout *ending_op(__u32 tgid, __u32 *target,
 	return *s ? l : 0;
 }
 
-/* Reads what Ceph stamped on the op and sets the stages every op kind has. */
-static __always_inline struct op_times *start_op(struct osd_scratch *s,
-						 const struct osd_layout *l, const void *op)
+/*
+ * Reads what Ceph stamped on the op and sets the stages every op kind has. With msg, the
+ * op's Message is read as well, into *msg (NULL when unreadable).
+ */
+static __always_inline struct op_times *start_op(struct osd_scratch *s, const struct osd_layout *l,
+						 const void *op, const void **msg)
 {
-	read_stamps(s, l, op, bpf_ktime_get_ns() + rt_off_ns);
+	const void *m = read_stamps(s, l, op, bpf_ktime_get_ns() + rt_off_ns, msg != 0);
+
+	if (msg)
+		*msg = m;
 	front_stages(s);
 	return &s->t;
 }
@@ -481,14 +487,16 @@ int osd_op_done(struct pt_regs *ctx)
 
 	if (!l || !op)
 		return 0;
-	struct op_times *t = start_op(s, l, op);
+	struct op_times *t = start_op(s, l, op, 0);
 	__u8 cls = op_class(s, l, op);
 
 	if (cls == OSD_OP_READ) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->now);
 	} else if (take_inflight(s, l, op, tgid) == 0) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->txq);
-		if (t->kv_committed) {
+		if (!s->n_events) {
+			/* op tracker off: no replica events tell replication from commit */
+		} else if (t->kv_committed) {
 			/* critical path: the local kv commit, then whatever replicas were later */
 			if (t->subops_sent && t->last_subop)
 				set_stage(s, OSD_STAGE_REPLICATION, t->kv_committed,
@@ -527,7 +535,8 @@ int osd_subop_done(struct pt_regs *ctx)
 
 	if (!op)
 		return 0;
-	struct op_times *t = start_op(s, l, op);
+	const void *msg;
+	struct op_times *t = start_op(s, l, op, &msg);
 
 	if (take_inflight(s, l, op, tgid) == 0) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->txq);
@@ -538,11 +547,10 @@ int osd_subop_done(struct pt_regs *ctx)
 
 	__u32 data_len = 0;
 
-	if (l->have & OSD_HAVE_DATA_LEN) {
-		const void *msg = (const void *)op_u64(s, l, op, l->op_request);
+	if (msg && (l->have & OSD_HAVE_DATA_LEN)) {
 		__u32 v[2] = {}; /* header.data_len and what follows: a window member is 8 bytes */
 
-		if (msg && !msg_member(s, l, msg, l->msg_data_len, v, 8))
+		if (!msg_member(s, l, msg, l->msg_data_len, v, 8))
 			data_len = v[0];
 	}
 	osd_fold(target, (OSD_KIND_SUBOP << 8) | OSD_OP_WRITE, whole_op(t), data_len, 0);

@@ -37,7 +37,7 @@ struct osd_scratch {
 	struct op_times t;
 	__u64 d[OSD_STAGE_COUNT]; /* stage durations, ns */
 	__u32 known;              /* bit i: d[i] was measured (a stage can take 0 ns) */
-	__u32 pad;
+	__u32 n_events;           /* events read; none when Ceph's op tracker is off */
 };
 
 struct {
@@ -63,6 +63,9 @@ static __always_inline __u64 read_u64(const void *addr)
 }
 
 /* The first characters of the event names matched, as little-endian words. */
+#define W_HEADER_R 0x725f726564616568ULL /* "header_r" */
+#define W_THROTTLE 0x656c74746f726874ULL /* "throttle" */
+#define W_ALL_READ 0x646165725f6c6c61ULL /* "all_read" */
 #define W_QUEUED_F 0x665f646575657571ULL /* "queued_f" */
 #define W_OP_COMMI 0x696d6d6f635f706fULL /* "op_commi" */
 #define W_SUB_OP_C 0x635f706f5f627573ULL /* "sub_op_c" */
@@ -79,6 +82,7 @@ static __always_inline void heap_name(const __u8 *ev, __u64 w[2])
 /*
  * Event i of the bulk copy: {utime_t stamp @0; std::string str @8 (len @16, SSO @24)}.
  * Names up to 15 characters sit in the copy; a longer one costs a read of its heap text.
+ * Names of equal length are told apart by their first eight characters.
  */
 static __always_inline void scan_event(struct osd_scratch *s, __u32 i)
 {
@@ -98,6 +102,14 @@ static __always_inline void scan_event(struct osd_scratch *s, __u32 i)
 	} else if (len == 9) {
 		if (word == W_OP_COMMI)
 			t->local_commit = stamp;
+		else if (word == W_THROTTLE)
+			t->throttle = stamp;
+	} else if (len == 11) {
+		if (word == W_HEADER_R)
+			t->recv = stamp;
+	} else if (len == 8) {
+		if (word == W_ALL_READ)
+			t->complete = stamp;
 	} else if (len == 17 && stamp > t->last_subop) {
 		heap_name(ev, w);
 		if (w[0] == W_SUB_OP_C)
@@ -194,6 +206,7 @@ static __always_inline void read_events(struct osd_scratch *s, const struct osd_
 	if (size > OSD_EVENTS_MAX * OSD_EVENT_SIZE ||
 	    bpf_probe_read_user(s->events, size, (const void *)vec[0]))
 		return;
+	s->n_events = n;
 	osd_scan_events(n);
 }
 
@@ -223,26 +236,24 @@ static __always_inline void copy_msg(struct osd_scratch *s, const struct osd_lay
 		s->msg_copied = 1;
 }
 
-/* Starts an op's scratch: its Message and OpRequest stamps and events, and now. */
-static __always_inline void read_stamps(struct osd_scratch *s, const struct osd_layout *l,
-					const void *op, __u64 now)
+/*
+ * Starts an op's scratch: its stamps and events, and now. OpTracker::create_request copies
+ * the Message's receive stamps into the first events (header_read, throttled, all_read), so
+ * the Message is read only when the op tracker is off or the caller wants the Message too.
+ * Returns the Message, or NULL when it was not read.
+ */
+static __always_inline const void *read_stamps(struct osd_scratch *s, const struct osd_layout *l,
+					       const void *op, __u64 now, bool want_msg)
 {
 	struct op_times *t = &s->t;
 
 	__builtin_memset(t, 0, sizeof(*t));
 	__builtin_memset(s->d, 0, sizeof(s->d));
 	s->known = 0;
+	s->n_events = 0;
+	s->msg_copied = 0;
 	t->now = now;
 	copy_op(s, l, op);
-
-	const void *msg = (const void *)op_u64(s, l, op, l->op_request);
-
-	copy_msg(s, l, msg);
-	if (msg && (l->have & OSD_HAVE_STAMPS)) {
-		t->recv = msg_utime(s, l, msg, l->msg_recv_stamp);
-		t->throttle = msg_utime(s, l, msg, l->msg_throttle_stamp);
-		t->complete = msg_utime(s, l, msg, l->msg_complete_stamp);
-	}
 	if (l->have & OSD_HAVE_DEQUEUED) {
 		__u32 d[2];
 
@@ -250,6 +261,23 @@ static __always_inline void read_stamps(struct osd_scratch *s, const struct osd_
 			t->dequeued = (__u64)d[0] * 1000000000ULL + d[1];
 	}
 	read_events(s, l, op);
+
+	bool stamped = t->recv && t->throttle && t->complete;
+
+	if (stamped && !want_msg)
+		return 0;
+
+	const void *msg = (const void *)op_u64(s, l, op, l->op_request);
+
+	if (!msg || stamped)
+		return msg;
+	copy_msg(s, l, msg);
+	if (l->have & OSD_HAVE_STAMPS) {
+		t->recv = msg_utime(s, l, msg, l->msg_recv_stamp);
+		t->throttle = msg_utime(s, l, msg, l->msg_throttle_stamp);
+		t->complete = msg_utime(s, l, msg, l->msg_complete_stamp);
+	}
+	return msg;
 }
 
 /* An hour: a longer interval means a stamp is garbage (a clock step, a reused object). */

@@ -1,5 +1,5 @@
 // The test cluster's OSDs as processes: how one was started, restarting it the same way, and
-// what the cluster says about it. Used by test_daemon_osd.cpp.
+// what the cluster says about it. Used by test_daemon_osd.cpp and test_osd_stages.cpp.
 #include "osd_control.h"
 
 #include <fcntl.h>
@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 namespace cephscope::test {
 
@@ -256,6 +257,46 @@ void record_pid(ClusterInfo& cluster, int osd_id, pid_t pid) {
       o.pid = pid;
     }
   }
+}
+
+std::optional<pid_t> restart_osd(ClusterInfo& cluster, int id, const Launch& how) {
+  const auto wait = [](const auto& done, std::chrono::seconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > end) {
+        return false;
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+    return true;
+  };
+  CephDaemon* osd = nullptr;
+  for (auto& o : cluster.osds) {
+    osd = o.id == id ? &o : osd;
+  }
+  if (osd == nullptr) {
+    throw std::runtime_error("no osd." + std::to_string(id) + " in " + cluster.dir);
+  }
+  const pid_t old_pid = osd->pid;
+  const auto old_instance = osd_map_entry(cluster, id);
+  if (!old_instance) {
+    return std::nullopt;
+  }
+  kill(old_pid, SIGTERM);
+  if (!wait([&] { return !alive(old_pid); }, 30s)) {
+    kill(old_pid, SIGKILL);
+    wait([&] { return !alive(old_pid); }, 10s);
+  }
+  const pid_t pid = start_like(how, cluster.dir + "/log/" + osd->name + ".stdout");
+  record_pid(cluster, id, pid);  // first: cluster.sh down must find it whatever follows
+  const bool back = wait(
+      [&] {
+        const auto e = osd_map_entry(cluster, id);
+        return alive(pid) && e && e->up && e->up_from > old_instance->up_from && osds_up(cluster) &&
+               pgs_clean(cluster);
+      },
+      180s);
+  return back ? std::optional<pid_t>(pid) : std::nullopt;
 }
 
 }  // namespace cephscope::test

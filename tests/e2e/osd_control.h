@@ -50,5 +50,9 @@ Launch launch_of(pid_t pid);
 pid_t start_like(const Launch& l, const std::string& log_path);
 // Records the restarted OSD's pid in DIR/pid, DIR/env and DIR/cluster.json.
 void record_pid(ClusterInfo& cluster, int osd_id, pid_t pid);
+// Stops OSD `id` (SIGTERM; SIGKILL after 30 s) and starts it as `how` describes, records its
+// pid, and waits until the OSD map has the new instance up and every PG is active+clean.
+// Returns the new pid, or nullopt when the cluster did not take it back within 180 s.
+std::optional<pid_t> restart_osd(ClusterInfo& cluster, int id, const Launch& how);
 
 }  // namespace cephscope::test

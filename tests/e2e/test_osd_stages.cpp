@@ -518,3 +518,83 @@ TEST_CASE("EC pool writes are counted per op with the stages that apply", "[e2e]
   CHECK(lost() == lost0);
   rados_cleanup(ec);
 }
+
+// With Ceph's op tracker off (osd_enable_op_tracker false, read at OSD start), an op carries no
+// events: every op is still counted and timed whole, the stages Ceph stamps outside the
+// events (the Message's receive stamps, dequeued_time, BlueStore's) are still measured, and
+// the stages only events can place (dispatch, queue; on the primary replication and commit)
+// are not counted at all rather than guessed. One OSD runs without the tracker, the others
+// with it: ops whose primary it is and the subops it receives are checked.
+TEST_CASE("with Ceph's op tracker off, ops are counted and event-only stages stay empty",
+          "[e2e][ceph][osd]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.osds.size() == 3);
+  const int untracked = cluster.osds.front().id;
+  const Launch normal = launch_of(cluster.osds.front().pid);
+  Launch without_tracker = normal;
+  without_tracker.argv.emplace_back("--osd_enable_op_tracker=false");
+  struct TrackerBack {
+    ClusterInfo& c;
+    int id;
+    const Launch& how;
+    ~TrackerBack() {
+      if (!restart_osd(c, id, how)) {
+        std::fprintf(stderr, "osd.%d did not come back with its op tracker on\n", id);
+      }
+    }
+  } back{cluster, untracked, normal};
+  REQUIRE(restart_osd(cluster, untracked, without_tracker).has_value());
+  const auto sockets = host_osd_sockets(cluster);
+
+  Daemon daemon(test_dir(cluster.dir), daemon_config());
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon));
+  rados_cleanup(cluster);
+  settle();
+
+  const auto perf0 = snapshot_host(sockets);
+  const auto v0 = views(cluster, daemon.scrape());
+  bench(cluster, BenchMode::kWrite, 5);
+  settle();
+  const auto perf1 = snapshot_host(sockets);
+  const auto v1 = views(cluster, daemon.scrape());
+  std::printf("4 KiB writes, %s without its op tracker:\n", osd_name(untracked).c_str());
+  check_ops(cluster, "write", v0, v1, delta(perf0, perf1));
+  const Hist ops = v1.at(untracked).op.at("write") - v0.at(untracked).op.at("write");
+  const Hist subops = v1.at(untracked).subop - v0.at(untracked).subop;
+  const auto count = [&](const std::string& st) {
+    return (v1.at(untracked).stage.at("write").at(st) - v0.at(untracked).stage.at("write").at(st))
+        .count;
+  };
+  const auto subop_count = [&](const std::string& st) {  // subops have no replication stage
+    const auto& a = v0.at(untracked).subop_stage;
+    const auto& b = v1.at(untracked).subop_stage;
+    return b.count(st) != 0 ? (b.at(st) - a.at(st)).count : 0.0;
+  };
+  std::printf("  %s: %.0f writes, %.0f subops; stage counts (write/subop):",
+              osd_name(untracked).c_str(), ops.count, subops.count);
+  for (const auto& st : kWriteStages) {
+    std::printf(" %s %.0f/%.0f", st.c_str(), count(st), subop_count(st));
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  REQUIRE(ops.count > 0);
+  REQUIRE(subops.count > 0);
+  for (const auto& st : stages({{"throttle", "receive", "execute"}, kStoreStages})) {
+    INFO("stage " << st);
+    CHECK(within(count(st), ops.count, 0.01));
+    CHECK(within(subop_count(st), subops.count, 0.01));
+  }
+  for (const auto& st : {"dispatch", "queue", "replication", "commit"}) {
+    INFO("stage " << st);
+    CHECK(count(st) == 0);
+    CHECK(subop_count(st) == (std::string(st) == "commit" ? subops.count : 0));
+  }
+  rados_cleanup(cluster);
+  const auto rc = daemon.stop(20s);
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+}

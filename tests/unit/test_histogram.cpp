@@ -25,6 +25,24 @@ TEST_CASE("hist_slot puts each value in the smallest bucket whose bound holds it
   }
 }
 
+TEST_CASE("hist_slot agrees with its definition around every power of two", "[histogram]") {
+  // the definition, by search: the smallest i with ns <= 1 us * 2^i, else the overflow slot
+  const auto by_search = [](std::uint64_t ns) {
+    for (unsigned i = 0; i < HIST_FINITE_SLOTS; ++i) {
+      if (ns <= HIST_FIRST_BOUND_NS << i)
+        return i;
+    }
+    return unsigned{HIST_FINITE_SLOTS};
+  };
+  for (unsigned c = 0; c < 64; ++c) {
+    const std::uint64_t p = std::uint64_t{1} << c;
+    for (const std::uint64_t ns : {p - 1, p, p + 1, p + p / 3, p + p / 2, 2 * p - 1}) {
+      INFO("ns " << ns);
+      CHECK(hist_slot(ns) == by_search(ns));
+    }
+  }
+}
+
 TEST_CASE("values beyond the last finite bound go to the overflow slot", "[histogram]") {
   const std::uint64_t last = HIST_FIRST_BOUND_NS << (HIST_FINITE_SLOTS - 1);  // 16.8 s
   CHECK(hist_slot(last) == HIST_FINITE_SLOTS - 1);
