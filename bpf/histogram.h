@@ -50,9 +50,7 @@ static inline __u32 hist_slot(__u64 ns)
 	slot = hist_log2(ns - 1) - 9;
 	if (slot >= HIST_FINITE_SLOTS)
 		return HIST_FINITE_SLOTS;
-	if (ns > HIST_FIRST_BOUND_NS << slot)
-		slot++;
-	return slot < HIST_FINITE_SLOTS ? slot : HIST_FINITE_SLOTS;
+	return ns > HIST_FIRST_BOUND_NS << slot ? slot + 1 : slot; /* at most the overflow slot */
 }
 
 #endif

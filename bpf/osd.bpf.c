@@ -494,10 +494,12 @@ int osd_op_done(struct pt_regs *ctx)
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->now);
 	} else if (take_inflight(s, l, op, tgid) == 0) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->txq);
-		if (!s->n_events) {
-			/* op tracker off: no replica events tell replication from commit */
-		} else if (t->kv_committed) {
-			/* critical path: the local kv commit, then whatever replicas were later */
+		if (t->kv_committed && s->n_events) {
+			/*
+			 * critical path: the local kv commit, then whatever replicas were later.
+			 * Without events (op tracker off) nothing tells whether they were, and
+			 * the branch below finds no stamps: neither stage is guessed.
+			 */
 			if (t->subops_sent && t->last_subop)
 				set_stage(s, OSD_STAGE_REPLICATION, t->kv_committed,
 					  max64(t->kv_committed, t->last_subop));

@@ -223,14 +223,16 @@ static __always_inline void copy_op(struct osd_scratch *s, const struct osd_layo
 		s->op_copied = 1;
 }
 
-/* Copies the Message window (stamps, data length) in one read, when the layout allows it. */
+/*
+ * Copies the Message window (stamps, data length) in one read, when the layout allows it.
+ * read_stamps has cleared msg_copied: without a copy, members are read one by one.
+ */
 static __always_inline void copy_msg(struct osd_scratch *s, const struct osd_layout *l,
 				     const void *msg)
 {
 	__u32 len = l->msg_window_len;
 
-	s->msg_copied = 0;
-	if (!msg || !(l->have & OSD_HAVE_MSG_WINDOW) || len == 0 || len > OSD_MSG_WINDOW_MAX)
+	if (!(l->have & OSD_HAVE_MSG_WINDOW) || len == 0 || len > OSD_MSG_WINDOW_MAX)
 		return;
 	if (!bpf_probe_read_user(s->msg, len, msg + l->msg_window))
 		s->msg_copied = 1;

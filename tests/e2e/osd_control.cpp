@@ -66,6 +66,21 @@ bool alive(pid_t pid) {
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
 }
 
+std::optional<double> poll_until(const std::function<bool()>& done,
+                                 std::chrono::milliseconds timeout,
+                                 std::chrono::milliseconds period) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    if (done()) {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (std::chrono::steady_clock::now() - t0 > timeout) {
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(period);
+  }
+}
+
 std::string which(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::stringstream dirs(path ? path : "/usr/bin:/bin");
@@ -260,16 +275,6 @@ void record_pid(ClusterInfo& cluster, int osd_id, pid_t pid) {
 }
 
 std::optional<pid_t> restart_osd(ClusterInfo& cluster, int id, const Launch& how) {
-  const auto wait = [](const auto& done, std::chrono::seconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (!done()) {
-      if (std::chrono::steady_clock::now() > end) {
-        return false;
-      }
-      std::this_thread::sleep_for(200ms);
-    }
-    return true;
-  };
   CephDaemon* osd = nullptr;
   for (auto& o : cluster.osds) {
     osd = o.id == id ? &o : osd;
@@ -283,19 +288,19 @@ std::optional<pid_t> restart_osd(ClusterInfo& cluster, int id, const Launch& how
     return std::nullopt;
   }
   kill(old_pid, SIGTERM);
-  if (!wait([&] { return !alive(old_pid); }, 30s)) {
+  if (!poll_until([&] { return !alive(old_pid); }, 30s)) {
     kill(old_pid, SIGKILL);
-    wait([&] { return !alive(old_pid); }, 10s);
+    poll_until([&] { return !alive(old_pid); }, 10s);
   }
   const pid_t pid = start_like(how, cluster.dir + "/log/" + osd->name + ".stdout");
   record_pid(cluster, id, pid);  // first: cluster.sh down must find it whatever follows
-  const bool back = wait(
+  const auto back = poll_until(
       [&] {
         const auto e = osd_map_entry(cluster, id);
         return alive(pid) && e && e->up && e->up_from > old_instance->up_from && osds_up(cluster) &&
                pgs_clean(cluster);
       },
-      180s);
+      180s, 500ms);
   return back ? std::optional<pid_t>(pid) : std::nullopt;
 }
 

@@ -4,6 +4,8 @@
 
 #include <sys/types.h>
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -20,6 +22,10 @@ std::vector<std::string> split_nul(const std::string& s);
 std::string exe_of(pid_t pid);
 bool alive(pid_t pid);  // exists and is not a zombie
 std::string which(const std::string& name);
+// Polls `done` every `period` until it returns true; the seconds it took, nullopt on timeout.
+std::optional<double> poll_until(const std::function<bool()>& done,
+                                 std::chrono::milliseconds timeout,
+                                 std::chrono::milliseconds period = std::chrono::milliseconds(50));
 
 // ceph-osd processes on this host that belong to another cluster, by OSD id.
 std::map<int, std::vector<pid_t>> foreign_osds(const ClusterInfo& cluster);

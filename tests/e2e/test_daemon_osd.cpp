@@ -61,22 +61,6 @@ double since(SteadyClock::time_point t0) {
   return std::chrono::duration<double>(SteadyClock::now() - t0).count();
 }
 
-// Polls `done` every `period` until it returns true; the seconds it took, nullopt on timeout.
-std::optional<double> poll_until(const std::function<bool()>& done,
-                                 std::chrono::milliseconds timeout,
-                                 std::chrono::milliseconds period = 50ms) {
-  const auto t0 = SteadyClock::now();
-  for (;;) {
-    if (done()) {
-      return since(t0);
-    }
-    if (SteadyClock::now() - t0 > timeout) {
-      return std::nullopt;
-    }
-    std::this_thread::sleep_for(period);
-  }
-}
-
 std::vector<Sample> target_info(const Metrics& m, const std::string& label,
                                 const std::string& value, pid_t pid) {
   return m.find("cephscope_target_info", {{label, value}, {"pid", std::to_string(pid)}});
