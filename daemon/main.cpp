@@ -1,13 +1,13 @@
 // cephscope: per-stage latency of Ceph, from eBPF, on Prometheus /metrics.
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <iostream>
 
 #include "app/daemon.h"
+#include "app/profile_cli.h"
 #include "config/config.h"
-#include "profile/cli.h"
 
 namespace {
 
@@ -19,9 +19,12 @@ int run(int argc, char** argv) {
   Overrides overrides;
   bool check = false;
   app.add_option("-c,--config", config_path, "YAML config file")->capture_default_str();
-  app.add_option("--listen", overrides.listen, "HOST:PORT to serve /metrics on (overrides the config)");
-  app.add_option("--log-level", overrides.log_level, "trace, debug, info, warn, error (overrides the config)");
-  app.add_flag("--check", check, "Validate the config, probe the kernel, print what will work, and exit");
+  app.add_option("--listen", overrides.listen,
+                 "HOST:PORT to serve /metrics on (overrides the config)");
+  app.add_option("--log-level", overrides.log_level,
+                 "trace, debug, info, warn, error (overrides the config)");
+  app.add_flag("--check", check,
+               "Validate the config, probe the kernel, print what will work, and exit");
   CLI::App* profile_command = profile::add_profile_commands(app);
   CLI11_PARSE(app, argc, argv);
   if (app.got_subcommand(profile_command)) {

@@ -31,6 +31,16 @@ constexpr std::array<const char*, OSD_OP_COUNT> kOps = {"read", "write", "other"
 
 using OsdSkel = Skeleton<osd_bpf, osd_bpf__destroy>;
 
+profile::StoreOptions store_options(const Config::Profiles& c) {
+  profile::StoreOptions o;
+  o.cache_dir = c.cache_dir;
+  o.shipped_dirs = c.shipped_dirs;
+  o.limits.executable = c.resolver;
+  o.limits.timeout = c.resolve_timeout;
+  o.limits.address_space_bytes = static_cast<std::uint64_t>(c.resolver_memory_mib) << 20;
+  return o;
+}
+
 std::int64_t realtime_offset_ns() {
   timespec rt{};
   timespec mono{};
@@ -42,7 +52,7 @@ std::int64_t realtime_offset_ns() {
 class OsdCollector final : public BpfCollector {
  public:
   explicit OsdCollector(const CollectorContext& ctx)
-      : store_(profile::StoreOptions{}), set_(*profile::parse_probe_set(osd::kProbeSet)) {
+      : store_(store_options(ctx.config.profiles)), set_(osd::probe_set()) {
     start(ctx);
   }
   OsdCollector(const OsdCollector&) = delete;
@@ -79,7 +89,8 @@ class OsdCollector final : public BpfCollector {
 
   void start(const CollectorContext& ctx);
   void work(const std::stop_token& stop);
-  void attach_process(const TargetView& target, pid_t pid, Process& proc);
+  void attach_process(const TargetView& target, pid_t pid, Process& proc,
+                      const std::stop_token& stop);
   void stage_status(MetricSink& out) const;
 
   profile::ProfileStore store_;  // the worker's
@@ -98,11 +109,13 @@ class OsdCollector final : public BpfCollector {
 };
 
 void OsdCollector::start(const CollectorContext& ctx) {
-  // Every probe the collector can attach, for the "unavailable" statuses.
-  const std::vector<std::string> all = {
-      "BlueStore::queue_transactions",           "PrimaryLogPG::log_op_stats",
-      "ReplicatedBackend::repop_commit",         "BlueStore::_txc_aio_submit",
-      "BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_committed_kv"};
+  // Every probe the collector can attach (fallbacks aside), for the "unavailable" statuses.
+  std::vector<std::string> all;
+  for (const auto& u : osd::kUprobes) {
+    if (u.instead_of == nullptr) {
+      all.emplace_back(u.label);
+    }
+  }
   OsdSkel skel;
   if (auto err = open_skeleton(skel, osd_bpf__open, ctx.tracked_map_fd); !err.empty()) {
     unavailable(err, all);
@@ -171,7 +184,7 @@ void OsdCollector::work(const std::stop_token& stop) {
     }
     if (req.attach) {
       Process proc;
-      attach_process(*req.attach, req.pid, proc);
+      attach_process(*req.attach, req.pid, proc, stop);
       std::lock_guard lock(mu_);
       queued_.erase(req.pid);
       attached_.insert_or_assign(req.pid, std::move(proc));
@@ -193,7 +206,8 @@ void OsdCollector::work(const std::stop_token& stop) {
   }
 }
 
-void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& proc) {
+void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& proc,
+                                  const std::stop_token& stop) {
   proc.who = target.identity.ceph_daemon;
   const std::string& who = proc.who;
   auto fail_all = [&](const std::string& reason) {
@@ -207,7 +221,7 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
     return;
   }
   const auto& module = *ident.module;
-  auto loaded = store_.for_module(module, set_);
+  auto loaded = store_.for_module(module, set_, stop);
   if (!loaded.ok()) {
     fail_all("no probe profile: " + loaded.error().message);
     return;

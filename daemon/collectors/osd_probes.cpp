@@ -3,48 +3,81 @@
 #include <algorithm>
 #include <utility>
 
-#include "profile/call_site.h"
+#include "collectors/osd_call_site.h"
 #include "profile/elf_file.h"
 
 namespace cephscope::osd {
 
-const char* const kProbeSet = R"({
-  "schema": "cephscope-probe-set", "schema_version": 1, "name": "osd-stages",
-  "description": "OSD stage collector: op completion, transaction queued, BlueStore transaction states, stamps Ceph keeps.",
-  "objects": ["ceph-osd"],
-  "functions": ["BlueStore::queue_transactions", "PrimaryLogPG::log_op_stats",
-                "ReplicatedBackend::repop_commit", "BlueStore::_txc_aio_submit",
-                "BlueStore::_txc_state_proc", "BlueStore::BlueStoreThrottle::log_state_latency",
-                "BlueStore::_txc_finish_io", "BlueStore::_txc_committed_kv"],
-  "types": [
-    {"name": "OpRequest", "members": ["request", "reqid.name._type", "reqid.name._num",
-      "reqid.tid", "op_info.rmw_flags", "dequeued_time", "events"]},
-    {"name": "TrackedOp::Event", "members": ["stamp", "str"]},
-    {"name": "Message", "members": ["recv_stamp", "throttle_stamp", "recv_complete_stamp",
-      "header.data_len"]},
-    {"name": "ReplicatedBackend::RepModify", "members": ["op"]},
-    {"name": "BlueStore::TransContext", "members": ["start", "last_stamp"]}
-  ]})";
+namespace {
+
+constexpr const char* kDescription =
+    "OSD stage collector: op completion, transaction queued, BlueStore transaction states, "
+    "stamps Ceph keeps.";
+
+}  // namespace
+
+profile::ProbeSet probe_set() {
+  profile::ProbeSet set;
+  set.name = "osd-stages";
+  set.description = kDescription;
+  set.objects = {"ceph-osd"};
+  auto add_function = [&](const char* f) {
+    if (f != nullptr &&
+        std::find(set.functions.begin(), set.functions.end(), f) == set.functions.end()) {
+      set.functions.emplace_back(f);
+    }
+  };
+  for (const auto& u : kUprobes) {
+    add_function(u.function);
+    add_function(u.callee);
+  }
+  for (const auto& m : kMembers) {
+    auto t = std::find_if(set.types.begin(), set.types.end(),
+                          [&](const profile::TypeSpec& ts) { return ts.name == m.type; });
+    if (t == set.types.end()) {
+      t = set.types.insert(set.types.end(), profile::TypeSpec{m.type, {}});
+    }
+    t->members.emplace_back(m.path);
+  }
+  set.digest = profile::probe_set_digest(set);
+  return set;
+}
+
+std::string probe_table_markdown() {
+  std::string out = "| program | where | fires | reads | attached |\n|---|---|---|---|---|\n";
+  auto groups = [](std::uint32_t needs) {
+    std::string g;
+    for (const auto& [bit, name] : std::initializer_list<std::pair<std::uint32_t, const char*>>{
+             {OSD_HAVE_REQID, "reqid"},
+             {OSD_HAVE_STAMPS, "Message stamps, op events"},
+             {OSD_HAVE_TXC, "TransContext stamps"}}) {
+      if ((needs & bit) != 0) {
+        g += std::string(g.empty() ? "" : ", ") + name;
+      }
+    }
+    return g;
+  };
+  for (const auto& u : kUprobes) {
+    std::string where = std::string("`") + u.function + "`";
+    if (u.callee != nullptr) {
+      where = std::string("the call to `") + u.callee + "` in " + where;
+    }
+    std::string when = u.bluestore ? "with the BlueStore stages" : "always";
+    if (u.instead_of != nullptr) {
+      when += std::string(", instead of `") + u.instead_of + "`";
+    }
+    out += std::string("| `") + u.program + "` | " + where + " | " + u.fires + " | " +
+           groups(u.needs) + " | " + when + " |\n";
+  }
+  out += "\nMembers read: ";
+  for (std::size_t i = 0; i < kMembers.size(); ++i) {
+    out += std::string(i == 0 ? "" : ", ") + "`" + kMembers[i].type + "::" + kMembers[i].path + "`";
+  }
+  return out + ".\n";
+}
 
 namespace {
 
-// An entry uprobe: the function, its program, and the member groups the program reads.
-struct EntryProbe {
-  const char* function;
-  const char* program;
-  std::uint32_t needs;
-};
-constexpr std::array<EntryProbe, 5> kEntryProbes = {{
-    {"BlueStore::queue_transactions", "osd_txn_queued", OSD_HAVE_REQID},     // P1
-    {"PrimaryLogPG::log_op_stats", "osd_op_done", OSD_HAVE_STAMPS},          // P2
-    {"ReplicatedBackend::repop_commit", "osd_subop_done", OSD_HAVE_STAMPS},  // P3
-    {"BlueStore::_txc_aio_submit", "osd_txc_aio_submit", OSD_HAVE_TXC},      // P4
-    {"BlueStore::_txc_committed_kv", "osd_txc_kv_done", OSD_HAVE_TXC},       // P6
-}};
-// P5: the call logging io_done in _txc_state_proc; _txc_finish_io's entry when not found.
-constexpr const char* kStateProc = "BlueStore::_txc_state_proc";
-constexpr const char* kLogState = "BlueStore::BlueStoreThrottle::log_state_latency";
-constexpr const char* kFinishIo = "BlueStore::_txc_finish_io";
 constexpr std::size_t kMaxFunctionBytes = 256 * 1024;
 
 // The byte range of one object that the probes read, grown member by member; a member whose
@@ -169,16 +202,20 @@ std::uint64_t entry_offset(const profile::FunctionInstance& f) {
   return f.file_offset + (f.entry_insn == "endbr64" ? 4 : 0);
 }
 
-Result<std::uint64_t> io_done_call(const profile::Profile& p, const std::string& binary) {
-  auto proc = out_of_line(p, kStateProc);
-  auto log = out_of_line(p, kLogState);
+// The io_done call site: the third of BlueStore's consecutive state-logging calls (see
+// osd_call_site.h).
+Result<std::uint64_t> io_done_call(const profile::Profile& p, const UprobeDef& def,
+                                   const std::string& binary) {
+  auto proc = out_of_line(p, def.function);
+  auto log = out_of_line(p, def.callee);
   if (!proc.ok() || !log.ok()) {
-    return make_error(ErrorKind::kNotFound, std::string(proc.ok() ? kLogState : kStateProc) + ": " +
-                                                (proc.ok() ? log : proc).error().message);
+    return make_error(ErrorKind::kNotFound, std::string(proc.ok() ? def.callee : def.function) +
+                                                ": " + (proc.ok() ? log : proc).error().message);
   }
   const auto& f = **proc;
   if (f.size == 0 || f.size > kMaxFunctionBytes) {
-    return make_error(ErrorKind::kInvalidInput, "_txc_state_proc has an unusable size");
+    return make_error(ErrorKind::kInvalidInput,
+                      std::string(def.function) + " has an unusable size");
   }
   auto elf = profile::ElfFile::open(binary);
   if (!elf.ok()) {
@@ -186,10 +223,9 @@ Result<std::uint64_t> io_done_call(const profile::Profile& p, const std::string&
   }
   const auto code = elf->read(f.file_offset, f.size);
   if (code.size() != f.size) {
-    return make_error(ErrorKind::kInvalidInput, "short read of _txc_state_proc");
+    return make_error(ErrorKind::kInvalidInput, std::string("short read of ") + def.function);
   }
-  auto site =
-      profile::third_state_call(profile::find_calls(code, f.vaddr, f.file_offset, (*log)->vaddr));
+  auto site = third_state_call(find_calls(code, f.vaddr, f.file_offset, (*log)->vaddr));
   if (!site.ok()) {
     return site.error();
   }
@@ -220,24 +256,28 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
     }
     return entry_offset(**f);
   };
-  for (const auto& p : kEntryProbes) {
-    if ((p.needs & OSD_HAVE_TXC) && !store_stages) {
+  // Each probe of the table; a fallback only when the probe it stands in for was not placed.
+  std::set<std::string> unplaced;
+  for (const auto& u : kUprobes) {
+    if (u.bluestore && !store_stages) {
       continue;
     }
-    add(p.function, p.program, p.needs, entry(p.function));
+    if (u.instead_of != nullptr && !unplaced.contains(u.instead_of)) {
+      continue;
+    }
+    Result<std::uint64_t> offset =
+        u.callee != nullptr ? io_done_call(prof, u, binary) : entry(u.function);
+    if (!offset.ok() && u.callee != nullptr) {
+      plan.io_done_note = "io_done call site not found (" + offset.error().message +
+                          "): io done is counted in bluestore_kv_queued";
+      unplaced.insert(u.program);
+      continue;
+    }
+    add(u.label, u.program, u.needs, offset);
   }
   if (!store_stages) {
     plan.store_off = "turned off (collectors.osd.bluestore_stages: false)";
     plan.layout.have &= ~(OSD_HAVE_TXC | OSD_HAVE_TXC_ADJACENT);  // P1 claims no transaction
-    return plan;
-  }
-  auto call = io_done_call(prof, binary);
-  if (call.ok()) {
-    add(std::string(kStateProc) + " io_done call", "osd_txc_io_done", OSD_HAVE_TXC, call);
-  } else {
-    plan.io_done_note = "io_done call site not found (" + call.error().message +
-                        "): io done is counted in bluestore_kv_queued";
-    add(kFinishIo, "osd_txc_finish_io", OSD_HAVE_TXC, entry(kFinishIo));
   }
   return plan;
 }
@@ -257,9 +297,8 @@ std::array<std::string, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
     }
     return why;
   };
-  const bool done = attached.contains("osd_op_done") || attached.contains("osd_subop_done");
-  const char* io_done =
-      attached.contains("osd_txc_io_done") ? "osd_txc_io_done" : "osd_txc_finish_io";
+  const bool done = attached.contains(kOpDone) || attached.contains(kSubopDone);
+  const char* io_done = attached.contains(kTxcIoDone) ? kTxcIoDone : kTxcFinishIo;
   std::array<std::string, OSD_STAGE_COUNT> out;
   const std::string no_end = done ? "" : "probes osd_op_done and osd_subop_done not attached";
   auto with_end = [&](std::string why) {
@@ -269,19 +308,19 @@ std::array<std::string, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
   out[OSD_STAGE_RECEIVE] = out[OSD_STAGE_THROTTLE];
   out[OSD_STAGE_DISPATCH] = with_end(gap(OSD_HAVE_STAMPS | OSD_HAVE_EVENTS, {}));
   out[OSD_STAGE_QUEUE] = with_end(gap(OSD_HAVE_EVENTS | OSD_HAVE_DEQUEUED, {}));
-  out[OSD_STAGE_EXECUTE] = with_end(gap(OSD_HAVE_DEQUEUED | OSD_HAVE_REQID, {"osd_txn_queued"}));
+  out[OSD_STAGE_EXECUTE] = with_end(gap(OSD_HAVE_DEQUEUED | OSD_HAVE_REQID, {kTxnQueued}));
   const std::uint32_t txc = OSD_HAVE_TXC | OSD_HAVE_REQID;
-  const std::string store = !plan.store_off.empty()
-                                ? plan.store_off
-                                : with_end(gap(txc, {"osd_txn_queued", "osd_txc_aio_submit",
-                                                     io_done, "osd_txc_kv_done"}));
+  const std::string store =
+      !plan.store_off.empty()
+          ? plan.store_off
+          : with_end(gap(txc, {kTxnQueued, kTxcAioSubmit, io_done, kTxcKvDone}));
   for (int s = OSD_STAGE_BS_PREPARE; s <= OSD_STAGE_BS_KV_COMMIT; ++s) {
     out[s] = store;
   }
-  if (out[OSD_STAGE_BS_IO_DONE].empty() && !attached.contains("osd_txc_io_done")) {
+  if (out[OSD_STAGE_BS_IO_DONE].empty() && !attached.contains(kTxcIoDone)) {
     out[OSD_STAGE_BS_IO_DONE] = plan.io_done_note;
   }
-  out[OSD_STAGE_REPLICATION] = gap(OSD_HAVE_EVENTS, {"osd_op_done"});
+  out[OSD_STAGE_REPLICATION] = gap(OSD_HAVE_EVENTS, {kOpDone});
   out[OSD_STAGE_COMMIT] = with_end(gap(OSD_HAVE_EVENTS, {}));
   return out;
 }

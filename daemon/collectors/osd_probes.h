@@ -11,6 +11,7 @@
 
 #include "bpf/osd.h"
 #include "libbpf/handles.h"
+#include "profile/probe_set.h"
 #include "profile/profile.h"
 
 namespace cephscope::osd {
@@ -28,8 +29,82 @@ inline constexpr std::array<const char*, OSD_STAGE_COUNT> kStages = {"throttle",
                                                                      "replication",
                                                                      "commit"};
 
-// The probe-set spec resolved for each ceph-osd build (functions and members below).
-extern const char* const kProbeSet;
+// The OSD collector's probe table: every uprobe, the function it goes on, the BPF program
+// (its SEC() in bpf/osd.bpf.c) and the member groups that program reads, and every member the
+// programs read. The probe-set spec the resolver is given, the attach plan, the statuses,
+// `cephscope profile probes` and the table in docs/collectors/osd.md derive from these two.
+inline constexpr const char* kTxnQueued = "osd_txn_queued";
+inline constexpr const char* kOpDone = "osd_op_done";
+inline constexpr const char* kSubopDone = "osd_subop_done";
+inline constexpr const char* kTxcAioSubmit = "osd_txc_aio_submit";
+inline constexpr const char* kTxcIoDone = "osd_txc_io_done";
+inline constexpr const char* kTxcFinishIo = "osd_txc_finish_io";
+inline constexpr const char* kTxcKvDone = "osd_txc_kv_done";
+
+struct UprobeDef {
+  const char* label;     // cephscope_probe_attached{probe}
+  const char* function;  // the function probed, or the one holding the call site
+  const char* program;
+  std::uint32_t needs;     // OSD_HAVE_* groups the program reads
+  bool bluestore;          // a BlueStore transaction probe (collectors.osd.bluestore_stages)
+  const char* callee;      // a call site: the call to this function inside FUNCTION
+  const char* instead_of;  // attached only when that program could not be placed
+  const char* fires;       // when, for the docs table
+};
+
+inline constexpr std::array<UprobeDef, 7> kUprobes = {{
+    {"BlueStore::queue_transactions", "BlueStore::queue_transactions", kTxnQueued, OSD_HAVE_REQID,
+     false, nullptr, nullptr,
+     "once per transaction: each client write on the primary and each replicated write on "
+     "a replica (also PG metadata transactions, which carry no op)"},
+    {"PrimaryLogPG::log_op_stats", "PrimaryLogPG::log_op_stats", kOpDone, OSD_HAVE_STAMPS, false,
+     nullptr, nullptr,
+     "once per completed client op on the primary (reads and writes), right before the "
+     "reply"},
+    {"ReplicatedBackend::repop_commit", "ReplicatedBackend::repop_commit", kSubopDone,
+     OSD_HAVE_STAMPS, false, nullptr, nullptr,
+     "once per replicated write on a replica, right before its reply"},
+    {"BlueStore::_txc_aio_submit", "BlueStore::_txc_aio_submit", kTxcAioSubmit, OSD_HAVE_TXC, true,
+     nullptr, nullptr, "once per transaction with data aio (new allocations, large writes)"},
+    {"BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_state_proc", kTxcIoDone,
+     OSD_HAVE_TXC, true, "BlueStore::BlueStoreThrottle::log_state_latency", nullptr,
+     "once per transaction, at the call logging io_done "
+     "(log_state_latency with l_bluestore_state_io_done_lat)"},
+    {"BlueStore::_txc_finish_io", "BlueStore::_txc_finish_io", kTxcFinishIo, OSD_HAVE_TXC, true,
+     nullptr, kTxcIoDone, "once per transaction, when the io_done call is not found"},
+    {"BlueStore::_txc_committed_kv", "BlueStore::_txc_committed_kv", kTxcKvDone, OSD_HAVE_TXC, true,
+     nullptr, nullptr, "once per transaction, on bstore_kv_final"},
+}};
+
+struct MemberDef {
+  const char* type;
+  const char* path;
+};
+
+inline constexpr std::array<MemberDef, 16> kMembers = {{
+    {"OpRequest", "request"},
+    {"OpRequest", "reqid.name._type"},
+    {"OpRequest", "reqid.name._num"},
+    {"OpRequest", "reqid.tid"},
+    {"OpRequest", "op_info.rmw_flags"},
+    {"OpRequest", "dequeued_time"},
+    {"OpRequest", "events"},
+    {"TrackedOp::Event", "stamp"},
+    {"TrackedOp::Event", "str"},
+    {"Message", "recv_stamp"},
+    {"Message", "throttle_stamp"},
+    {"Message", "recv_complete_stamp"},
+    {"Message", "header.data_len"},
+    {"ReplicatedBackend::RepModify", "op"},
+    {"BlueStore::TransContext", "start"},
+    {"BlueStore::TransContext", "last_stamp"},
+}};
+
+// The spec the resolver is given for ceph-osd, derived from the table.
+profile::ProbeSet probe_set();
+
+// The table as Markdown, for docs/collectors/osd.md (a test keeps the two the same).
+std::string probe_table_markdown();
 
 // One uprobe to attach: the function (or call site) it goes on, its program and offset.
 struct ProbePoint {

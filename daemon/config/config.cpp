@@ -167,6 +167,46 @@ void parse_discovery(const YAML::Node& node, Config::Discovery& out) {
   }
 }
 
+std::string absolute_path(const YAML::Node& node, const std::string& key) {
+  std::string path = scalar(node, key);
+  if (path.empty() || path.front() != '/') {
+    throw ConfigProblem{line_of(node), key, "expected an absolute path, got '" + path + "'"};
+  }
+  return path;
+}
+
+void parse_profiles(const YAML::Node& node, Config::Profiles& out) {
+  require_map(node, "profiles");
+  check_keys(node, "profiles",
+             {"cache_dir", "shipped_dirs", "resolver", "resolve_timeout", "resolver_memory_mib"});
+  if (node["cache_dir"]) {
+    out.cache_dir = absolute_path(node["cache_dir"], "profiles.cache_dir");
+  }
+  if (const auto& dirs = node["shipped_dirs"]) {
+    if (!dirs.IsSequence()) {
+      throw ConfigProblem{line_of(dirs), "profiles.shipped_dirs", "expected a list of paths"};
+    }
+    out.shipped_dirs.clear();
+    for (const auto& d : dirs) {
+      out.shipped_dirs.push_back(absolute_path(d, "profiles.shipped_dirs"));
+    }
+  }
+  if (node["resolver"]) {
+    out.resolver = absolute_path(node["resolver"], "profiles.resolver");
+  }
+  if (node["resolve_timeout"]) {
+    out.resolve_timeout = duration(node["resolve_timeout"], "profiles.resolve_timeout");
+  }
+  if (node["resolver_memory_mib"]) {
+    out.resolver_memory_mib =
+        positive_count(node["resolver_memory_mib"], "profiles.resolver_memory_mib");
+    if (out.resolver_memory_mib < 64) {
+      throw ConfigProblem{line_of(node["resolver_memory_mib"]), "profiles.resolver_memory_mib",
+                          "at least 64 MiB"};
+    }
+  }
+}
+
 Config parse_root(const YAML::Node& root) {
   Config cfg;
   if (root.IsNull()) {
@@ -175,7 +215,7 @@ Config parse_root(const YAML::Node& root) {
   require_map(root, "(top level)");
   check_keys(root, "",
              {"listen", "log_level", "mount_tracefs", "strict_attach", "discovery", "collectors",
-              "limits"});
+              "limits", "profiles"});
   if (root["listen"]) {
     cfg.listen = scalar(root["listen"], "listen");
     const auto colon = cfg.listen.rfind(':');
@@ -235,6 +275,9 @@ Config parse_root(const YAML::Node& root) {
     if (l["max_series"]) {
       cfg.limits.max_series = positive_count(l["max_series"], "limits.max_series");
     }
+  }
+  if (root["profiles"]) {
+    parse_profiles(root["profiles"], cfg.profiles);
   }
   return cfg;
 }

@@ -55,6 +55,15 @@ struct Config {
   struct Limits {
     std::size_t max_series = 50'000;
   } limits;
+
+  // Probe profiles: where they are kept, and the resolver process that makes a missing one.
+  struct Profiles {
+    std::string cache_dir = "/var/lib/cephscope/profiles";
+    std::vector<std::string> shipped_dirs = {"/usr/share/cephscope/profiles"};
+    std::string resolver;  // "": cephscope-resolver beside the daemon, else the installed one
+    std::chrono::milliseconds resolve_timeout{300'000};
+    std::size_t resolver_memory_mib = 4096;  // the resolver's address-space limit
+  } profiles;
 };
 
 // Parses YAML text; `source` names the file in error messages ("FILE:LINE: key: problem").

@@ -119,13 +119,31 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
   if (set.objects.empty()) {
     return bad("needs at least one object");
   }
-  // The digest covers what changes the resolved result, not the description.
+  set.digest = probe_set_digest(set);
+  return set;
+}
+
+std::string probe_set_digest(const ProbeSet& set) {
+  // What changes the resolved result, not the description.
   json canon = {{"functions", set.functions}, {"objects", set.objects}};
   for (const auto& t : set.types) {
     canon["types"].push_back({{"name", t.name}, {"members", t.members}});
   }
-  set.digest = fnv1a_hex(canon.dump());
-  return set;
+  return fnv1a_hex(canon.dump());
+}
+
+std::string probe_set_to_json(const ProbeSet& set) {
+  json doc = {{"schema", "cephscope-probe-set"},
+              {"schema_version", kProbeSetSchemaVersion},
+              {"name", set.name},
+              {"description", set.description},
+              {"objects", set.objects},
+              {"functions", set.functions},
+              {"types", json::array()}};
+  for (const auto& t : set.types) {
+    doc["types"].push_back({{"name", t.name}, {"members", t.members}});
+  }
+  return doc.dump(2) + "\n";
 }
 
 Result<ProbeSet> load_probe_set(const std::string& path) {
@@ -138,29 +156,6 @@ Result<ProbeSet> load_probe_set(const std::string& path) {
     return make_error(set.error().kind, path + ": " + set.error().message);
   }
   return set;
-}
-
-Result<std::vector<ProbeSet>> load_probe_sets(const std::string& dir) {
-  std::vector<std::string> paths;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
-    if (e.path().extension() == ".json") {
-      paths.push_back(e.path().string());
-    }
-  }
-  if (ec) {
-    return make_error(ErrorKind::kNotFound, dir + ": " + ec.message(), ec.value());
-  }
-  std::sort(paths.begin(), paths.end());
-  std::vector<ProbeSet> sets;
-  for (const auto& p : paths) {
-    auto s = load_probe_set(p);
-    if (!s.ok()) {
-      return s.error();
-    }
-    sets.push_back(std::move(s).value());
-  }
-  return sets;
 }
 
 }  // namespace cephscope::profile

@@ -1,5 +1,6 @@
 // Probe-set spec: what to resolve for a kind of target (the OSD, a librados client): function
-// names, types with member paths. Shipped as data files in config/probe-sets/.
+// names, types with member paths. Each uprobe collector derives its set from its probe table
+// (collectors/osd_probes.cpp); a set can also be given as a JSON file to the profile command.
 //
 //   {"schema": "cephscope-probe-set", "schema_version": 1, "name": "osd",
 //    "objects": ["ceph-osd"],
@@ -37,8 +38,10 @@ struct ProbeSet {
 
 Result<ProbeSet> parse_probe_set(std::string_view text);
 Result<ProbeSet> load_probe_set(const std::string& path);
-// Every *.json in DIR; a bad file is an error (specs are ours, not from containers).
-Result<std::vector<ProbeSet>> load_probe_sets(const std::string& dir);
+// The digest of what changes a resolved profile (functions, objects, types, members).
+std::string probe_set_digest(const ProbeSet& set);
+// The spec as JSON that parse_probe_set() reads back to an equal set.
+std::string probe_set_to_json(const ProbeSet& set);
 
 // True for a plain C++ identifier ("_num", "TrackedOp").
 bool is_identifier(std::string_view s);

@@ -6,7 +6,6 @@
 #include <chrono>
 #include <filesystem>
 
-#include "profile/dwarf_file.h"
 #include "profile/elf_file.h"
 #include "profile/profile_json.h"
 
@@ -70,11 +69,13 @@ void ProfileStore::load_shipped() {
   }
 }
 
-Result<LoadedProfile> ProfileStore::for_module(const ModuleIdentity& module, const ProbeSet& set) {
-  return lookup(module.build_id, module.host_path, module.path, module.root, set);
+Result<LoadedProfile> ProfileStore::for_module(const ModuleIdentity& module, const ProbeSet& set,
+                                               const std::stop_token& stop) {
+  return lookup(module.build_id, module.path, module.root, set, stop);
 }
 
-Result<LoadedProfile> ProfileStore::for_binary(const std::string& path, const ProbeSet& set) {
+Result<LoadedProfile> ProfileStore::for_binary(const std::string& path, const ProbeSet& set,
+                                               const std::stop_token& stop) {
   auto elf = ElfFile::open(path);
   if (!elf.ok()) {
     return elf.error();
@@ -83,13 +84,12 @@ Result<LoadedProfile> ProfileStore::for_binary(const std::string& path, const Pr
   if (!id.ok()) {
     return id.error();
   }
-  return lookup(*id, path, path, "", set);
+  return lookup(*id, path, "", set, stop);
 }
 
-Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id,
-                                           const std::string& binary_path,
-                                           const std::string& path_in_root,
-                                           const std::string& target_root, const ProbeSet& set) {
+Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id, const std::string& binary,
+                                           const std::string& target_root, const ProbeSet& set,
+                                           const std::stop_token& stop) {
   const auto t0 = std::chrono::steady_clock::now();
   const Key key{build_id, set.name};
   if (auto m = memory_.find(key); m != memory_.end() && fits(m->second.profile, set)) {
@@ -103,18 +103,10 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id,
     memory_.insert_or_assign(key, lp);
     return lp;
   };
-  // A symbol-table-only profile is replaced as soon as DWARF can be found.
-  auto upgradable = [&](const Profile& p) {
-    if (p.source != "symtab" || !options_.resolve) {
-      return false;
-    }
-    auto elf = ElfFile::open(binary_path);
-    if (!elf.ok()) {
-      return false;
-    }
-    DebugSearch search = options_.debug;
-    search.target_root = target_root;
-    return find_debuginfo(*elf, build_id, path_in_root, search).ok();
+  // A symbol-table-only profile is resolved again, once per daemon run, in case DWARF can be
+  // found now (a -dbg package installed since); the resolver gives the same one if not.
+  auto usable = [&](const Profile& p) {
+    return fits(p, set) && (p.source != "symtab" || !options_.resolve);
   };
 
   const std::string cached = cache_path(build_id, set.name);
@@ -123,25 +115,27 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id,
     auto p = load_profile(cached, build_id);
     if (!p.ok()) {
       spdlog::warn("cached profile ignored: {}", p.error().message);
-    } else if (fits(*p, set) && !upgradable(*p)) {
-      return remember(LoadedProfile{std::move(p).value(), Origin::kCache, cached, {}, 0});
+    } else if (usable(*p)) {
+      return remember(LoadedProfile{std::move(p).value(), Origin::kCache, cached, "", 0, 0});
     }
   }
-  if (auto s = shipped_.find(key);
-      s != shipped_.end() && fits(s->second.first, set) && !upgradable(s->second.first)) {
-    return remember(LoadedProfile{s->second.first, Origin::kShipped, s->second.second, {}, 0});
+  if (auto s = shipped_.find(key); s != shipped_.end() && usable(s->second.first)) {
+    return remember(LoadedProfile{s->second.first, Origin::kShipped, s->second.second, "", 0, 0});
   }
   if (!options_.resolve) {
     return make_error(ErrorKind::kNotFound,
                       "no stored profile for build-id " + build_id + " and probe set " + set.name);
   }
-  auto fresh = resolve(binary_path, path_in_root, target_root, set);
+  auto fresh = resolve(binary, target_root, set, stop);
   if (!fresh.ok()) {
     return fresh.error();
   }
   if (fresh->profile.build_id != build_id) {
     return make_error(ErrorKind::kInvalidInput,
-                      "build-id mismatch: " + binary_path + " changed while being resolved");
+                      "build-id mismatch: " + binary + " changed while being resolved");
+  }
+  if (!fits(fresh->profile, set)) {
+    return make_error(ErrorKind::kInvalidInput, "the resolver answered for another probe set");
   }
   if (options_.write_cache) {
     if (auto st = save_profile(cached, fresh->profile); !st.ok()) {
@@ -151,53 +145,29 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id,
   return remember(std::move(fresh).value());
 }
 
-Result<LoadedProfile> ProfileStore::resolve(const std::string& binary_path,
-                                            const std::string& path_in_root,
-                                            const std::string& target_root, const ProbeSet& set) {
-  const auto t0 = std::chrono::steady_clock::now();
-  auto binary = ElfFile::open(binary_path);
-  if (!binary.ok()) {
-    return binary.error();
+Result<LoadedProfile> ProfileStore::resolve(const std::string& binary,
+                                            const std::string& target_root, const ProbeSet& set,
+                                            const std::stop_token& stop) {
+  ResolveRequest req;
+  req.binary = binary;
+  req.target_root = target_root;
+  req.host_root = options_.host_root;
+  req.debug_dir = options_.debug_dir;
+  req.debuginfod = options_.debuginfod;
+  req.set = set;
+  auto out = run_resolver(req, options_.limits, stop);
+  if (!out.ok()) {
+    return out.error();
   }
-  auto build_id = binary->build_id();
-  if (!build_id.ok()) {
-    return build_id.error();
-  }
-  DebugSearch search = options_.debug;
-  search.target_root = target_root;
-  auto debug_ref = find_debuginfo(*binary, *build_id, path_in_root, search);
-  std::optional<DwarfFile> dwarf;
-  if (debug_ref.ok()) {
-    auto d = DwarfFile::open(debug_ref->path);
-    if (d.ok()) {
-      dwarf.emplace(std::move(d).value());
-    } else if (!search.explicit_file.empty()) {
-      return d.error();
-    } else {
-      // Unreadable debuginfo (corrupt, or from a container): function offsets still work.
-      spdlog::warn("{}: {}; offsets from the symbol table only", binary_path, d.error().message);
-      debug_ref = d.error();
-    }
-  } else if (!search.explicit_file.empty()) {
-    return debug_ref.error();
-  } else {
-    spdlog::info("{}: {}; offsets from the symbol table only", binary_path,
-                 debug_ref.error().message);
-  }
-  ResolveOptions ro = options_.resolve_options;
-  if (ro.object.empty()) {
-    ro.object = fs::path(path_in_root).filename().string();
-  }
-  auto p = resolve_profile(*binary, dwarf ? &*dwarf : nullptr, set, ro);
-  if (!p.ok()) {
-    return p.error();
-  }
-  LoadedProfile out{std::move(p).value(), Origin::kResolved,
-                    debug_ref.ok() ? debug_ref->path : binary_path, std::nullopt, since(t0)};
-  if (debug_ref.ok()) {
-    out.debug_source = debug_ref->source;
-  }
-  return out;
+  spdlog::info("profile of {}{} resolved in {:.1f} s (resolver peak RSS {} MiB)", target_root,
+               binary, out->seconds, out->peak_rss_kib / 1024);
+  const std::string debug_file = out->profile.debug_file;
+  return LoadedProfile{std::move(out->profile),
+                       Origin::kResolved,
+                       debug_file.empty() ? target_root + binary : debug_file,
+                       out->debug_source,
+                       out->seconds,
+                       out->peak_rss_kib};
 }
 
 }  // namespace cephscope::profile

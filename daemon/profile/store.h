@@ -1,22 +1,23 @@
-// ProfileStore: the profile the daemon uses for a module, from (in order) the on-disk cache,
-// the shipped profiles read at start, or a fresh resolve (DWARF if it can be found, else the
-// symbol table), which is then cached. Profiles are keyed by build-id and probe set, so
-// several Ceph builds on one host (containers of different versions) each get their own.
+// ProfileStore: the profile the daemon uses for a module, from (in order) memory, the on-disk
+// cache, the shipped profiles read at start, or a fresh resolve by the resolver process
+// (DWARF if it can be found, else the symbol table), which is then cached. Profiles are keyed
+// by build-id and probe set, and used only when made for the set's digest, so several Ceph
+// builds on one host each get their own and a changed probe table never uses a stale one.
 // Not thread-safe: one store per thread, or a lock around it.
 #pragma once
 
+#include <cstdint>
 #include <map>
-#include <optional>
+#include <stop_token>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/result.h"
-#include "profile/debuginfo.h"
 #include "profile/probe_set.h"
 #include "profile/process.h"
 #include "profile/profile.h"
-#include "profile/resolver.h"
+#include "profile/resolver_process.h"
 
 namespace cephscope::profile {
 
@@ -28,16 +29,20 @@ struct StoreOptions {
   std::vector<std::string> shipped_dirs = {"/usr/share/cephscope/profiles"};
   bool write_cache = true;
   bool resolve = true;  // resolve when no stored profile fits (else kNotFound)
-  DebugSearch debug;    // target_root is set per process
-  ResolveOptions resolve_options;
+  // Where the resolver looks for debug files (tests point these at fixture trees).
+  std::string host_root = "/";
+  std::string debug_dir = "/usr/lib/debug";
+  bool debuginfod = true;  // used only if DEBUGINFOD_URLS is set
+  ResolverLimits limits;
 };
 
 struct LoadedProfile {
   Profile profile;
   Origin origin = Origin::kResolved;
-  std::string location;  // the profile file, or for kResolved the file resolved from
-  std::optional<DebugSource> debug_source;  // kResolved from DWARF
+  std::string location;      // the profile file, or for kResolved the file resolved from
+  std::string debug_source;  // kResolved from DWARF: "embedded", "debuglink", ...
   double seconds = 0;
+  std::uint64_t resolver_peak_rss_kib = 0;  // kResolved: the resolver process's peak
 };
 
 struct RejectedProfile {
@@ -55,10 +60,12 @@ class ProfileStore {
   [[nodiscard]] const std::vector<RejectedProfile>& rejected() const { return rejected_; }
   [[nodiscard]] size_t shipped_count() const { return shipped_.size(); }
 
-  // For a module found by identify_module().
-  Result<LoadedProfile> for_module(const ModuleIdentity& module, const ProbeSet& set);
+  // For a module found by identify_module(). STOP ends a resolve in progress.
+  Result<LoadedProfile> for_module(const ModuleIdentity& module, const ProbeSet& set,
+                                   const std::stop_token& stop = {});
   // For a binary given by path (on the host).
-  Result<LoadedProfile> for_binary(const std::string& path, const ProbeSet& set);
+  Result<LoadedProfile> for_binary(const std::string& path, const ProbeSet& set,
+                                   const std::stop_token& stop = {});
 
   [[nodiscard]] std::string cache_path(const std::string& build_id,
                                        const std::string& probe_set) const;
@@ -66,11 +73,12 @@ class ProfileStore {
  private:
   using Key = std::pair<std::string, std::string>;  // build-id, probe-set name
 
-  Result<LoadedProfile> lookup(const std::string& build_id, const std::string& binary_path,
-                               const std::string& path_in_root, const std::string& target_root,
-                               const ProbeSet& set);
-  Result<LoadedProfile> resolve(const std::string& binary_path, const std::string& path_in_root,
-                                const std::string& target_root, const ProbeSet& set);
+  // BINARY is the path inside TARGET_ROOT ("" for the host).
+  Result<LoadedProfile> lookup(const std::string& build_id, const std::string& binary,
+                               const std::string& target_root, const ProbeSet& set,
+                               const std::stop_token& stop);
+  Result<LoadedProfile> resolve(const std::string& binary, const std::string& target_root,
+                                const ProbeSet& set, const std::stop_token& stop);
 
   StoreOptions options_;
   std::map<Key, std::pair<Profile, std::string>> shipped_;  // profile, file

@@ -10,14 +10,19 @@
 #include <map>
 #include <sstream>
 
+#include "collectors/osd_call_site.h"
+#include "collectors/osd_probes.h"
+#include "collectors/rados_probes.h"
 #include "fixture_util.h"
-#include "profile/call_site.h"
-#include "profile/debuginfo.h"
-#include "profile/dwarf_file.h"
 #include "profile/profile_json.h"
-#include "profile/resolver.h"
+#include "profile/resolver_process.h"
+#include "resolver/debuginfo.h"
+#include "resolver/dwarf_file.h"
+#include "resolver/resolver.h"
 
 using namespace cephscope::profile;
+using cephscope::osd::find_calls;
+using cephscope::osd::third_state_call;
 namespace fs = std::filesystem;
 
 namespace {
@@ -85,7 +90,14 @@ struct Resolved {
   std::string debug_file;
 };
 
-Resolved resolve(const std::string& binary_path, const std::string& set_name) {
+// A wide spec of ceph-osd layouts (more than the collector reads): the resolver's oracle.
+ProbeSet layouts_spec() {
+  auto set = load_probe_set(std::string(FIXTURE_DIR) + "/ceph-osd-layouts.json");
+  REQUIRE(set.ok());
+  return std::move(set).value();
+}
+
+Resolved resolve(const std::string& binary_path, const ProbeSet& set) {
   auto binary = ElfFile::open(binary_path);
   INFO(binary_path);
   REQUIRE(binary.ok());
@@ -94,14 +106,12 @@ Resolved resolve(const std::string& binary_path, const std::string& set_name) {
   auto ref = find_debuginfo(*binary, *id, binary_path, DebugSearch{});
   INFO("the -dbg packages (tests/ceph/install.sh): " << (ref.ok() ? "" : ref.error().message));
   REQUIRE(ref.ok());
-  auto set = load_probe_set(std::string(PROBE_SET_DIR) + "/" + set_name + ".json");
-  REQUIRE(set.ok());
   const auto t0 = std::chrono::steady_clock::now();
   auto dwarf = DwarfFile::open(ref->path);
   REQUIRE(dwarf.ok());
   const double open_s = since(t0);
   ResolveStats stats;
-  auto p = resolve_profile(*binary, &*dwarf, *set, {}, &stats);
+  auto p = resolve_profile(*binary, &*dwarf, set, {}, &stats);
   REQUIRE(p.ok());
   std::printf("%s: cold resolve %.2f s (open+inflate %.2f s, %zu units, %zu DIEs)\n",
               binary_path.c_str(), since(t0), open_s, stats.units_scanned, stats.dies_visited);
@@ -139,8 +149,31 @@ uint64_t member(const Profile& p, const std::string& type, const std::string& pa
 
 }  // namespace
 
-TEST_CASE("OSD probe set against Debian's ceph-osd 16.2.15", "[e2e]") {
-  const Resolved r = resolve(kOsd, "osd");
+TEST_CASE("the OSD collector's table resolves whole, in the resolver process", "[e2e]") {
+  ResolveRequest req;
+  req.binary = kOsd;
+  req.set = cephscope::osd::probe_set();
+  auto r = run_resolver(req, ResolverLimits{});
+  INFO((r.ok() ? "" : r.error().message));
+  REQUIRE(r.ok());
+  std::printf("%s: resolver process %.1f s, peak RSS %ju MiB, debuginfo %s\n", kOsd, r->seconds,
+              static_cast<uintmax_t>(r->peak_rss_kib / 1024), r->debug_source.c_str());
+  const Profile& p = r->profile;
+  CHECK(p.source == "dwarf");
+  CHECK(p.probe_set_digest == req.set.digest);
+  for (const FunctionEntry& f : p.functions) {
+    INFO(f.name << ": " << f.message);
+    CHECK(f.status == ItemStatus::kOk);
+  }
+  REQUIRE(p.members.size() == cephscope::osd::kMembers.size());
+  for (const MemberEntry& m : p.members) {
+    INFO(m.type << "." << m.path << ": " << m.message);
+    CHECK(m.status == ItemStatus::kOk);
+  }
+}
+
+TEST_CASE("ceph-osd layouts against Debian's ceph-osd 16.2.15", "[e2e]") {
+  const Resolved r = resolve(kOsd, layouts_spec());
   const Profile& p = r.profile;
   for (const FunctionEntry& f : p.functions) {
     INFO(f.name << ": " << f.message);
@@ -171,8 +204,7 @@ TEST_CASE("OSD probe set against Debian's ceph-osd 16.2.15", "[e2e]") {
 
   // The symbol-table fallback (.dynsym of the stripped binary) finds the same entries.
   auto binary = ElfFile::open(kOsd);
-  auto set = load_probe_set(std::string(PROBE_SET_DIR) + "/osd.json");
-  auto symtab = resolve_profile(*binary, nullptr, *set);
+  auto symtab = resolve_profile(*binary, nullptr, layouts_spec());
   REQUIRE(symtab.ok());
   for (const FunctionEntry& f : p.functions) {
     const FunctionEntry* s = symtab->function(f.name);
@@ -253,10 +285,10 @@ TEST_CASE("the BlueStore io_done call site agrees with objdump", "[e2e]") {
   CHECK(site->file_offset == to_offset(readelf_loads(kOsd), site->vaddr));
 }
 
-TEST_CASE("librados probe set against librados.so.2 and libceph-common.so.2", "[e2e]") {
+TEST_CASE("librados probe table against librados.so.2 and libceph-common.so.2", "[e2e]") {
   for (const char* lib : {kRados, kCommon}) {
     DYNAMIC_SECTION(lib) {
-      const Resolved r = resolve(lib, "librados");
+      const Resolved r = resolve(lib, cephscope::rados::probe_set());
       const Profile& p = r.profile;
       for (const FunctionEntry& f : p.functions) {
         INFO(f.name << ": " << f.message);

@@ -23,12 +23,12 @@
 #include <thread>
 
 #include "fixture_util.h"
-#include "profile/debuginfo.h"
-#include "profile/dwarf_file.h"
 #include "profile/elf_file.h"
 #include "profile/probe_set.h"
-#include "profile/resolver.h"
 #include "profile/store.h"
+#include "resolver/debuginfo.h"
+#include "resolver/dwarf_file.h"
+#include "resolver/resolver.h"
 
 using namespace cephscope::profile;
 namespace fs = std::filesystem;
@@ -273,7 +273,8 @@ struct StrippedCopy {
     StoreOptions so;
     so.cache_dir = cache_dir;
     so.shipped_dirs = {};
-    so.debug = search;
+    so.debug_dir = search.debug_dir;
+    so.limits.executable = RESOLVER_BIN;
     return ProfileStore(so);
   }
 };
@@ -348,8 +349,7 @@ TEST_CASE("debuginfo is fetched from a debuginfod server", "[unit][debuginfod]")
     auto loaded = store.for_binary(fx.binary, *set);
     REQUIRE(loaded.ok());
     CHECK(loaded->origin == Origin::kResolved);
-    REQUIRE(loaded->debug_source.has_value());
-    CHECK(*loaded->debug_source == DebugSource::kDebuginfod);
+    CHECK(loaded->debug_source == to_string(DebugSource::kDebuginfod));
     CHECK(loaded->location.starts_with(cache + "/"));
     CHECK(loaded->profile.source == "dwarf");
     check_functions(loaded->profile, o, fx.binary);
@@ -405,7 +405,7 @@ TEST_CASE("an unreachable debuginfod falls back to the symbol table, bounded",
       auto loaded = store.for_binary(fx.binary, *set);
       REQUIRE(loaded.ok());
       CHECK(loaded->origin == Origin::kResolved);
-      CHECK_FALSE(loaded->debug_source.has_value());
+      CHECK(loaded->debug_source.empty());
       CHECK(loaded->profile.source == "symtab");
       check_functions(loaded->profile, o, fx.binary);
       CHECK(loaded->profile.type("fx::Derived")->status == ItemStatus::kNoDebuginfo);

@@ -3,9 +3,9 @@
 #include <filesystem>
 
 #include "fixture_util.h"
-#include "profile/debuginfo.h"
-#include "profile/dwarf_file.h"
 #include "profile/elf_file.h"
+#include "resolver/debuginfo.h"
+#include "resolver/dwarf_file.h"
 
 using namespace cephscope::profile;
 namespace fs = std::filesystem;

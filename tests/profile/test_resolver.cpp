@@ -7,11 +7,11 @@
 #include <catch2/catch.hpp>
 
 #include "fixture_util.h"
-#include "profile/debuginfo.h"
-#include "profile/dwarf_file.h"
 #include "profile/elf_file.h"
 #include "profile/probe_set.h"
-#include "profile/resolver.h"
+#include "resolver/debuginfo.h"
+#include "resolver/dwarf_file.h"
+#include "resolver/resolver.h"
 
 using namespace cephscope::profile;
 using nlohmann::json;

@@ -4,9 +4,10 @@
 #include <nlohmann/json.hpp>
 
 #include "fixture_util.h"
-#include "profile/dwarf_file.h"
 #include "profile/profile_json.h"
 #include "profile/store.h"
+#include "resolver/debuginfo.h"
+#include "resolver/resolver.h"
 
 using namespace cephscope::profile;
 namespace fs = std::filesystem;
@@ -23,6 +24,7 @@ StoreOptions options_in(const test::TempDir& dir) {
   StoreOptions o;
   o.cache_dir = dir / "cache";
   o.shipped_dirs = {dir / "shipped"};
+  o.limits.executable = RESOLVER_BIN;
   fs::create_directories(dir / "shipped");
   return o;
 }
@@ -39,7 +41,7 @@ TEST_CASE("resolved, then cached, then from memory", "[unit][store]") {
     auto first = store.for_binary(FIXTURE_O2, set);
     REQUIRE(first.ok());
     CHECK(first->origin == Origin::kResolved);
-    CHECK(first->debug_source == DebugSource::kEmbedded);
+    CHECK(first->debug_source == to_string(DebugSource::kEmbedded));
     build_id = first->profile.build_id;
     CHECK(fs::exists(store.cache_path(build_id, set.name)));
     auto again = store.for_binary(FIXTURE_O2, set);
@@ -61,12 +63,16 @@ TEST_CASE("resolved, then cached, then from memory", "[unit][store]") {
     CHECK(load_profile(s.cache_path(build_id, set.name)).ok());
   }
   SECTION("a cached profile of another probe-set version is resolved again") {
-    ProbeSet changed = set;
-    changed.digest = "0123456789abcdef";
+    ProbeSet changed = set;  // the table gained a function since the profile was cached
+    changed.functions.emplace_back("fx::not_in_the_cached_profile");
+    changed.digest = probe_set_digest(changed);
+    REQUIRE(changed.digest != set.digest);
     ProfileStore s(options_in(dir));
     auto r = s.for_binary(FIXTURE_O2, changed);
     REQUIRE(r.ok());
     CHECK(r->origin == Origin::kResolved);
+    CHECK(r->profile.probe_set_digest == changed.digest);
+    CHECK(r->profile.function("fx::not_in_the_cached_profile") != nullptr);
   }
 }
 
@@ -126,7 +132,7 @@ TEST_CASE("stored-only mode, and symbol-table profiles upgraded", "[unit][store]
   REQUIRE(r.ok());
   CHECK(r->origin == Origin::kResolved);
   CHECK(r->profile.source == "dwarf");
-  CHECK(r->debug_source == DebugSource::kDebuglink);
+  CHECK(r->debug_source == to_string(DebugSource::kDebuglink));
 }
 
 namespace {
@@ -157,7 +163,7 @@ TEST_CASE("unreadable debuginfo falls back to the symbol table", "[unit][store]"
   REQUIRE(find_debuginfo(*binary, id, "/nowhere", o_debug(dir)).ok());
   REQUIRE_FALSE(DwarfFile::open(dir / rel).ok());
   StoreOptions o = options_in(dir);
-  o.debug.host_root = dir.path().string();
+  o.host_root = dir.path().string();
   ProfileStore store(o);
   auto r = store.for_binary(FIXTURE_O2_STRIPPED, set);
   REQUIRE(r.ok());

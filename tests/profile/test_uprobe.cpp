@@ -12,10 +12,10 @@
 #include <memory>
 
 #include "fixture_util.h"
-#include "profile/dwarf_file.h"
 #include "profile/probe_set.h"
-#include "profile/resolver.h"
 #include "profile_uprobe.skel.h"
+#include "resolver/dwarf_file.h"
+#include "resolver/resolver.h"
 #include "uprobe_arg.h"
 
 using namespace cephscope::profile;

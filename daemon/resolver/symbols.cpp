@@ -1,4 +1,4 @@
-#include "profile/symbols.h"
+#include "resolver/symbols.h"
 
 #include <cxxabi.h>
 #include <gelf.h>

@@ -11,7 +11,7 @@
 
 #include "core/result.h"
 
-namespace cephscope::profile {
+namespace cephscope::osd {
 
 struct CallSite {
   uint64_t vaddr = 0;
@@ -30,4 +30,4 @@ std::vector<CallSite> find_calls(std::span<const uint8_t> code, uint64_t vaddr,
 // third id is called more than once.
 Result<CallSite> third_state_call(const std::vector<CallSite>& calls);
 
-}  // namespace cephscope::profile
+}  // namespace cephscope::osd

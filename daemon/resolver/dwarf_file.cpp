@@ -1,4 +1,4 @@
-#include "profile/dwarf_file.h"
+#include "resolver/dwarf_file.h"
 
 #include <elf.h>
 #include <gelf.h>

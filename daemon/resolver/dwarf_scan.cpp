@@ -1,4 +1,4 @@
-#include "profile/dwarf_scan.h"
+#include "resolver/dwarf_scan.h"
 
 #include <dwarf.h>
 

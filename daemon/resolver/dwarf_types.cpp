@@ -1,4 +1,4 @@
-#include "profile/dwarf_types.h"
+#include "resolver/dwarf_types.h"
 
 #include <dwarf.h>
 

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "profile/call_site.h"
+#include "collectors/osd_call_site.h"
 
-using namespace cephscope::profile;
+using namespace cephscope::osd;
 
 namespace {
 

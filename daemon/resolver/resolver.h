@@ -10,10 +10,10 @@
 #include <string>
 
 #include "core/result.h"
-#include "profile/dwarf_file.h"
 #include "profile/elf_file.h"
 #include "profile/probe_set.h"
 #include "profile/profile.h"
+#include "resolver/dwarf_file.h"
 
 namespace cephscope::profile {
 

@@ -12,7 +12,4 @@ namespace cephscope::profile {
 // "push", "branch", "nop", "endbr64", "ret" or "other" ("" when no bytes).
 std::string_view entry_insn_kind(std::span<const uint8_t> code);
 
-// True for the kinds the kernel emulates without single-stepping.
-bool is_emulated(std::string_view kind);
-
 }  // namespace cephscope::profile

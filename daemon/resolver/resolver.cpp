@@ -1,4 +1,4 @@
-#include "profile/resolver.h"
+#include "resolver/resolver.h"
 
 #include <dwarf.h>
 
@@ -10,11 +10,11 @@
 #include <set>
 #include <unordered_map>
 
-#include "profile/dwarf_params.h"
-#include "profile/dwarf_scan.h"
-#include "profile/dwarf_types.h"
-#include "profile/insn.h"
-#include "profile/symbols.h"
+#include "resolver/dwarf_params.h"
+#include "resolver/dwarf_scan.h"
+#include "resolver/dwarf_types.h"
+#include "resolver/insn.h"
+#include "resolver/symbols.h"
 
 #ifndef CEPHSCOPE_PROFILE_VERSION
 #define CEPHSCOPE_PROFILE_VERSION "0"

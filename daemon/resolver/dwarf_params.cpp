@@ -1,4 +1,4 @@
-#include "profile/dwarf_params.h"
+#include "resolver/dwarf_params.h"
 
 #include <dwarf.h>
 

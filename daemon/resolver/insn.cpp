@@ -1,4 +1,4 @@
-#include "profile/insn.h"
+#include "resolver/insn.h"
 
 namespace cephscope::profile {
 
@@ -25,10 +25,6 @@ std::string_view entry_insn_kind(std::span<const uint8_t> c) {
     return "ret";
   }
   return "other";
-}
-
-bool is_emulated(std::string_view kind) {
-  return kind == "push" || kind == "branch" || kind == "nop";
 }
 
 }  // namespace cephscope::profile

@@ -1,4 +1,4 @@
-#include "profile/cli.h"
+#include "app/profile_cli.h"
 
 #include <chrono>
 #include <cinttypes>
@@ -8,16 +8,13 @@
 #include <string>
 #include <vector>
 
-#include "profile/dwarf_file.h"
-#include "profile/insn.h"
+#include "collectors/osd_probes.h"
+#include "collectors/rados_probes.h"
+#include "profile/elf_file.h"
 #include "profile/process.h"
 #include "profile/profile_json.h"
-#include "profile/resolver.h"
+#include "profile/resolver_process.h"
 #include "profile/store.h"
-
-#ifndef CEPHSCOPE_PROBE_SET_DIR
-#define CEPHSCOPE_PROBE_SET_DIR "/usr/share/cephscope/probe-sets"
-#endif
 
 namespace cephscope::profile {
 
@@ -29,8 +26,8 @@ struct Options {
   std::string binary;
   std::string debug_file;
   std::string probe_set;
-  std::string probe_set_dir = CEPHSCOPE_PROBE_SET_DIR;
   std::string out;
+  int timeout_s = 600;
   std::string object;
   bool no_inlined = false;
   std::string file;
@@ -41,6 +38,7 @@ struct Options {
   bool no_resolve = false;
   bool no_cache_write = false;
   bool json = false;
+  bool markdown = false;
 };
 
 [[noreturn]] void fail(const std::string& message) {
@@ -62,16 +60,23 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-// The probe sets to use: the file given, or those of the directory that apply to FILE_NAME.
+// The probe sets of the collectors' tables.
+std::vector<ProbeSet> builtin_probe_sets() {
+  return {osd::probe_set(), rados::probe_set()};
+}
+
+// The probe sets to use: the one named (a built-in set, or a spec file), or the built-in
+// sets that apply to FILE_NAME (all of them when it is empty).
 std::vector<ProbeSet> probe_sets_for(const Options& o, const std::string& file_name) {
-  if (!o.probe_set.empty()) {
-    return {must(load_probe_set(o.probe_set))};
-  }
   std::vector<ProbeSet> out;
-  for (ProbeSet& s : must(load_probe_sets(o.probe_set_dir))) {
-    if (file_name.empty() || s.applies_to(file_name)) {
+  for (ProbeSet& s : builtin_probe_sets()) {
+    if (o.probe_set.empty() ? file_name.empty() || s.applies_to(file_name)
+                            : s.name == o.probe_set) {
       out.push_back(std::move(s));
     }
+  }
+  if (!o.probe_set.empty() && out.empty()) {
+    out.push_back(must(load_probe_set(o.probe_set)));
   }
   return out;
 }
@@ -128,43 +133,38 @@ void print_summary(const Profile& p, std::FILE* f) {
 }
 
 void generate(const Options& o) {
-  const auto t0 = std::chrono::steady_clock::now();
-  auto binary = must(ElfFile::open(o.binary));
-  const std::string build_id = must(binary.build_id());
   const auto sets = probe_sets_for(o, fs::path(o.binary).filename().string());
   if (sets.size() != 1) {
     fail(sets.empty() ? "no probe set applies to " + o.binary + " (use --probe-set)"
                       : "several probe sets apply to " + o.binary + " (use --probe-set)");
   }
-  DebugSearch search;
-  search.explicit_file = o.debug_file;
-  auto ref = find_debuginfo(binary, build_id, o.binary, search);
-  std::optional<DwarfFile> dwarf;
-  if (ref.ok()) {
-    dwarf.emplace(must(DwarfFile::open(ref->path)));
-  } else if (!o.debug_file.empty()) {
-    fail(ref.error().message);
-  } else {
-    std::fprintf(stderr, "%s; using the symbol table only\n", ref.error().message.c_str());
-  }
-  const double open_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  ResolveOptions ro;
-  ro.object = o.object;
-  ro.inlined = !o.no_inlined;
-  ResolveStats stats;
-  Profile p = must(resolve_profile(binary, dwarf ? &*dwarf : nullptr, sets[0], ro, &stats));
-  if (auto st = save_profile(o.out, p); !st.ok()) {
+  ResolveRequest req;
+  req.binary = fs::absolute(o.binary).string();
+  req.debug_file = o.debug_file;
+  req.object = o.object;
+  req.inlined = !o.no_inlined;
+  req.set = sets[0];
+  ResolverLimits limits;
+  limits.timeout = std::chrono::seconds(o.timeout_s);
+  const ResolveOutcome r = must(run_resolver(req, limits));
+  std::fputs(r.log.c_str(), stderr);
+  if (auto st = save_profile(o.out, r.profile); !st.ok()) {
     fail(st.error().message);
   }
-  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(stderr,
-               "%s: %s profile from %s (%s) in %.3f s (open+inflate %.3f s, resolve %.3f s, "
-               "%zu units, %zu DIEs, %zu symbols, %zu demangled) -> %s (%ju bytes)\n",
-               o.binary.c_str(), p.source.c_str(), ref.ok() ? ref->path.c_str() : "-",
-               ref.ok() ? std::string(to_string(ref->source)).c_str() : "-", total, open_s,
-               stats.seconds, stats.units_scanned, stats.dies_visited, stats.symbols,
-               stats.demangled, o.out.c_str(), static_cast<uintmax_t>(fs::file_size(o.out)));
+  std::fprintf(stderr, "%s: %s profile in %.3f s, resolver peak RSS %ju MiB -> %s (%ju bytes)\n",
+               o.binary.c_str(), r.profile.source.c_str(), r.seconds,
+               static_cast<uintmax_t>(r.peak_rss_kib / 1024), o.out.c_str(),
+               static_cast<uintmax_t>(fs::file_size(o.out)));
+}
+
+void show_probes(const Options& o) {
+  if (o.markdown) {
+    std::fputs(osd::probe_table_markdown().c_str(), stdout);
+    return;
+  }
+  for (const ProbeSet& s : builtin_probe_sets()) {
+    std::fputs(probe_set_to_json(s).c_str(), stdout);
+  }
 }
 
 void show_file(const Options& o) {
@@ -207,7 +207,7 @@ void show_pid(const Options& o) {
       work.emplace_back(module, std::move(s));
     }
   } else {
-    for (ProbeSet& s : must(load_probe_sets(o.probe_set_dir))) {
+    for (ProbeSet& s : builtin_probe_sets()) {
       for (const std::string& obj : s.objects) {
         work.emplace_back(obj, s);
       }
@@ -239,8 +239,8 @@ void show_pid(const Options& o) {
     }
     std::printf("origin      %s: %s", std::string(to_string(loaded->origin)).c_str(),
                 loaded->location.c_str());
-    if (loaded->debug_source) {
-      std::printf(" (debuginfo: %s)", std::string(to_string(*loaded->debug_source)).c_str());
+    if (!loaded->debug_source.empty()) {
+      std::printf(" (debuginfo: %s)", loaded->debug_source.c_str());
     }
     std::printf("\nlookup      %.1f ms (identify + %s)\n", s * 1e3,
                 loaded->origin == Origin::kResolved ? "resolve" : "load");
@@ -265,8 +265,10 @@ CLI::App* add_profile_commands(CLI::App& app) {
   CLI::App* gen = profile->add_subcommand("generate", "Resolve a probe set against a binary");
   gen->add_option("--binary", o->binary, "The binary uprobes attach to")->required();
   gen->add_option("--debug-file", o->debug_file, "Its DWARF (default: searched)");
-  gen->add_option("--probe-set", o->probe_set, "Probe-set spec (default: by binary name)");
-  gen->add_option("--probe-set-dir", o->probe_set_dir, "Where the probe-set specs are");
+  gen->add_option("--probe-set", o->probe_set,
+                  "A built-in set (osd-stages, librados) or a spec file (default: by binary name)");
+  gen->add_option("--timeout", o->timeout_s, "Seconds the resolver may take")
+      ->capture_default_str();
   gen->add_option("--object", o->object, "Object name to record (default: file name)");
   gen->add_flag("--no-inlined", o->no_inlined, "Do not list inlined instances");
   gen->add_option("--out", o->out, "Profile file to write")->required();
@@ -277,8 +279,8 @@ CLI::App* add_profile_commands(CLI::App& app) {
   auto* pid = show->add_option("--pid", o->pid, "Process: what the daemon would use for it");
   show->add_option("--module", o->module, "Module of the process (default: all that match)")
       ->needs(pid);
-  show->add_option("--probe-set", o->probe_set, "Probe-set spec (default: all that apply)");
-  show->add_option("--probe-set-dir", o->probe_set_dir, "Where the probe-set specs are");
+  show->add_option("--probe-set", o->probe_set,
+                   "A built-in set or a spec file (default: all that apply)");
   show->add_option("--cache-dir", o->cache_dir, "Profile cache")->needs(pid);
   show->add_option("--shipped-dir", o->shipped_dirs, "Shipped profiles (repeatable)")->needs(pid);
   show->add_flag("--no-resolve", o->no_resolve, "Use stored profiles only")->needs(pid);
@@ -294,6 +296,10 @@ CLI::App* add_profile_commands(CLI::App& app) {
       fail("show takes a FILE or --pid PID");
     }
   });
+
+  CLI::App* probes = profile->add_subcommand("probes", "The built-in probe tables");
+  probes->add_flag("--markdown", o->markdown, "The OSD table as docs/collectors/osd.md shows it");
+  probes->callback([o] { show_probes(*o); });
   return profile;
 }
 

@@ -1,10 +1,10 @@
-#include "profile/call_site.h"
+#include "collectors/osd_call_site.h"
 
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-namespace cephscope::profile {
+namespace cephscope::osd {
 namespace {
 
 constexpr uint8_t kCallRel32 = 0xe8;
@@ -72,4 +72,4 @@ Result<CallSite> third_state_call(const std::vector<CallSite>& calls) {
                        [&](const CallSite& c) { return c.ecx == *first + 2; });
 }
 
-}  // namespace cephscope::profile
+}  // namespace cephscope::osd

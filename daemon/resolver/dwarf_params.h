@@ -10,8 +10,8 @@
 
 #include <vector>
 
-#include "profile/dwarf_types.h"
 #include "profile/profile.h"
+#include "resolver/dwarf_types.h"
 
 namespace cephscope::profile {
 

@@ -1,4 +1,4 @@
-#include "profile/debuginfo.h"
+#include "resolver/debuginfo.h"
 
 #include <unistd.h>
 #include <zlib.h>
