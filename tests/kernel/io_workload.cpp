@@ -12,6 +12,10 @@
 
 namespace cephscope::test {
 
+std::string fresh_dir() {
+  return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
+}
+
 std::string tracking_config(const std::string& collectors) {
   // The OSD collector has its own e2e test; here it would only slow the start (its verifier
   // pass is long on older kernels under emulation). Matchers come last, so a caller can

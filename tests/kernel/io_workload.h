@@ -18,6 +18,9 @@ struct IoPattern {
   long reads = 32;
 };
 
+// A fresh directory for one test: under $CEPHSCOPE_TEST_DIR, else under build/kernel-tests.
+std::string fresh_dir();
+
 // The config body that tracks io_driver (and nothing named io_other). `collectors`: more
 // lines of the collectors section, e.g. "  vfs: {hook: kprobe}\n". Matchers come last.
 std::string tracking_config(const std::string& collectors = "");

@@ -20,10 +20,6 @@ using namespace cephscope::test;
 
 namespace {
 
-std::string fresh_dir() {
-  return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
-}
-
 std::set<__u32> prog_ids() {
   std::set<__u32> ids;
   __u32 id = 0;
