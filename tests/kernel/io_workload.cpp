@@ -1,14 +1,14 @@
 #include "kernel/io_workload.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include "kernel/block_disks.h"
 
 namespace cephscope::test {
 
@@ -30,13 +30,11 @@ std::string tracking_config(const std::string& collectors) {
          "    - {comm: \"^io_driver$\"}\n";
 }
 
-void require_block_device(const std::string& dir) {
-  struct stat st {};
-  REQUIRE(stat(dir.c_str(), &st) == 0);
-  const std::string sys =
-      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
-  INFO(dir << " must be on a block device (set CEPHSCOPE_TEST_DIR); " << sys << " is missing");
-  REQUIRE(std::filesystem::exists(sys));
+std::set<std::string> require_block_device(const std::string& dir) {
+  auto disks = disks_behind(dir);
+  INFO(dir << " must be on a file system on a block device (set CEPHSCOPE_TEST_DIR)");
+  REQUIRE_FALSE(disks.empty());
+  return disks;
 }
 
 bool wait_for(Daemon& daemon, const std::function<bool(const Metrics&)>& pred,
