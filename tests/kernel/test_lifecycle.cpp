@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "kernel/io_workload.h"
+#include "libbpf/tracefs.h"
 
 using namespace cephscope::test;
 
@@ -170,10 +171,20 @@ std::string documented_memlock() {
   return memlock_charged() ? "unlimited" : "";
 }
 
+// The documented set has CAP_SYS_ADMIN only where perf_event_paranoid is 3: elsewhere the
+// daemon cannot mount tracefs itself, and a fresh host may not have it mounted. Mounted here,
+// as root, as an operator (or a root daemon) would have done.
+void require_tracefs() {
+  const auto dir = cephscope::ensure_tracefs(true);
+  INFO((dir.ok() ? *dir : dir.error().message));
+  REQUIRE(dir.ok());
+}
+
 // The daemon as user nobody holding exactly `caps` (setpriv: ambient, inheritable, bounding),
 // with RLIMIT_MEMLOCK set to `memlock` (prlimit: bytes or "unlimited"; empty: inherited).
 std::vector<std::string> as_nobody_with(std::string caps,
                                         const std::string& memlock = documented_memlock()) {
+  require_tracefs();
   caps += paranoid_caps();
   std::vector<std::string> argv;
   if (!memlock.empty()) {
