@@ -6,11 +6,28 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <thread>
 
 #include "kernel/block_disks.h"
 
 namespace cephscope::test {
+
+namespace {
+
+// `text` as a YAML single-quoted regular expression that matches only `text`.
+std::string yaml_regex_literal(const std::string& text) {
+  std::string out = "'^";
+  for (const char c : text) {
+    if (std::string_view(R"(\^$.|?*+()[]{})").find(c) != std::string_view::npos) {
+      out += '\\';
+    }
+    out += c == '\'' ? "''" : std::string(1, c);
+  }
+  return out + "$'";
+}
+
+}  // namespace
 
 std::string fresh_dir() {
   return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
@@ -19,7 +36,8 @@ std::string fresh_dir() {
 std::string tracking_config(const std::string& collectors) {
   // The OSD collector has its own e2e test; here it would only slow the start (its verifier
   // pass is long on older kernels under emulation). Matchers come last, so a caller can
-  // append more.
+  // append more. The executable's path keeps an io_driver of another build tree (another
+  // test run on the same machine) out of the exact counts.
   return "collectors:\n"
          "  osd: {enabled: false}\n" +
          collectors +
@@ -27,7 +45,8 @@ std::string tracking_config(const std::string& collectors) {
          "  scan_interval: 1s\n"
          "  series_ttl: 3s\n"
          "  matchers:\n"
-         "    - {comm: \"^io_driver$\"}\n";
+         "    - {comm: \"^io_driver$\", exe: " +
+         yaml_regex_literal(CEPHSCOPE_IO_DRIVER) + "}\n";
 }
 
 std::set<std::string> require_block_device(const std::string& dir) {
