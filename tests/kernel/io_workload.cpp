@@ -1,21 +1,43 @@
 #include "kernel/io_workload.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 #include <thread>
 
+#include "kernel/block_disks.h"
+
 namespace cephscope::test {
+
+namespace {
+
+// `text` as a YAML single-quoted regular expression that matches only `text`.
+std::string yaml_regex_literal(const std::string& text) {
+  std::string out = "'^";
+  for (const char c : text) {
+    if (std::string_view(R"(\^$.|?*+()[]{})").find(c) != std::string_view::npos) {
+      out += '\\';
+    }
+    out += c == '\'' ? "''" : std::string(1, c);
+  }
+  return out + "$'";
+}
+
+}  // namespace
+
+std::string fresh_dir() {
+  return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
+}
 
 std::string tracking_config(const std::string& collectors) {
   // The OSD collector has its own e2e test; here it would only slow the start (its verifier
   // pass is long on older kernels under emulation). Matchers come last, so a caller can
-  // append more.
+  // append more. The executable's path keeps an io_driver of another build tree (another
+  // test run on the same machine) out of the exact counts.
   return "collectors:\n"
          "  osd: {enabled: false}\n" +
          collectors +
@@ -23,16 +45,15 @@ std::string tracking_config(const std::string& collectors) {
          "  scan_interval: 1s\n"
          "  series_ttl: 3s\n"
          "  matchers:\n"
-         "    - {comm: \"^io_driver$\"}\n";
+         "    - {comm: \"^io_driver$\", exe: " +
+         yaml_regex_literal(CEPHSCOPE_IO_DRIVER) + "}\n";
 }
 
-void require_block_device(const std::string& dir) {
-  struct stat st {};
-  REQUIRE(stat(dir.c_str(), &st) == 0);
-  const std::string sys =
-      "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" + std::to_string(minor(st.st_dev));
-  INFO(dir << " must be on a block device (set CEPHSCOPE_TEST_DIR); " << sys << " is missing");
-  REQUIRE(std::filesystem::exists(sys));
+std::set<std::string> require_block_device(const std::string& dir) {
+  auto disks = disks_behind(dir);
+  INFO(dir << " must be on a file system on a block device (set CEPHSCOPE_TEST_DIR)");
+  REQUIRE_FALSE(disks.empty());
+  return disks;
 }
 
 bool wait_for(Daemon& daemon, const std::function<bool(const Metrics&)>& pred,

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <set>
 #include <string>
 
 #include "support/daemon_runner.h"
@@ -18,12 +19,16 @@ struct IoPattern {
   long reads = 32;
 };
 
+// A fresh directory for one test: under $CEPHSCOPE_TEST_DIR, else under build/kernel-tests.
+std::string fresh_dir();
+
 // The config body that tracks io_driver (and nothing named io_other). `collectors`: more
 // lines of the collectors section, e.g. "  vfs: {hook: kprobe}\n". Matchers come last.
 std::string tracking_config(const std::string& collectors = "");
 
-// Fails the test (REQUIRE) unless `dir` is on a file system backed by a block device.
-void require_block_device(const std::string& dir);
+// Fails the test (REQUIRE) unless `dir` is on a file system backed by a block device; returns
+// the disks behind it, as the block collector names them (block_disks.h).
+std::set<std::string> require_block_device(const std::string& dir);
 
 // Runs the pattern; returns the tracked driver's pid once both copies exited cleanly.
 pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io);

@@ -78,8 +78,12 @@ fi
   row() { local name=$1; shift; local line="| $name " v; for v in "$@"; do line+="| $v "; done; echo "$line|"; }
   vals=(); for k in "${ks[@]}"; do vals+=("\`$(field "$k" uname)\`"); done; row "uname -r" "${vals[@]}"
   vals=(); for k in "${ks[@]}"; do vals+=("$(field "$k" package)"); done; row "Debian package" "${vals[@]}"
-  vals=(); for k in "${ks[@]}"; do vals+=("\`$(field "$k" expect_vfs_hooks || true)\`"); done
-  row "CEPHSCOPE_EXPECT_VFS_HOOKS" "${vals[@]}"
+  vals=()
+  for k in "${ks[@]}"; do
+    h=$(field "$k" vfs_hints || true)
+    if [ -n "$h" ]; then vals+=("\`$h\`"); else vals+=("none: probed"); fi
+  done
+  row "vfs hints (cross-check)" "${vals[@]}"
   vals=(); for k in "${ks[@]}"; do vals+=("$(tests_total "$k")"); done; row "kernel tests" "${vals[@]}"
   vals=()
   for k in "${ks[@]}"; do
@@ -303,7 +307,8 @@ ctest --test-dir build -L vm-matrix --output-on-failure
 
 One kernel only: `tests/vm/cephscope-vm kernel-tests 6.1`; then
 `tests/vm/report.sh --labels 6.1 --output /tmp/matrix.md`. Kernels and the vfs hooks expected
-on each are listed in tests/vm/kernels.conf.
+on each are listed in tests/vm/kernels.conf: the kernel tests probe the kernel themselves, and
+`matrix` (or `kernel-tests --expect`) cross-checks what they find against that list.
 EOF
 } > "$output.tmp"
 mv "$output.tmp" "$output"

@@ -17,7 +17,8 @@ mkdir -p "$out"
 ts() { cut -d' ' -f1 /proc/uptime; }
 section() { echo "=== [$(ts)s] $*"; }
 
-section "kernel $(uname -r), CEPHSCOPE_EXPECT_VFS_HOOKS=\"${CEPHSCOPE_EXPECT_VFS_HOOKS-}\", test dir $CEPHSCOPE_TEST_DIR"
+hints=$(env | grep -E '^CEPHSCOPE_(EXPECT_VFS_HOOKS|VFS_FSYNC)=' | paste -sd' ' -)
+section "kernel $(uname -r), vfs hints: ${hints:-none (the tests probe)}, test dir $CEPHSCOPE_TEST_DIR"
 section "probe"
 t0=$(ts)
 "$here/probe.sh" "$CEPHSCOPE_TEST_DIR" | tee "$out/probe.txt"

@@ -104,17 +104,24 @@ cmd_probe() { # [--out DIR] KERNEL
   return $VM_CALL_RC
 }
 
-cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] KERNEL
-  local out= label= filter='~[promtool]' hooks rc=0
+# The kernel tests probe what the kernel offers the vfs collector themselves. --expect also
+# hands them kernels.conf's expectations as a cross-check (CEPHSCOPE_EXPECT_VFS_HOOKS,
+# CEPHSCOPE_VFS_FSYNC: the probed facts must equal them; the caller's own values win).
+# Without it they get no hints beyond the caller's CEPHSCOPE_* variables, passed through as
+# to any run.
+cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] [--expect] KERNEL
+  local out= label= filter='~[promtool]' expect=0 hints=() rc=0
+  local usage="usage: cephscope-vm kernel-tests [--out DIR] [--filter F] [--expect] KERNEL"
   while [ $# -gt 0 ]; do
     case $1 in
       --out) out=$2; shift 2 ;;
       --filter) filter=$2; shift 2 ;;
-      -*) vm_die "usage: cephscope-vm kernel-tests [--out DIR] [--filter F] KERNEL" ;;
+      --expect) expect=1; shift ;;
+      -*) vm_die "$usage" ;;
       *) label=$1; shift ;;
     esac
   done
-  [ -n "$label" ] || vm_die "usage: cephscope-vm kernel-tests [--out DIR] [--filter F] KERNEL"
+  [ -n "$label" ] || vm_die "$usage"
   vm_check_label "$label"
   local b
   for b in "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN"; do
@@ -127,12 +134,20 @@ cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] KERNEL
   done
   [ -f "$VM_CHECK_CONFIG" ] || vm_die "no configuration $VM_CHECK_CONFIG for cephscope --check"
   [ -x "$VM_HOOKPROBE_BIN" ] || vm_log "note: $VM_HOOKPROBE_BIN is not built; the probe reports facts only"
-  if [ -n "${CEPHSCOPE_EXPECT_VFS_HOOKS+x}" ]; then
-    hooks=$CEPHSCOPE_EXPECT_VFS_HOOKS
-    vm_log "CEPHSCOPE_EXPECT_VFS_HOOKS=\"$hooks\" from the environment (kernels.conf says \"$(vm_expected_hooks "$label")\")"
-  else
-    hooks=$(vm_expected_hooks "$label")
-  fi
+  local v conf hint_args=()
+  for v in CEPHSCOPE_EXPECT_VFS_HOOKS CEPHSCOPE_VFS_FSYNC; do
+    if [ -n "${!v+x}" ]; then
+      hints+=("$v=${!v}") # the caller's: passed through, as to any run
+    elif [ $expect = 1 ]; then
+      case $v in
+        *HOOKS) conf=$(vm_expected_hooks "$label") ;;
+        *) conf=$(vm_expected_fsync "$label") ;;
+      esac
+      hints+=("$v=$conf")
+      hint_args+=(-e "$v=$conf")
+    fi
+  done
+  vm_log "vfs hints for the kernel tests: ${hints[*]:-none (they probe the kernel)}"
   out=${out:-$VM_RESULTS/$label}
   vm_rootfs_ready || VM_DIE_RC=$VM_RC_SETUP cmd_prepare "$label"
   vm_ensure_rootfs_libs "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN" "$VM_HOOKPROBE_BIN"
@@ -146,16 +161,14 @@ cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] KERNEL
     fi
     snap_share=(--share "$VM_SNAPSHOT_DIR:$VM_BUILD_DIR")
   fi
-  vm_call cmd_run --out "$out" "${snap_share[@]}" \
-    -e "CEPHSCOPE_EXPECT_VFS_HOOKS=$hooks" \
-    -e "CEPHSCOPE_VFS_FSYNC=$(vm_expected_fsync "$label")" \
+  vm_call cmd_run --out "$out" "${snap_share[@]}" "${hint_args[@]}" \
     -e "CEPHSCOPE_BIN=$VM_DAEMON_BIN" \
     -e "CEPHSCOPE_BUILD_DIR=$VM_BUILD_DIR" \
     -e "CEPHSCOPE_VM_CHECK_CONFIG=$VM_CHECK_CONFIG" \
     -e "CEPHSCOPE_VM_TEST_FILTER=$filter" \
     "$label" -- "$VM_HERE/guest/kernel-tests.sh"
   rc=$VM_CALL_RC
-  echo "expect_vfs_hooks=$hooks" >> "$out/result"
+  echo "vfs_hints=${hints[*]}" >> "$out/result"
   echo "filter=$filter" >> "$out/result"
   if [ -f "$out/out/kernel-tests.summary" ]; then
     vm_log "kernel $label: $(tail -n 1 "$out/out/kernel-tests.summary")"
@@ -188,9 +201,9 @@ cmd_matrix() { # [--no-docs] [KERNEL...]
   for l in "${labels[@]}"; do
     local r=0
     if [ -x "$VM_KERNEL_TESTS_BIN" ] && [ -x "$VM_DAEMON_BIN" ]; then
-      vm_call cmd_kernel_tests "$l"
+      vm_call cmd_kernel_tests --expect "$l"
     elif [ -x "$VM_DAEMON_BIN" ]; then
-      CEPHSCOPE_VM_ALLOW_MISSING_TESTS=1 vm_call cmd_kernel_tests "$l"
+      CEPHSCOPE_VM_ALLOW_MISSING_TESTS=1 vm_call cmd_kernel_tests --expect "$l"
     else
       vm_log "kernel tests not built ($VM_KERNEL_TESTS_BIN): probing $l only"
       rm -rf "${VM_RESULTS:?}/$l"
