@@ -153,7 +153,9 @@ TEST_CASE("the OSD collector's table resolves whole, in the resolver process", "
   ResolveRequest req;
   req.binary = kOsd;
   req.set = cephscope::osd::probe_set();
-  auto r = run_resolver(req, ResolverLimits{});
+  ResolverLimits limits;
+  limits.executable = RESOLVER_BIN;
+  auto r = run_resolver(req, limits);
   INFO((r.ok() ? "" : r.error().message));
   REQUIRE(r.ok());
   std::printf("%s: resolver process %.1f s, peak RSS %ju MiB, debuginfo %s\n", kOsd, r->seconds,
