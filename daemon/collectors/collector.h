@@ -5,8 +5,8 @@
 
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,11 +15,11 @@
 
 #include "bpf/cephscope.h"
 #include "config/config.h"
+#include "core/labels.h"
 #include "discovery/registry.h"
 #include "libbpf/features.h"
 #include "libbpf/handles.h"
 #include "libbpf/prog_stats.h"
-#include "metrics/labels.h"
 #include "metrics/sink.h"
 
 namespace cephscope {

@@ -16,9 +16,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/labels.h"
 #include "core/result.h"
 #include "discovery/classify.h"
-#include "metrics/labels.h"
 
 namespace cephscope {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "core/labels.h"
 #include "metrics/histogram.h"
-#include "metrics/labels.h"
 
 namespace cephscope {
 
