@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "bpf/cephscope.h"
+#include "collectors/metric_sink.h"
 #include "config/config.h"
 #include "core/labels.h"
 #include "discovery/registry.h"
 #include "libbpf/features.h"
 #include "libbpf/handles.h"
 #include "libbpf/prog_stats.h"
-#include "metrics/sink.h"
 
 namespace cephscope {
 

@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 
+#include "core/hist.h"
 #include "libbpf/maps.h"
 
 namespace cephscope {

@@ -19,6 +19,7 @@
 
 #include "bpf/osd.h"
 #include "collectors/osd_probes.h"
+#include "core/hist.h"
 #include "libbpf/maps.h"
 #include "osd.skel.h"
 #include "profile/store.h"

@@ -36,11 +36,4 @@ std::uint64_t sum_percpu_u64(int map_fd, std::uint32_t index) {
   return sum;
 }
 
-void add_hist(struct hist& into, const struct hist& from) {
-  for (std::size_t i = 0; i < HIST_SLOTS; ++i) {
-    into.slots[i] += from.slots[i];
-  }
-  into.sum_ns += from.sum_ns;
-}
-
 }  // namespace cephscope

@@ -9,8 +9,6 @@
 #include <span>
 #include <vector>
 
-#include "bpf/histogram.h"
-
 namespace cephscope {
 
 int possible_cpus();
@@ -60,8 +58,5 @@ std::size_t count_entries(const bpf_map* map);
 
 // Sums slot `index` of a per-CPU array of u64 counters.
 std::uint64_t sum_percpu_u64(int map_fd, std::uint32_t index);
-
-// Adds one CPU's histogram into an accumulator.
-void add_hist(struct hist& into, const struct hist& from);
 
 }  // namespace cephscope

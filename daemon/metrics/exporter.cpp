@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "discovery/process_events.h"
+#include "metrics/prometheus_sink.h"
 
 namespace cephscope {
 namespace {
@@ -18,7 +19,7 @@ constexpr std::array<const char*, LOST_REASONS> kLostReasons = {"inflight_full",
 
 std::string Exporter::render() {
   std::lock_guard lock(mu_);
-  MetricSink sink(max_series_.load());
+  PrometheusSink sink(max_series_.load());
   const TargetLabelMap targets = registry_.labels();
   std::vector<std::pair<std::string, double>> durations;
   for (const auto& c : collectors_) {
@@ -34,7 +35,7 @@ std::string Exporter::render() {
   return text.str();
 }
 
-void Exporter::self_metrics(MetricSink& out,
+void Exporter::self_metrics(PrometheusSink& out,
                             const std::vector<std::pair<std::string, double>>& durations) {
   out.gauge("cephscope_build_info", "cephscope's version and the libbpf and kernel it runs with.",
             {{"version", CEPHSCOPE_VERSION},
