@@ -14,6 +14,7 @@
 #include "block.skel.h"
 #include "bpf/block.h"
 #include "collectors/block_devices.h"
+#include "collectors/bpf_collector.h"
 #include "core/hist.h"
 #include "libbpf/features.h"
 #include "libbpf/maps.h"

@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "bpf/osd.h"
+#include "collectors/bpf_collector.h"
 #include "collectors/osd_probes.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"

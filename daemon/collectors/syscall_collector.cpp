@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "bpf/syscall.h"
+#include "collectors/bpf_collector.h"
 #include "collectors/op_stats.h"
 #include "core/fs.h"
 #include "syscall.skel.h"

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "bpf/vfs.h"
+#include "collectors/bpf_collector.h"
 #include "collectors/op_stats.h"
 #include "vfs.skel.h"
 

@@ -1,4 +1,4 @@
-#include "collectors/collector.h"
+#include "collectors/bpf_collector.h"
 
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>

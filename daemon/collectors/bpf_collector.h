@@ -1,0 +1,71 @@
+// What every collector backed by one BPF object shares: owning the object and its links,
+// probe status, map usage, lost-event counters and program run time.
+#pragma once
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.h"
+#include "libbpf/handles.h"
+
+namespace cephscope {
+
+class BpfCollector : public Collector {
+ public:
+  [[nodiscard]] std::string hook() const override { return obj_ ? hook_ : "unavailable"; }
+  [[nodiscard]] std::string unavailable_reason() const override { return reason_; }
+  [[nodiscard]] std::vector<ProbeStatus> probes() const override { return probes_; }
+  [[nodiscard]] std::vector<MapUsage> maps() const override;
+  [[nodiscard]] std::vector<std::pair<std::string, ProgramStats>> programs() const override;
+  [[nodiscard]] std::array<std::uint64_t, LOST_REASONS> lost() const override;
+
+ protected:
+  // Takes ownership of a loaded skeleton: `destroy` runs after every link is gone.
+  void adopt(bpf_object* obj, std::function<void()> destroy, std::string hook);
+  // Attaches one program by its SEC() definition and records the outcome.
+  bool attach(bpf_program* prog, const std::string& probe);
+  // Marks the collector unavailable; every probe in `names` is reported with `reason`.
+  void unavailable(const std::string& reason, const std::vector<std::string>& names);
+  // Records a probe that was left out while the rest of the collector works.
+  void unavailable_probe(ProbeStatus status) { probes_.push_back(std::move(status)); }
+  [[nodiscard]] bool loaded() const { return obj_ != nullptr; }
+  [[nodiscard]] bool any_attached() const;
+
+ private:
+  struct Owner {
+    std::function<void()> destroy;
+    Owner() = default;
+    Owner(const Owner&) = delete;
+    Owner& operator=(const Owner&) = delete;
+    ~Owner() {
+      if (destroy) {
+        destroy();
+      }
+    }
+  };
+  // Declaration order matters: links_ is destroyed before owner_ closes the object.
+  Owner owner_;
+  std::vector<Link> links_;
+  bpf_object* obj_ = nullptr;
+  std::string hook_;
+  std::string reason_;
+  std::vector<ProbeStatus> probes_;
+};
+
+// Makes a skeleton's tracked_tgids map the shared one; returns an error text ("" when done).
+std::string reuse_tracked_map(bpf_map* map, int tracked_map_fd);
+
+// Opens a collector's skeleton with the shared tracked-process map; an error text on failure.
+template <typename Skel, void (*Destroy)(Skel*)>
+std::string open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), int tracked_map_fd) {
+  skel.reset(open());
+  if (!skel) {
+    return std::string("cannot open the BPF object: ") + std::strerror(errno);
+  }
+  return reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd);
+}
+
+}  // namespace cephscope
