@@ -42,21 +42,23 @@ constexpr Flavour kTracepoint{
 
 // tp_btf programs read the tracepoints' arguments, whose lists changed in Linux 5.11 (see
 // block.bpf.c): tell the programs which list this kernel has.
-std::string set_tp_btf_prototypes(block_bpf& skel) {
+Status set_tp_btf_prototypes(block_bpf& skel) {
   const auto args = tp_btf_arg_counts(
       {"block_bio_queue", "block_rq_issue", "block_rq_insert", "block_rq_requeue"});
   if (args[0] != 1 && args[0] != 2) {
-    return "tp_btf: unknown prototype of block_bio_queue (" + std::to_string(args[0]) +
-           " arguments)";
+    return make_error(ErrorKind::kUnsupported, "tp_btf: unknown prototype of block_bio_queue (" +
+                                                   std::to_string(args[0]) + " arguments)");
   }
   if (args[1] != args[2] || args[1] != args[3] || (args[1] != 1 && args[1] != 2)) {
-    return "tp_btf: unknown prototypes of block_rq_issue, block_rq_insert and block_rq_requeue (" +
-           std::to_string(args[1]) + ", " + std::to_string(args[2]) + " and " +
-           std::to_string(args[3]) + " arguments)";
+    return make_error(
+        ErrorKind::kUnsupported,
+        "tp_btf: unknown prototypes of block_rq_issue, block_rq_insert and block_rq_requeue (" +
+            std::to_string(args[1]) + ", " + std::to_string(args[2]) + " and " +
+            std::to_string(args[3]) + " arguments)");
   }
   skel.rodata->bio_queue_with_q = args[0] == 2;
   skel.rodata->rq_with_q = args[1] == 2;
-  return "";
+  return ok_status();
 }
 
 class BlockCollector final : public BpfCollector {
@@ -67,8 +69,8 @@ class BlockCollector final : public BpfCollector {
 
  private:
   void start(const CollectorContext& ctx);
-  // Loads one flavour; an error text on failure.
-  std::string load(const Flavour& flavour, int tracked_map_fd);
+  // Loads one flavour where the kernel offers its hook, and attaches it.
+  Status load(const Flavour& flavour, const Feature& hook, int tracked_map_fd);
   void sync_partitions();
 
   BlockDevices devices_;
@@ -76,10 +78,13 @@ class BlockCollector final : public BpfCollector {
   int partitions_fd_ = -1;
 };
 
-std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
+Status BlockCollector::load(const Flavour& flavour, const Feature& hook, int tracked_map_fd) {
+  if (!hook.available) {
+    return make_error(ErrorKind::kUnsupported, std::string(flavour.hook) + ": " + hook.reason);
+  }
   BlockSkel skel;
-  if (auto err = open_skeleton(skel, block_bpf__open, tracked_map_fd); !err.empty()) {
-    return err;
+  if (auto opened = open_skeleton(skel, block_bpf__open, tracked_map_fd); !opened.ok()) {
+    return opened;
   }
   // Per-CPU LRU lists split the capacity between CPUs: give each CPU room for a deep queue.
   const auto per_cpu_room =
@@ -87,8 +92,8 @@ std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
   bpf_map__set_max_entries(skel->maps.block_inflight, per_cpu_room);
   bpf_map__set_max_entries(skel->maps.block_bio_owner, per_cpu_room);
   if (&flavour == &kTpBtf) {
-    if (auto err = set_tp_btf_prototypes(*skel); !err.empty()) {
-      return err;
+    if (auto set = set_tp_btf_prototypes(*skel); !set.ok()) {
+      return set;
     }
   }
   bpf_program* prog = nullptr;
@@ -98,7 +103,9 @@ std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
                                               n) != flavour.programs.end());
   }
   if (const int err = block_bpf__load(skel.get()); err != 0) {
-    return std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err);
+    return make_error(ErrorKind::kSystem,
+                      std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
+                      -err);
   }
   stats_fd_ = bpf_map__fd(skel->maps.block_stats);
   partitions_fd_ = bpf_map__fd(skel->maps.block_partitions);
@@ -108,34 +115,27 @@ std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
   for (std::size_t i = 0; i < kProbes.size(); ++i) {
     attach(bpf_object__find_program_by_name(raw->obj, flavour.programs[i]), kProbes[i]);
   }
-  return "";
+  return ok_status();
 }
 
 void BlockCollector::start(const CollectorContext& ctx) {
   const std::string& wanted = ctx.config.collectors.block.hook;
   std::string why;
   if (wanted != "tracepoint") {
-    if (ctx.features.tp_btf.available) {
-      why = load(kTpBtf, ctx.tracked_map_fd);
-    } else {
-      why = "tp_btf: " + ctx.features.tp_btf.reason;
-    }
-    if (loaded() || wanted == "tp_btf") {
-      if (!loaded()) {
-        unavailable(why, kProbes);
+    const Status tp_btf = load(kTpBtf, ctx.features.tp_btf, ctx.tracked_map_fd);
+    if (tp_btf.ok() || wanted == "tp_btf") {
+      if (!tp_btf.ok()) {
+        unavailable(tp_btf.error().message, kProbes);
       }
       sync_partitions();
       return;
     }
+    why = tp_btf.error().message;
     spdlog::info("block: falling back to classic tracepoints ({})", why);
   }
-  if (!ctx.features.tracefs.available) {
-    unavailable((why.empty() ? "" : why + "; ") + "tracepoint: " + ctx.features.tracefs.reason,
-                kProbes);
-    return;
-  }
-  if (auto err = load(kTracepoint, ctx.tracked_map_fd); !err.empty()) {
-    unavailable((why.empty() ? "" : why + "; ") + err, kProbes);
+  if (auto tracepoint = load(kTracepoint, ctx.features.tracefs, ctx.tracked_map_fd);
+      !tracepoint.ok()) {
+    unavailable((why.empty() ? "" : why + "; ") + tracepoint.error().message, kProbes);
     return;
   }
   sync_partitions();

@@ -16,18 +16,17 @@ void BpfCollector::adopt(bpf_object* obj, std::function<void()> destroy, std::st
   hook_ = std::move(hook);
 }
 
-bool BpfCollector::attach(bpf_program* prog, const std::string& probe) {
+void BpfCollector::attach(bpf_program* prog, const std::string& probe) {
   bpf_link* link = bpf_program__attach(prog);
   if (link == nullptr) {
     const int err = errno;
     const std::string reason = std::string("attach failed: ") + std::strerror(err);
     spdlog::warn("{}: {} {}", name(), probe, reason);
     probes_.push_back({probe, "", false, reason});
-    return false;
+    return;
   }
   links_.emplace_back(link);
   probes_.push_back({probe, "", true, "ok"});
-  return true;
 }
 
 void BpfCollector::unavailable(const std::string& reason, const std::vector<std::string>& names) {
@@ -36,10 +35,6 @@ void BpfCollector::unavailable(const std::string& reason, const std::vector<std:
     probes_.push_back({n, "", false, reason});
   }
   spdlog::warn("collector {} is unavailable: {}", name(), reason);
-}
-
-bool BpfCollector::any_attached() const {
-  return !links_.empty();
 }
 
 std::vector<MapUsage> BpfCollector::maps() const {
@@ -91,15 +86,16 @@ std::array<std::uint64_t, LOST_REASONS> BpfCollector::lost() const {
   return out;
 }
 
-std::string reuse_tracked_map(bpf_map* map, int tracked_map_fd) {
+Status reuse_tracked_map(bpf_map* map, int tracked_map_fd) {
   if (tracked_map_fd < 0) {
-    return "";
+    return ok_status();
   }
-  const int err = bpf_map__reuse_fd(map, tracked_map_fd);
-  if (err != 0) {
-    return std::string("cannot share the tracked-process map: ") + std::strerror(-err);
+  if (const int err = bpf_map__reuse_fd(map, tracked_map_fd); err != 0) {
+    return make_error(ErrorKind::kSystem,
+                      std::string("cannot share the tracked-process map: ") + std::strerror(-err),
+                      -err);
   }
-  return "";
+  return ok_status();
 }
 
 }  // namespace cephscope

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "collectors/collector.h"
+#include "core/result.h"
 #include "libbpf/handles.h"
 
 namespace cephscope {
@@ -25,14 +26,13 @@ class BpfCollector : public Collector {
  protected:
   // Takes ownership of a loaded skeleton: `destroy` runs after every link is gone.
   void adopt(bpf_object* obj, std::function<void()> destroy, std::string hook);
-  // Attaches one program by its SEC() definition and records the outcome.
-  bool attach(bpf_program* prog, const std::string& probe);
+  // Attaches one program by its SEC() definition; the outcome is reported by probes().
+  void attach(bpf_program* prog, const std::string& probe);
   // Marks the collector unavailable; every probe in `names` is reported with `reason`.
   void unavailable(const std::string& reason, const std::vector<std::string>& names);
   // Records a probe that was left out while the rest of the collector works.
   void unavailable_probe(ProbeStatus status) { probes_.push_back(std::move(status)); }
   [[nodiscard]] bool loaded() const { return obj_ != nullptr; }
-  [[nodiscard]] bool any_attached() const;
 
  private:
   struct Owner {
@@ -55,15 +55,17 @@ class BpfCollector : public Collector {
   std::vector<ProbeStatus> probes_;
 };
 
-// Makes a skeleton's tracked_tgids map the shared one; returns an error text ("" when done).
-std::string reuse_tracked_map(bpf_map* map, int tracked_map_fd);
+// Makes a skeleton's tracked_tgids map the shared one (a no-op without one, in tests).
+Status reuse_tracked_map(bpf_map* map, int tracked_map_fd);
 
-// Opens a collector's skeleton with the shared tracked-process map; an error text on failure.
+// Opens a collector's skeleton with the shared tracked-process map.
 template <typename Skel, void (*Destroy)(Skel*)>
-std::string open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), int tracked_map_fd) {
+Status open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), int tracked_map_fd) {
   skel.reset(open());
   if (!skel) {
-    return std::string("cannot open the BPF object: ") + std::strerror(errno);
+    const int err = errno;
+    return make_error(ErrorKind::kSystem,
+                      std::string("cannot open the BPF object: ") + std::strerror(err), err);
   }
   return reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd);
 }

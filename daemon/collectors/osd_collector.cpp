@@ -106,8 +106,8 @@ void OsdCollector::start(const CollectorContext& ctx) {
       "ReplicatedBackend::repop_commit",         "BlueStore::_txc_aio_submit",
       "BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_committed_kv"};
   OsdSkel skel;
-  if (auto err = open_skeleton(skel, osd_bpf__open, ctx.tracked_map_fd); !err.empty()) {
-    unavailable(err, all);
+  if (auto opened = open_skeleton(skel, osd_bpf__open, ctx.tracked_map_fd); !opened.ok()) {
+    unavailable(opened.error().message, all);
     return;
   }
   if (const int err = osd_bpf__load(skel.get()); err != 0) {

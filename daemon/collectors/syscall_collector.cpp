@@ -65,8 +65,8 @@ void SyscallCollector::start(const CollectorContext& ctx) {
     return;
   }
   SyscallSkel skel;
-  if (auto err = open_skeleton(skel, syscall_bpf__open, ctx.tracked_map_fd); !err.empty()) {
-    unavailable(err, all);
+  if (auto opened = open_skeleton(skel, syscall_bpf__open, ctx.tracked_map_fd); !opened.ok()) {
+    unavailable(opened.error().message, all);
     return;
   }
   // A syscall this kernel does not have (or has no tracepoint for) is left out, not fatal.
