@@ -7,10 +7,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <optional>
 
 #include "collectors/collector.h"
 #include "discovery/discovery.h"
@@ -51,6 +53,44 @@ Result<std::string> prepare_kernel(const Config& config, KernelFeatures& feature
   features = KernelFeatures::probe(dir);
   return dir;
 }
+
+// Hands the collectors the registry's targets after a change: per-process probes follow
+// them, and the map entries of targets that expired are deleted, here rather than in a
+// scrape, which only reads.
+class TargetSync {
+ public:
+  TargetSync(const TargetRegistry& registry,
+             const std::vector<std::unique_ptr<Collector>>& collectors)
+      : registry_(registry), collectors_(collectors) {}
+
+  void operator()() {
+    const std::uint64_t generation = registry_.generation();
+    if (generation == synced_) {
+      return;
+    }
+    synced_ = generation;
+    const auto targets = registry_.snapshot();
+    TargetIds ids;
+    for (const auto& t : targets) {
+      ids.insert(t.id);
+    }
+    const bool expired = std::any_of(live_.begin(), live_.end(),
+                                     [&](std::uint32_t id) { return !ids.contains(id); });
+    for (const auto& c : collectors_) {
+      c->sync_targets(targets);
+      if (expired) {
+        c->prune(ids);
+      }
+    }
+    live_ = std::move(ids);
+  }
+
+ private:
+  const TargetRegistry& registry_;
+  const std::vector<std::unique_ptr<Collector>>& collectors_;
+  std::optional<std::uint64_t> synced_;
+  TargetIds live_;
+};
 
 std::string describe(const Feature& f) {
   return f.available ? "yes" : "no (" + f.reason + ")";
@@ -167,6 +207,7 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
     epoll_ctl(epfd.get(), EPOLL_CTL_ADD, fd, &ev);
   }
 
+  TargetSync target_sync(registry, collectors);
   discovery->scan(Clock::now());
   ready = true;
   auto next_scan = Clock::now() + config.discovery.scan_interval;
@@ -216,9 +257,9 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
       discovery->scan(now);
       next_scan = now + config.discovery.scan_interval;
     }
-    const auto targets = registry.snapshot();
+    target_sync();
     for (const auto& c : collectors) {
-      c->sync_targets(targets);
+      c->refresh(now);
     }
   }
 }

@@ -29,6 +29,9 @@ const std::vector<std::string> kProbes = {"block_bio_queue", "block_rq_insert", 
 
 using BlockSkel = Skeleton<block_bpf, block_bpf__destroy>;
 
+// Partitions rarely come and go, and a rescan walks /sys/class/block.
+constexpr auto kPartitionRescan = std::chrono::seconds(10);
+
 struct Flavour {
   const char* hook;
   std::array<const char*, 5> programs;  // in the order of kProbes
@@ -66,6 +69,7 @@ class BlockCollector final : public BpfCollector {
   explicit BlockCollector(const CollectorContext& ctx) { start(ctx); }
   [[nodiscard]] const char* name() const override { return "block"; }
   void collect(MetricSink& out, const TargetLabelMap& targets) override;
+  void refresh(Clock::time_point now) override;
 
  private:
   void start(const CollectorContext& ctx);
@@ -76,6 +80,7 @@ class BlockCollector final : public BpfCollector {
   BlockDevices devices_;
   int stats_fd_ = -1;
   int partitions_fd_ = -1;
+  Clock::time_point next_partition_scan_ = Clock::now() + kPartitionRescan;
 };
 
 Status BlockCollector::load(const Flavour& flavour, const Feature& hook, int tracked_map_fd) {
@@ -108,6 +113,7 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& hook, int tra
                       -err);
   }
   stats_fd_ = bpf_map__fd(skel->maps.block_stats);
+  prune_by_target<block_stats_key>(stats_fd_);
   partitions_fd_ = bpf_map__fd(skel->maps.block_partitions);
   block_bpf* raw = skel.release();
   adopt(
@@ -141,6 +147,13 @@ void BlockCollector::start(const CollectorContext& ctx) {
   sync_partitions();
 }
 
+void BlockCollector::refresh(Clock::time_point now) {
+  if (now >= next_partition_scan_) {
+    next_partition_scan_ = now + kPartitionRescan;
+    sync_partitions();  // picks up disks attached since the last pass
+  }
+}
+
 void BlockCollector::sync_partitions() {
   if (partitions_fd_ < 0) {
     return;
@@ -154,7 +167,6 @@ void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   if (stats_fd_ < 0) {
     return;
   }
-  sync_partitions();  // cheap, and picks up disks attached since the last scrape
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // target, dev, op
   std::map<Key, block_stats> sums;
   for_each_percpu<block_stats_key, block_stats>(
@@ -167,9 +179,6 @@ void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
           s.errors += c.errors;
         }
       });
-  prune_keys<block_stats_key>(stats_fd_, [&](const block_stats_key& k) {
-    return k.target == CEPHSCOPE_UNTRACKED || targets.contains(k.target);
-  });
 
   std::map<std::pair<std::uint32_t, std::uint32_t>, block_stats> per_device;  // dev, op
   std::map<std::pair<std::uint32_t, std::string>, std::uint64_t> layer_bytes;

@@ -37,6 +37,14 @@ void BpfCollector::unavailable(const std::string& reason, const std::vector<std:
   spdlog::warn("collector {} is unavailable: {}", name(), reason);
 }
 
+void BpfCollector::prune_maps(const TargetIds& live) {
+  for (const auto& prune_map : pruners_) {
+    if (const std::size_t n = prune_map(live); n > 0) {
+      spdlog::debug("{}: {} map entries of expired targets deleted", name(), n);
+    }
+  }
+}
+
 std::vector<MapUsage> BpfCollector::maps() const {
   std::vector<MapUsage> out;
   if (obj_ == nullptr) {

@@ -11,6 +11,7 @@
 #include "collectors/collector.h"
 #include "core/result.h"
 #include "libbpf/handles.h"
+#include "libbpf/maps.h"
 
 namespace cephscope {
 
@@ -33,6 +34,17 @@ class BpfCollector : public Collector {
   // Records a probe that was left out while the rest of the collector works.
   void unavailable_probe(ProbeStatus status) { probes_.push_back(std::move(status)); }
   [[nodiscard]] bool loaded() const { return obj_ != nullptr; }
+  // Registers a map keyed by target id (a Key with a `target` field): prune() deletes the
+  // entries of expired targets from it. Entries of untracked processes stay.
+  template <typename Key>
+  void prune_by_target(int map_fd) {
+    pruners_.push_back([map_fd](const TargetIds& live) {
+      return prune_keys<Key>(map_fd, [&](const Key& k) {
+        return k.target == CEPHSCOPE_UNTRACKED || live.contains(k.target);
+      });
+    });
+  }
+  void prune_maps(const TargetIds& live) override;
 
  private:
   struct Owner {
@@ -53,6 +65,7 @@ class BpfCollector : public Collector {
   std::string hook_;
   std::string reason_;
   std::vector<ProbeStatus> probes_;
+  std::vector<std::function<std::size_t(const TargetIds&)>> pruners_;
 };
 
 // Makes a skeleton's tracked_tgids map the shared one (a no-op without one, in tests).

@@ -6,8 +6,10 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -30,24 +32,46 @@ struct CollectorContext {
 };
 
 using TargetLabelMap = std::unordered_map<std::uint32_t, Labels>;
+using TargetIds = std::unordered_set<std::uint32_t>;
 
 class Collector {
  public:
+  Collector() = default;
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
   virtual ~Collector() = default;
+
   [[nodiscard]] virtual const char* name() const = 0;
   // The hook type in use ("tracepoint", "tp_btf", "fentry", "kprobe") or "unavailable".
   [[nodiscard]] virtual std::string hook() const = 0;
   [[nodiscard]] virtual std::string unavailable_reason() const = 0;
-  // Reads the maps into `out`. Series of target ids absent from `targets` are stale (the
-  // target expired) and are deleted from the maps.
-  virtual void collect(MetricSink& out, const TargetLabelMap& targets) = 0;
   [[nodiscard]] virtual std::vector<ProbeStatus> probes() const = 0;
   [[nodiscard]] virtual std::vector<MapUsage> maps() const = 0;
   [[nodiscard]] virtual std::vector<std::pair<std::string, ProgramStats>> programs() const = 0;
   [[nodiscard]] virtual std::array<std::uint64_t, LOST_REASONS> lost() const = 0;
-  // Called from the daemon loop with the current targets (at most every 100 ms), for
-  // collectors that attach per process. The default ignores it.
+
+  // One scrape: reads the maps into `out`, and only reads.
+  void scrape(MetricSink& out, const TargetLabelMap& targets);
+  // Deletes the map entries of targets not in `live` (they expired). Called by the daemon
+  // loop when targets went away, never by a scrape, and never while one runs: a map walk
+  // that meets a deleted key starts again from the first key and would count entries twice.
+  void prune(const TargetIds& live);
+
+  // Called by the daemon loop when the registry's targets changed, for collectors that
+  // attach per process. The default ignores it.
   virtual void sync_targets(const std::vector<TargetView>& /*targets*/) {}
+  // Called by the daemon loop on every pass (every 100 ms at most) to keep what the BPF
+  // programs read current: clock offsets, device maps. Must stay cheap.
+  virtual void refresh(Clock::time_point /*now*/) {}
+
+ protected:
+  // Reads the maps into `out`. Entries of target ids absent from `targets` are skipped: their
+  // target expired and prune() has not deleted them yet.
+  virtual void collect(MetricSink& out, const TargetLabelMap& targets) = 0;
+  virtual void prune_maps(const TargetIds& /*live*/) {}
+
+ private:
+  std::mutex maps_mu_;  // scrape() and prune() take turns
 };
 
 std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorContext& ctx);

@@ -20,8 +20,6 @@ void scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
           s.errors += c.errors;
         }
       });
-  prune_keys<target_op_key>(stats_fd,
-                            [&](const target_op_key& k) { return targets.contains(k.target); });
 
   const std::string prefix = spec.prefix;
   const std::string what = spec.what;

@@ -60,6 +60,7 @@ class OsdCollector final : public BpfCollector {
   [[nodiscard]] const char* name() const override { return "osd"; }
   void collect(MetricSink& out, const TargetLabelMap& targets) override;
   void sync_targets(const std::vector<TargetView>& targets) override;
+  void refresh(Clock::time_point now) override;
   [[nodiscard]] std::vector<ProbeStatus> probes() const override;
 
  private:
@@ -119,6 +120,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
   skel->bss->slow_ns = static_cast<std::uint64_t>(
       std::chrono::nanoseconds(ctx.config.collectors.osd_slow_op_threshold).count());
   stats_fd_ = bpf_map__fd(skel->maps.osd_stats);
+  prune_by_target<osd_stats_key>(stats_fd_);
   layouts_fd_ = bpf_map__fd(skel->maps.osd_layouts);
   skel_ = skel.release();
   osd_bpf* raw = skel_;
@@ -132,7 +134,6 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
   if (skel_ == nullptr) {
     return;
   }
-  skel_->bss->rt_off_ns = realtime_offset_ns();
   std::set<pid_t> live;
   std::lock_guard lock(mu_);
   const std::size_t before = queue_.size();
@@ -155,8 +156,19 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
   for (auto& [pid, proc] : attached_) {
     proc.leaving = proc.leaving || !live.contains(pid);
   }
+  for (const pid_t pid : queued_) {
+    if (!live.contains(pid)) {
+      queue_.push_back({pid, std::nullopt});  // gone while its attach waits: detach after it
+    }
+  }
   if (queue_.size() != before) {
     wake_.notify_one();
+  }
+}
+
+void OsdCollector::refresh(Clock::time_point /*now*/) {
+  if (skel_ != nullptr) {
+    skel_->bss->rt_off_ns = realtime_offset_ns();
   }
 }
 
@@ -312,8 +324,6 @@ void OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
           s.bytes_out += c.bytes_out;
         }
       });
-  prune_keys<osd_stats_key>(stats_fd_,
-                            [&](const osd_stats_key& k) { return targets.contains(k.target); });
 
   for (const auto& [key, s] : sums) {
     const auto [target, kind, op] = key;

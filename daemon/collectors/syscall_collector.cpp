@@ -84,6 +84,7 @@ void SyscallCollector::start(const CollectorContext& ctx) {
     return;
   }
   stats_fd_ = bpf_map__fd(skel->maps.syscall_stats);
+  prune_by_target<target_op_key>(stats_fd_);
   syscall_bpf* raw = skel.release();
   adopt(
       raw->obj, [raw] { syscall_bpf__destroy(raw); }, "tracepoint");

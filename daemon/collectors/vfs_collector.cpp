@@ -83,6 +83,7 @@ Status VfsCollector::load(const Flavour& flavour, const Feature& hook, int track
                       -err);
   }
   stats_fd_ = bpf_map__fd(skel->maps.vfs_stats);
+  prune_by_target<target_op_key>(stats_fd_);
   vfs_bpf* raw = skel.release();
   adopt(
       raw->obj, [raw] { vfs_bpf__destroy(raw); }, flavour.hook);

@@ -49,6 +49,9 @@ class TargetRegistry {
   // Whether this exact process (pid and start time) is already tracked.
   [[nodiscard]] bool is_tracked(pid_t pid, std::uint64_t start_time) const;
   [[nodiscard]] std::vector<TargetView> snapshot() const;
+  // Moves with every change snapshot() would show, so the daemon loop hands collectors a
+  // snapshot only when there is something new in it.
+  [[nodiscard]] std::uint64_t generation() const;
   // Labels of every known target, by id, for the collectors' scrape.
   [[nodiscard]] std::unordered_map<std::uint32_t, Labels> labels() const;
   [[nodiscard]] std::size_t tracked_processes() const;
@@ -72,6 +75,7 @@ class TargetRegistry {
   std::chrono::milliseconds ttl_;
   std::size_t max_targets_;
   std::uint32_t next_id_ = 1;
+  std::uint64_t generation_ = 0;
   std::map<std::string, Target> targets_;  // by identity key
   std::unordered_map<pid_t, Process> processes_;
 };

@@ -24,7 +24,7 @@ std::string Exporter::render() {
   std::vector<std::pair<std::string, double>> durations;
   for (const auto& c : collectors_) {
     const auto start = std::chrono::steady_clock::now();
-    c->collect(sink, targets);
+    c->scrape(sink, targets);
     durations.emplace_back(
         c->name(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
