@@ -7,13 +7,12 @@
 
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
-#include <optional>
 
+#include "app/target_sync.h"
 #include "collectors/collector.h"
 #include "discovery/discovery.h"
 #include "discovery/process_events.h"
@@ -53,44 +52,6 @@ Result<std::string> prepare_kernel(const Config& config, KernelFeatures& feature
   features = KernelFeatures::probe(dir);
   return dir;
 }
-
-// Hands the collectors the registry's targets after a change: per-process probes follow
-// them, and the map entries of targets that expired are deleted, here rather than in a
-// scrape, which only reads.
-class TargetSync {
- public:
-  TargetSync(const TargetRegistry& registry,
-             const std::vector<std::unique_ptr<Collector>>& collectors)
-      : registry_(registry), collectors_(collectors) {}
-
-  void operator()() {
-    const std::uint64_t generation = registry_.generation();
-    if (generation == synced_) {
-      return;
-    }
-    synced_ = generation;
-    const auto targets = registry_.snapshot();
-    TargetIds ids;
-    for (const auto& t : targets) {
-      ids.insert(t.id);
-    }
-    const bool expired = std::any_of(live_.begin(), live_.end(),
-                                     [&](std::uint32_t id) { return !ids.contains(id); });
-    for (const auto& c : collectors_) {
-      c->sync_targets(targets);
-      if (expired) {
-        c->prune(ids);
-      }
-    }
-    live_ = std::move(ids);
-  }
-
- private:
-  const TargetRegistry& registry_;
-  const std::vector<std::unique_ptr<Collector>>& collectors_;
-  std::optional<std::uint64_t> synced_;
-  TargetIds live_;
-};
 
 std::string describe(const Feature& f) {
   return f.available ? "yes" : "no (" + f.reason + ")";
