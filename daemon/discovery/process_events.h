@@ -27,7 +27,8 @@ class ProcessEvents {
   [[nodiscard]] int tracked_map_capacity() const;
   // An fd that becomes readable when events wait; then call consume().
   [[nodiscard]] int poll_fd() const;
-  void consume();
+  // Hands every waiting event to the handler.
+  Status consume();
   [[nodiscard]] std::uint64_t lost() const;
 
  private:
