@@ -68,14 +68,16 @@ class BlockCollector final : public BpfCollector {
  public:
   explicit BlockCollector(const CollectorContext& ctx) { start(ctx); }
   [[nodiscard]] const char* name() const override { return "block"; }
-  void collect(MetricSink& out, const TargetLabelMap& targets) override;
+  Status collect(MetricSink& out, const TargetLabelMap& targets) override;
   void refresh(Clock::time_point now) override;
 
  private:
   void start(const CollectorContext& ctx);
   // Loads one flavour where the kernel offers its hook, and attaches it.
   Status load(const Flavour& flavour, const Feature& hook, int tracked_map_fd);
-  void sync_partitions();
+  // Mirrors the partition -> disk map of /sys into the BPF map.
+  Status write_partitions();
+  void sync_partitions();  // write_partitions, and a warning when that fails
 
   BlockDevices devices_;
   int stats_fd_ = -1;
@@ -154,22 +156,31 @@ void BlockCollector::refresh(Clock::time_point now) {
   }
 }
 
-void BlockCollector::sync_partitions() {
+Status BlockCollector::write_partitions() {
   if (partitions_fd_ < 0) {
-    return;
+    return ok_status();
   }
   for (const auto& [part, disk] : devices_.partitions()) {
-    bpf_map_update_elem(partitions_fd_, &part, &disk, BPF_ANY);
+    if (bpf_map_update_elem(partitions_fd_, &part, &disk, BPF_ANY) != 0) {
+      return map_error("bpf_map_update_elem", partitions_fd_);
+    }
+  }
+  return ok_status();
+}
+
+void BlockCollector::sync_partitions() {
+  if (auto synced = write_partitions(); !synced.ok()) {
+    spdlog::warn("block: partitions not mapped to their disks: {}", synced.error().message);
   }
 }
 
-void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
+Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   if (stats_fd_ < 0) {
-    return;
+    return ok_status();
   }
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // target, dev, op
   std::map<Key, block_stats> sums;
-  for_each_percpu<block_stats_key, block_stats>(
+  Status walked = for_each_percpu<block_stats_key, block_stats>(
       stats_fd_, [&](const block_stats_key& k, std::span<const block_stats> cpus) {
         auto& s = sums[{k.target, k.dev, k.op}];
         for (const auto& c : cpus) {
@@ -179,6 +190,9 @@ void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
           s.errors += c.errors;
         }
       });
+  if (!walked.ok()) {
+    return walked;
+  }
 
   std::map<std::pair<std::uint32_t, std::uint32_t>, block_stats> per_device;  // dev, op
   std::map<std::pair<std::uint32_t, std::string>, std::uint64_t> layer_bytes;
@@ -225,6 +239,7 @@ void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
                 targets.at(key.first) + Labels{{"layer", "block"}, {"direction", direction}},
                 static_cast<double>(bytes));
   }
+  return ok_status();
 }
 
 }  // namespace

@@ -39,8 +39,10 @@ void BpfCollector::unavailable(const std::string& reason, const std::vector<std:
 
 void BpfCollector::prune_maps(const TargetIds& live) {
   for (const auto& prune_map : pruners_) {
-    if (const std::size_t n = prune_map(live); n > 0) {
-      spdlog::debug("{}: {} map entries of expired targets deleted", name(), n);
+    if (auto n = prune_map(live); !n.ok()) {
+      spdlog::warn("{}: expired targets' map entries not deleted: {}", name(), n.error().message);
+    } else if (*n > 0) {
+      spdlog::debug("{}: {} map entries of expired targets deleted", name(), *n);
     }
   }
 }
@@ -60,7 +62,11 @@ std::vector<MapUsage> BpfCollector::maps() const {
         type == BPF_MAP_TYPE_RINGBUF || map_name == "tracked_tgids") {
       continue;
     }
-    out.push_back({map_name, count_entries(map), bpf_map__max_entries(map)});
+    if (auto entries = count_entries(map); entries.ok()) {
+      out.push_back({map_name, *entries, bpf_map__max_entries(map)});
+    } else {
+      spdlog::warn("{}: map {} not counted: {}", name(), map_name, entries.error().message);
+    }
   }
   return out;
 }
@@ -72,15 +78,20 @@ std::vector<std::pair<std::string, ProgramStats>> BpfCollector::programs() const
   }
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, obj_) {
-    if (bpf_program__fd(prog) >= 0) {
-      out.emplace_back(bpf_program__name(prog), program_stats(prog));
+    if (bpf_program__fd(prog) < 0) {
+      continue;  // not loaded: the losing flavour, or a syscall this kernel lacks
+    }
+    if (auto stats = program_stats(prog); stats.ok()) {
+      out.emplace_back(bpf_program__name(prog), *stats);
+    } else {
+      spdlog::warn("{}: {}", name(), stats.error().message);
     }
   }
   return out;
 }
 
-std::array<std::uint64_t, LOST_REASONS> BpfCollector::lost() const {
-  std::array<std::uint64_t, LOST_REASONS> out{};
+Result<LostCounts> BpfCollector::lost() const {
+  LostCounts out{};
   if (obj_ == nullptr) {
     return out;
   }
@@ -89,7 +100,11 @@ std::array<std::uint64_t, LOST_REASONS> BpfCollector::lost() const {
     return out;
   }
   for (std::uint32_t r = 0; r < LOST_REASONS; ++r) {
-    out[r] = sum_percpu_u64(bpf_map__fd(map), r);
+    auto n = sum_percpu_u64(bpf_map__fd(map), r);
+    if (!n.ok()) {
+      return n.error();
+    }
+    out[r] = *n;
   }
   return out;
 }

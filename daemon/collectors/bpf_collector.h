@@ -22,7 +22,7 @@ class BpfCollector : public Collector {
   [[nodiscard]] std::vector<ProbeStatus> probes() const override { return probes_; }
   [[nodiscard]] std::vector<MapUsage> maps() const override;
   [[nodiscard]] std::vector<std::pair<std::string, ProgramStats>> programs() const override;
-  [[nodiscard]] std::array<std::uint64_t, LOST_REASONS> lost() const override;
+  [[nodiscard]] Result<LostCounts> lost() const override;
 
  protected:
   // Takes ownership of a loaded skeleton: `destroy` runs after every link is gone.
@@ -65,7 +65,7 @@ class BpfCollector : public Collector {
   std::string hook_;
   std::string reason_;
   std::vector<ProbeStatus> probes_;
-  std::vector<std::function<std::size_t(const TargetIds&)>> pruners_;
+  std::vector<std::function<Result<std::size_t>(const TargetIds&)>> pruners_;
 };
 
 // Makes a skeleton's tracked_tgids map the shared one (a no-op without one, in tests).

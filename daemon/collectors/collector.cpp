@@ -2,9 +2,9 @@
 
 namespace cephscope {
 
-void Collector::scrape(MetricSink& out, const TargetLabelMap& targets) {
+Status Collector::scrape(MetricSink& out, const TargetLabelMap& targets) {
   std::lock_guard lock(maps_mu_);
-  collect(out, targets);
+  return collect(out, targets);
 }
 
 void Collector::prune(const TargetIds& live) {

@@ -18,6 +18,7 @@
 #include "collectors/status.h"
 #include "config/config.h"
 #include "core/labels.h"
+#include "core/result.h"
 #include "discovery/registry.h"
 #include "libbpf/features.h"
 #include "libbpf/prog_stats.h"
@@ -33,6 +34,8 @@ struct CollectorContext {
 
 using TargetLabelMap = std::unordered_map<std::uint32_t, Labels>;
 using TargetIds = std::unordered_set<std::uint32_t>;
+// Events a collector's programs could not fold, by enum cephscope_lost_reason.
+using LostCounts = std::array<std::uint64_t, LOST_REASONS>;
 
 class Collector {
  public:
@@ -48,10 +51,11 @@ class Collector {
   [[nodiscard]] virtual std::vector<ProbeStatus> probes() const = 0;
   [[nodiscard]] virtual std::vector<MapUsage> maps() const = 0;
   [[nodiscard]] virtual std::vector<std::pair<std::string, ProgramStats>> programs() const = 0;
-  [[nodiscard]] virtual std::array<std::uint64_t, LOST_REASONS> lost() const = 0;
+  [[nodiscard]] virtual Result<LostCounts> lost() const = 0;
 
-  // One scrape: reads the maps into `out`, and only reads.
-  void scrape(MetricSink& out, const TargetLabelMap& targets);
+  // One scrape: reads the maps into `out`, and only reads. On an error nothing of the maps
+  // that failed is written: a partial sum would look like a counter reset.
+  Status scrape(MetricSink& out, const TargetLabelMap& targets);
   // Deletes the map entries of targets not in `live` (they expired). Called by the daemon
   // loop when targets went away, never by a scrape, and never while one runs: a map walk
   // that meets a deleted key starts again from the first key and would count entries twice.
@@ -67,7 +71,7 @@ class Collector {
  protected:
   // Reads the maps into `out`. Entries of target ids absent from `targets` are skipped: their
   // target expired and prune() has not deleted them yet.
-  virtual void collect(MetricSink& out, const TargetLabelMap& targets) = 0;
+  virtual Status collect(MetricSink& out, const TargetLabelMap& targets) = 0;
   virtual void prune_maps(const TargetIds& /*live*/) {}
 
  private:

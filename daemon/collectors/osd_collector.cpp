@@ -58,7 +58,7 @@ class OsdCollector final : public BpfCollector {
     }
   }
   [[nodiscard]] const char* name() const override { return "osd"; }
-  void collect(MetricSink& out, const TargetLabelMap& targets) override;
+  Status collect(MetricSink& out, const TargetLabelMap& targets) override;
   void sync_targets(const std::vector<TargetView>& targets) override;
   void refresh(Clock::time_point now) override;
   [[nodiscard]] std::vector<ProbeStatus> probes() const override;
@@ -306,13 +306,13 @@ void OsdCollector::stage_status(MetricSink& out) const {
   }
 }
 
-void OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
+Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   if (stats_fd_ < 0) {
-    return;
+    return ok_status();
   }
   stage_status(out);
   std::map<std::tuple<std::uint32_t, int, int>, osd_stats> sums;
-  for_each_percpu<osd_stats_key, osd_stats>(
+  Status walked = for_each_percpu<osd_stats_key, osd_stats>(
       stats_fd_, [&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
         auto& s = sums[{k.target, k.kind, k.op}];
         for (const auto& c : cpus) {
@@ -324,6 +324,9 @@ void OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
           s.bytes_out += c.bytes_out;
         }
       });
+  if (!walked.ok()) {
+    return walked;
+  }
 
   for (const auto& [key, s] : sums) {
     const auto [target, kind, op] = key;
@@ -368,6 +371,7 @@ void OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
       }
     }
   }
+  return ok_status();
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ class SyscallCollector final : public BpfCollector {
  public:
   explicit SyscallCollector(const CollectorContext& ctx) { start(ctx); }
   [[nodiscard]] const char* name() const override { return "syscall"; }
-  void collect(MetricSink& out, const TargetLabelMap& targets) override;
+  Status collect(MetricSink& out, const TargetLabelMap& targets) override;
 
  private:
   void start(const CollectorContext& ctx);
@@ -103,12 +103,13 @@ void SyscallCollector::start(const CollectorContext& ctx) {
   }
 }
 
-void SyscallCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
-  if (stats_fd_ >= 0) {
-    scrape_op_stats(stats_fd_,
-                    {"cephscope_syscall", "syscalls", "syscall", "syscall", kNames, direction}, out,
-                    targets);
+Status SyscallCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
+  if (stats_fd_ < 0) {
+    return ok_status();
   }
+  return scrape_op_stats(stats_fd_,
+                         {"cephscope_syscall", "syscalls", "syscall", "syscall", kNames, direction},
+                         out, targets);
 }
 
 }  // namespace

@@ -48,11 +48,12 @@ class VfsCollector final : public BpfCollector {
  public:
   explicit VfsCollector(const CollectorContext& ctx) { start(ctx); }
   [[nodiscard]] const char* name() const override { return "vfs"; }
-  void collect(MetricSink& out, const TargetLabelMap& targets) override {
-    if (stats_fd_ >= 0) {
-      scrape_op_stats(stats_fd_, {"cephscope_vfs", "vfs calls", "op", "vfs", kOps, direction}, out,
-                      targets);
+  Status collect(MetricSink& out, const TargetLabelMap& targets) override {
+    if (stats_fd_ < 0) {
+      return ok_status();
     }
+    return scrape_op_stats(stats_fd_, {"cephscope_vfs", "vfs calls", "op", "vfs", kOps, direction},
+                           out, targets);
   }
 
  private:

@@ -76,7 +76,7 @@ Status ProcessEvents::consume() {
   }
   return ok_status();
 }
-std::uint64_t ProcessEvents::lost() const {
+Result<std::uint64_t> ProcessEvents::lost() const {
   return sum_percpu_u64(bpf_map__fd(skel_->maps.lost_events), LOST_INFLIGHT_FULL);
 }
 

@@ -29,7 +29,8 @@ class ProcessEvents {
   [[nodiscard]] int poll_fd() const;
   // Hands every waiting event to the handler.
   Status consume();
-  [[nodiscard]] std::uint64_t lost() const;
+  // Exec and exit events dropped because the ring buffer was full.
+  [[nodiscard]] Result<std::uint64_t> lost() const;
 
  private:
   ProcessEvents() = default;

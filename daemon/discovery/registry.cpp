@@ -72,7 +72,10 @@ void TargetRegistry::forget_locked(pid_t pid, Clock::time_point now) {
   processes_.erase(it);
   if (map_fd_ >= 0) {
     const auto tgid = static_cast<std::uint32_t>(pid);
-    bpf_map_delete_elem(map_fd_, &tgid);  // may already be gone: the BPF exit hook deletes it
+    // ENOENT is expected: the BPF exit hook has deleted it already.
+    if (bpf_map_delete_elem(map_fd_, &tgid) != 0 && errno != ENOENT) {
+      spdlog::warn("cannot remove pid {} from the filter map: {}", pid, std::strerror(errno));
+    }
   }
   ++generation_;
   for (auto& [key, target] : targets_) {

@@ -18,7 +18,7 @@ class RecordingCollector final : public Collector {
   [[nodiscard]] std::vector<std::pair<std::string, ProgramStats>> programs() const override {
     return {};
   }
-  [[nodiscard]] std::array<std::uint64_t, LOST_REASONS> lost() const override { return {}; }
+  [[nodiscard]] Result<LostCounts> lost() const override { return LostCounts{}; }
   void sync_targets(const std::vector<TargetView>& targets) override {
     ++syncs;
     last_sync = targets.size();
@@ -29,7 +29,9 @@ class RecordingCollector final : public Collector {
   std::vector<TargetIds> prunes;
 
  protected:
-  void collect(MetricSink& /*out*/, const TargetLabelMap& /*targets*/) override {}
+  Status collect(MetricSink& /*out*/, const TargetLabelMap& /*targets*/) override {
+    return ok_status();
+  }
   void prune_maps(const TargetIds& live) override { prunes.push_back(live); }
 };
 
