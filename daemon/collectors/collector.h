@@ -64,7 +64,7 @@ class Collector {
   // Called by the daemon loop when the registry's targets changed, for collectors that
   // attach per process. The default ignores it.
   virtual void sync_targets(const std::vector<TargetView>& /*targets*/) {}
-  // Called by the daemon loop on every pass (every 100 ms at most) to keep what the BPF
+  // Called by the daemon loop on every pass (100 ms apart at most) to keep what the BPF
   // programs read current: clock offsets, device maps. Must stay cheap.
   virtual void refresh(Clock::time_point /*now*/) {}
 

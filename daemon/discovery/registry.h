@@ -1,7 +1,7 @@
 // The set of targets: which processes are tracked (mirrored into the BPF filter map), under
-// which target id, and with which labels. Target ids are never reused, so a scrape can tell
-// stale map entries from live ones. A target whose processes all exited keeps its series for
-// the configured TTL (an OSD restarted within it continues the same series).
+// which target id, and with which labels. Target ids are never reused, so map entries of an
+// expired target are known to be stale. A target whose processes all exited keeps its series
+// for the configured TTL (an OSD restarted within it continues the same series).
 #pragma once
 
 #include <sys/types.h>
