@@ -74,7 +74,7 @@ class BlockCollector final : public BpfCollector {
  private:
   void start(const CollectorContext& ctx);
   // Loads one flavour where the kernel offers its hook, and attaches it.
-  Status load(const Flavour& flavour, const Feature& hook, int tracked_map_fd);
+  Status load(const Flavour& flavour, const Feature& feature, int tracked_map_fd);
   // Mirrors the partition -> disk map of /sys into the BPF map.
   Status write_partitions();
   void sync_partitions();  // write_partitions, and a warning when that fails
@@ -85,9 +85,9 @@ class BlockCollector final : public BpfCollector {
   Clock::time_point next_partition_scan_ = Clock::now() + kPartitionRescan;
 };
 
-Status BlockCollector::load(const Flavour& flavour, const Feature& hook, int tracked_map_fd) {
-  if (!hook.available) {
-    return make_error(ErrorKind::kUnsupported, std::string(flavour.hook) + ": " + hook.reason);
+Status BlockCollector::load(const Flavour& flavour, const Feature& feature, int tracked_map_fd) {
+  if (!feature.available) {
+    return make_error(ErrorKind::kUnsupported, std::string(flavour.hook) + ": " + feature.reason);
   }
   BlockSkel skel;
   if (auto opened = open_skeleton(skel, block_bpf__open, tracked_map_fd); !opened.ok()) {

@@ -59,13 +59,13 @@ class VfsCollector final : public BpfCollector {
  private:
   void start(const CollectorContext& ctx);
   // Loads one flavour where the kernel offers its hook, and attaches it.
-  Status load(const Flavour& flavour, const Feature& hook, int tracked_map_fd);
+  Status load(const Flavour& flavour, const Feature& feature, int tracked_map_fd);
   int stats_fd_ = -1;
 };
 
-Status VfsCollector::load(const Flavour& flavour, const Feature& hook, int tracked_map_fd) {
-  if (!hook.available) {
-    return make_error(ErrorKind::kUnsupported, std::string(flavour.hook) + ": " + hook.reason);
+Status VfsCollector::load(const Flavour& flavour, const Feature& feature, int tracked_map_fd) {
+  if (!feature.available) {
+    return make_error(ErrorKind::kUnsupported, std::string(flavour.hook) + ": " + feature.reason);
   }
   VfsSkel skel;
   if (auto opened = open_skeleton(skel, vfs_bpf__open, tracked_map_fd); !opened.ok()) {
