@@ -22,6 +22,8 @@ void reply(mg_connection* conn, int status, const char* content_type, const std:
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const std::string& listen, Render metrics,
                                                       const std::atomic<bool>& ready) {
   std::unique_ptr<HttpServer> self(new HttpServer(std::move(metrics), ready));
+  // Its result is the set of features initialised, none here whether or not it worked:
+  // mg_start2 below reports what went wrong.
   mg_init_library(0);
   // A handful of threads: scrapes are serialised anyway, the rest answer health checks.
   std::array<const char*, 9> options = {
