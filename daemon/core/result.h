@@ -37,7 +37,7 @@ class [[nodiscard]] Result {
   explicit operator bool() const { return ok(); }
 
   [[nodiscard]] T& value() & { return std::get<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
+  [[nodiscard]] const T& value() const& { return std::get<T>(v_); }
   T&& value() && { return std::get<T>(std::move(v_)); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
