@@ -238,7 +238,11 @@ Result<std::string> read_small_file(const std::string& path, size_t max_bytes) {
                       path + ": " + std::strerror(err), err);
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd.get(), &st) != 0) {
+    const int err = errno;
+    return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
+  }
+  if (!S_ISREG(st.st_mode)) {
     return make_error(ErrorKind::kInvalidInput, path + ": not a regular file");
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
@@ -252,12 +256,16 @@ Result<std::string> read_small_file(const std::string& path, size_t max_bytes) {
     if (n < 0 && errno == EINTR) {
       continue;
     }
-    if (n <= 0) {
-      break;
+    if (n < 0) {
+      const int err = errno;
+      return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
+    }
+    if (n == 0) {
+      break;  // the file shrank while read
     }
     done += static_cast<size_t>(n);
   }
-  out.resize(done);  // the file may shrink while read
+  out.resize(done);
   return out;
 }
 

@@ -528,6 +528,10 @@ Status save_profile(const std::string& path, const Profile& p) {
     const int err = errno;
     return make_error(ErrorKind::kSystem, tmp + ": " + std::strerror(err), err);
   }
+  auto fail = [&](const std::string& name, int err) -> Status {
+    ::unlink(tmp.c_str());  // best effort: the error reported is ERR
+    return make_error(ErrorKind::kSystem, name + ": " + std::strerror(err), err);
+  };
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
@@ -535,16 +539,14 @@ Status save_profile(const std::string& path, const Profile& p) {
       continue;
     }
     if (n <= 0) {
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      return make_error(ErrorKind::kSystem, tmp + ": " + std::strerror(err), err);
+      return fail(tmp, n < 0 ? errno : EIO);
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
+  // A write error can surface at close (NFS): closed and checked before the rename.
+  if (::fsync(fd.get()) != 0 || ::close(fd.release()) != 0 ||
+      ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return fail(path, errno);
   }
   return ok_status();
 }
