@@ -8,14 +8,17 @@
 // address-space limit and a timeout (profile/resolver_process.h); the DWARF it parses may come
 // from a container. stderr carries progress and, on a line of its own, "debuginfo-source S".
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
@@ -49,14 +52,23 @@ struct Options {
 Result<ProbeSet> read_spec() {
   std::string text;
   char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) {
-    text.append(buf, n);
+  while (true) {
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      const int err = errno;
+      return make_error(ErrorKind::kSystem, std::string("stdin: ") + std::strerror(err), err);
+    }
+    if (n == 0) {
+      return parse_probe_set(text);
+    }
+    text.append(buf, static_cast<std::size_t>(n));
     if (text.size() > kMaxSpecBytes) {
       return make_error(ErrorKind::kInvalidInput, "probe set on stdin over 1 MiB");
     }
   }
-  return parse_probe_set(text);
 }
 
 Result<Profile> resolve(const Options& o, std::string& debug_source) {
@@ -120,7 +132,10 @@ Result<Profile> resolve(const Options& o, std::string& debug_source) {
 
 int main(int argc, char** argv) {
   // Started by hand or by the daemon: either way it must not outlive its parent.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+    std::perror("PR_SET_PDEATHSIG");
+    return 1;
+  }
   spdlog::set_default_logger(spdlog::stderr_color_mt("cephscope-resolver"));
   spdlog::set_pattern("%l: %v");
   CLI::App app{
