@@ -128,9 +128,7 @@ Result<Profile> resolve(const Options& o, std::string& debug_source) {
   return p;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   // Started by hand or by the daemon: either way it must not outlive its parent.
   if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
     std::perror("PR_SET_PDEATHSIG");
@@ -153,25 +151,35 @@ int main(int argc, char** argv) {
   app.add_flag("--no-debuginfod", o.no_debuginfod, "Never ask debuginfod");
   app.add_flag("--no-inlined", o.no_inlined, "Do not list inlined instances");
   CLI11_PARSE(app, argc, argv);
+  std::string debug_source;
+  auto p = resolve(o, debug_source);
+  if (!p.ok()) {
+    std::fprintf(stderr, "%s\n", p.error().message.c_str());
+    return 1;
+  }
+  if (!debug_source.empty()) {
+    std::fprintf(stderr, "debuginfo-source %s\n", debug_source.c_str());
+  }
+  const std::string text = dump_profile(*p);
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    std::perror("stdout");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Everything expected to fail is a Result; what is thrown is fatal and ends here, as the
+  // last line of stderr, which the daemon reports.
   try {
-    std::string debug_source;
-    auto p = resolve(o, debug_source);
-    if (!p.ok()) {
-      std::fprintf(stderr, "%s\n", p.error().message.c_str());
-      return 1;
-    }
-    if (!debug_source.empty()) {
-      std::fprintf(stderr, "debuginfo-source %s\n", debug_source.c_str());
-    }
-    const std::string text = dump_profile(*p);
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
-        std::fflush(stdout) != 0) {
-      std::perror("stdout");
-      return 1;
-    }
-    return 0;
+    return run(argc, argv);
   } catch (const std::bad_alloc&) {  // the address-space limit
     std::fprintf(stderr, "out of memory (address-space limit)\n");
     return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cephscope-resolver: %s\n", e.what());
+    return 1;
   }
 }
