@@ -236,10 +236,10 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
   };
   const auto ident = profile::identify_module(pid, "");
   if (!ident.ok()) {
-    fail_all(std::string("binary refused: ") + std::string(profile::to_string(ident.refusal)));
+    fail_all("binary refused: " + ident.error().reason);
     return;
   }
-  const auto& module = *ident.module;
+  const auto& module = *ident;
   auto loaded = store_.for_module(module, set_, stop);
   if (!loaded.ok()) {
     fail_all("no probe profile: " + loaded.error().message);
