@@ -226,9 +226,4 @@ Result<std::vector<uint8_t>> ElfFile::read_at(uint64_t offset, size_t n) const {
   return buf;
 }
 
-std::vector<uint8_t> ElfFile::read(uint64_t offset, size_t n) const {
-  auto bytes = read_at(offset, n);
-  return bytes.ok() ? std::move(bytes).value() : std::vector<uint8_t>{};
-}
-
 }  // namespace cephscope::profile

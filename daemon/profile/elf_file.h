@@ -64,8 +64,6 @@ class ElfFile {
 
   // Reads N bytes of the file at OFFSET, fewer only at end of file.
   [[nodiscard]] Result<std::vector<uint8_t>> read_at(uint64_t offset, size_t n) const;
-  // read_at() for callers that check the length: a failed read gives no bytes.
-  [[nodiscard]] std::vector<uint8_t> read(uint64_t offset, size_t n) const;
 
  private:
   struct ElfEnd {
