@@ -45,7 +45,8 @@ Kernel prepare_kernel(const Config& config) {
 }
 
 std::string describe(const Feature& f) {
-  return f.available ? "yes" : "no (" + f.reason + ")";
+  return f.available ? "yes"
+                     : "no (" + std::string(to_string(f.why.reason)) + ": " + f.why.detail + ")";
 }
 
 }  // namespace
@@ -77,14 +78,22 @@ int run_check(const Config& config) {
                              tracefs};
   for (const auto& c : make_collectors(ctx)) {
     const bool ok = c->hook() != "unavailable";
-    std::string reason = c->unavailable_reason();
+    // The reason words as the metrics have them, with the detail they leave out.
+    Cause why = c->unavailable_why();
+    std::string reasons = ok ? "" : std::string(to_string(why.reason));
     for (const auto& p : c->probes()) {
       if (ok && !p.attached) {
-        reason += (reason.empty() ? "" : "; ") + p.probe + ": " + p.reason;
+        const std::string word(to_string(p.why.reason));
+        if (reasons.find(word) == std::string::npos) {
+          reasons += (reasons.empty() ? "" : ",") + word;
+        }
+        why.detail += (why.detail.empty() ? "" : "; ") + p.probe + ": " + p.why.detail;
       }
     }
     std::cout << "collector=" << c->name() << " hook=" << c->hook()
-              << " status=" << (ok ? "ok" : "unavailable") << " reason=\"" << reason << "\"\n";
+              << " status=" << (ok ? "ok" : "unavailable")
+              << (reasons.empty() ? "" : " reason=" + reasons) << " detail=\"" << why.detail
+              << "\"\n";
   }
   // What the OSD collector attaches in each ceph-osd, from its probe table.
   for (const auto& u : osd::kUprobes) {
@@ -103,7 +112,7 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
                features.tp_btf.available ? "yes" : "no", features.fentry.available ? "yes" : "no",
                features.kprobe.available ? "yes" : "no");
   if (!features.bpf_memory.available) {
-    spdlog::warn("{}", features.bpf_memory.reason);
+    spdlog::warn("{}", features.bpf_memory.why.detail);
   }
 
   // Before any thread starts, so that every thread leaves the signals to the signalfd.
@@ -137,8 +146,8 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
     spdlog::info("collector {}: {}", c->name(), c->hook());
     for (const auto& p : c->probes()) {
       if (!p.attached && config.strict_attach) {
-        spdlog::critical("strict_attach: {} probe {} did not attach: {}", c->name(), p.probe,
-                         p.reason);
+        spdlog::critical("strict_attach: {} probe {} did not attach ({}): {}", c->name(), p.probe,
+                         to_string(p.why.reason), p.why.detail);
         return 1;
       }
     }

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "block.skel.h"
@@ -49,12 +50,13 @@ Status set_tp_btf_prototypes(block_bpf& skel) {
   const auto args = tp_btf_arg_counts(
       {"block_bio_queue", "block_rq_issue", "block_rq_insert", "block_rq_requeue"});
   if (args[0] != 1 && args[0] != 2) {
-    return make_error(ErrorKind::kUnsupported, "tp_btf: unknown prototype of block_bio_queue (" +
-                                                   std::to_string(args[0]) + " arguments)");
+    return error_with(
+        Reason::kKernelFeatureMissing, ErrorKind::kUnsupported,
+        "tp_btf: unknown prototype of block_bio_queue (" + std::to_string(args[0]) + " arguments)");
   }
   if (args[1] != args[2] || args[1] != args[3] || (args[1] != 1 && args[1] != 2)) {
-    return make_error(
-        ErrorKind::kUnsupported,
+    return error_with(
+        Reason::kKernelFeatureMissing, ErrorKind::kUnsupported,
         "tp_btf: unknown prototypes of block_rq_issue, block_rq_insert and block_rq_requeue (" +
             std::to_string(args[1]) + ", " + std::to_string(args[2]) + " and " +
             std::to_string(args[3]) + " arguments)");
@@ -71,6 +73,9 @@ class BlockCollector final : public BpfCollector {
   Status collect(MetricSink& out, const TargetLabelMap& targets) override;
   void refresh(Clock::time_point now) override;
 
+ protected:
+  void prune_maps(const TargetIds& live) override;
+
  private:
   void start(const CollectorContext& ctx);
   // Loads one flavour where the kernel offers its hook, and attaches it.
@@ -81,13 +86,17 @@ class BlockCollector final : public BpfCollector {
 
   BlockDevices devices_;
   int stats_fd_ = -1;
+  // What the entries prune_maps() deleted had counted, per device and op: the per-device
+  // series count every request, so they must not go back when a target expires.
+  std::map<std::pair<std::uint32_t, std::uint32_t>, block_stats> retired_;
   int partitions_fd_ = -1;
   Clock::time_point next_partition_scan_ = Clock::now() + kPartitionRescan;
 };
 
 Status BlockCollector::load(const Flavour& flavour, const Feature& feature, int tracked_map_fd) {
   if (!feature.available) {
-    return make_error(ErrorKind::kUnsupported, std::string(flavour.hook) + ": " + feature.reason);
+    return error_with(feature.why.reason, ErrorKind::kUnsupported,
+                      std::string(flavour.hook) + ": " + feature.why.detail);
   }
   BlockSkel skel;
   if (auto opened = open_skeleton(skel, block_bpf__open, tracked_map_fd); !opened.ok()) {
@@ -110,12 +119,11 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature, int 
                                               n) != flavour.programs.end());
   }
   if (const int err = block_bpf__load(skel.get()); err != 0) {
-    return make_error(ErrorKind::kSystem,
+    return error_with(reason_of_errno(-err, Reason::kLoadFailed), ErrorKind::kSystem,
                       std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
                       -err);
   }
-  stats_fd_ = bpf_map__fd(skel->maps.block_stats);
-  prune_by_target<block_stats_key>(stats_fd_);
+  stats_fd_ = bpf_map__fd(skel->maps.block_stats);  // pruned by prune_maps()
   partitions_fd_ = bpf_map__fd(skel->maps.block_partitions);
   block_bpf* raw = skel.release();
   adopt(
@@ -128,25 +136,70 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature, int 
 
 void BlockCollector::start(const CollectorContext& ctx) {
   const std::string& wanted = ctx.config.collectors.block.hook;
-  std::string why;
+  std::optional<Cause> first;  // why tp_btf failed, when it was tried
   if (wanted != "tracepoint") {
     const Status tp_btf = load(kTpBtf, ctx.features.tp_btf, ctx.tracked_map_fd);
     if (tp_btf.ok() || wanted == "tp_btf") {
       if (!tp_btf.ok()) {
-        unavailable(tp_btf.error().message, kProbes);
+        unavailable(cause_of(tp_btf.error(), Reason::kLoadFailed), kProbes);
       }
       sync_partitions();
       return;
     }
-    why = tp_btf.error().message;
-    spdlog::info("block: falling back to classic tracepoints ({})", why);
+    first = cause_of(tp_btf.error(), Reason::kLoadFailed);
+    spdlog::info("block: falling back to classic tracepoints ({})", first->detail);
   }
   if (auto tracepoint = load(kTracepoint, ctx.features.tracefs, ctx.tracked_map_fd);
       !tracepoint.ok()) {
-    unavailable((why.empty() ? "" : why + "; ") + tracepoint.error().message, kProbes);
+    unavailable(either_failed(first, cause_of(tracepoint.error(), Reason::kLoadFailed)), kProbes);
     return;
   }
   sync_partitions();
+}
+
+void add_stats(block_stats& to, const block_stats& from) {
+  add_hist(to.queue, from.queue);
+  add_hist(to.device, from.device);
+  to.bytes += from.bytes;
+  to.errors += from.errors;
+}
+
+// Deletes the entries of expired targets, keeping what they counted in retired_. An entry
+// is folded in only once it is deleted; what it gains between the read and the delete was
+// never scraped (scrapes wait for this), so no scrape sees a sum go back.
+void BlockCollector::prune_maps(const TargetIds& live) {
+  if (stats_fd_ < 0) {
+    return;
+  }
+  std::vector<std::pair<block_stats_key, block_stats>> leaving;
+  Status walked = for_each_percpu<block_stats_key, block_stats>(
+      stats_fd_, [&](const block_stats_key& k, std::span<const block_stats> cpus) {
+        if (k.target == CEPHSCOPE_UNTRACKED || live.contains(k.target)) {
+          return;
+        }
+        block_stats sum{};
+        for (const auto& c : cpus) {
+          add_stats(sum, c);
+        }
+        leaving.emplace_back(k, sum);
+      });
+  if (!walked.ok()) {
+    spdlog::warn("block: expired targets' map entries not deleted: {}", walked.error().message);
+    return;
+  }
+  std::size_t deleted = 0;
+  for (const auto& [key, sum] : leaving) {
+    if (bpf_map_delete_elem(stats_fd_, &key) != 0) {
+      spdlog::warn("block: map entry of expired target {} not deleted: {}", key.target,
+                   std::strerror(errno));
+      continue;
+    }
+    add_stats(retired_[{key.dev, key.op}], sum);
+    ++deleted;
+  }
+  if (deleted > 0) {
+    spdlog::debug("block: {} map entries of expired targets deleted", deleted);
+  }
 }
 
 void BlockCollector::refresh(Clock::time_point now) {
@@ -194,18 +247,14 @@ Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     return walked;
   }
 
-  std::map<std::pair<std::uint32_t, std::uint32_t>, block_stats> per_device;  // dev, op
+  std::map<std::pair<std::uint32_t, std::uint32_t>, block_stats> per_device = retired_;
   std::map<std::pair<std::uint32_t, std::string>, std::uint64_t> layer_bytes;
   for (const auto& [key, s] : sums) {
     const auto [target, dev, op] = key;
     if (op >= BLOCK_OP_COUNT) {
       continue;
     }
-    auto& d = per_device[{dev, op}];
-    add_hist(d.queue, s.queue);
-    add_hist(d.device, s.device);
-    d.bytes += s.bytes;
-    d.errors += s.errors;
+    add_stats(per_device[{dev, op}], s);
     auto labels = targets.find(target);
     if (target == CEPHSCOPE_UNTRACKED || labels == targets.end()) {
       continue;

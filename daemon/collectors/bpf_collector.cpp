@@ -20,21 +20,22 @@ void BpfCollector::attach(bpf_program* prog, const std::string& probe) {
   bpf_link* link = bpf_program__attach(prog);
   if (link == nullptr) {
     const int err = errno;
-    const std::string reason = std::string("attach failed: ") + std::strerror(err);
-    spdlog::warn("{}: {} {}", name(), probe, reason);
-    probes_.push_back({probe, "", false, reason});
+    const Cause why{reason_of_errno(err, Reason::kAttachFailed),
+                    std::string("attach failed: ") + std::strerror(err)};
+    spdlog::warn("{}: {} {}", name(), probe, why.detail);
+    probes_.push_back({probe, "", false, why});
     return;
   }
   links_.emplace_back(link);
-  probes_.push_back({probe, "", true, "ok"});
+  probes_.push_back({probe, "", true, {}});
 }
 
-void BpfCollector::unavailable(const std::string& reason, const std::vector<std::string>& names) {
-  reason_ = reason;
+void BpfCollector::unavailable(const Cause& why, const std::vector<std::string>& names) {
+  why_ = why;
   for (const auto& n : names) {
-    probes_.push_back({n, "", false, reason});
+    probes_.push_back({n, "", false, why});
   }
-  spdlog::warn("collector {} is unavailable: {}", name(), reason);
+  spdlog::warn("collector {} is unavailable ({}): {}", name(), to_string(why.reason), why.detail);
 }
 
 void BpfCollector::prune_maps(const TargetIds& live) {
@@ -109,12 +110,19 @@ Result<LostCounts> BpfCollector::lost() const {
   return out;
 }
 
+Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback) {
+  if (!preferred) {
+    return fallback;
+  }
+  return {preferred->reason, preferred->detail + "; " + fallback.detail};
+}
+
 Status reuse_tracked_map(bpf_map* map, int tracked_map_fd) {
   if (tracked_map_fd < 0) {
     return ok_status();
   }
   if (const int err = bpf_map__reuse_fd(map, tracked_map_fd); err != 0) {
-    return make_error(ErrorKind::kSystem,
+    return error_with(Reason::kInternal, ErrorKind::kSystem,
                       std::string("cannot share the tracked-process map: ") + std::strerror(-err),
                       -err);
   }

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@ namespace cephscope {
 class BpfCollector : public Collector {
  public:
   [[nodiscard]] std::string hook() const override { return obj_ ? hook_ : "unavailable"; }
-  [[nodiscard]] std::string unavailable_reason() const override { return reason_; }
+  [[nodiscard]] Cause unavailable_why() const override { return why_; }
   [[nodiscard]] std::vector<ProbeStatus> probes() const override { return probes_; }
   [[nodiscard]] std::vector<MapUsage> maps() const override;
   [[nodiscard]] std::vector<std::pair<std::string, ProgramStats>> programs() const override;
@@ -29,8 +30,8 @@ class BpfCollector : public Collector {
   void adopt(bpf_object* obj, std::function<void()> destroy, std::string hook);
   // Attaches one program by its SEC() definition; the outcome is reported by probes().
   void attach(bpf_program* prog, const std::string& probe);
-  // Marks the collector unavailable; every probe in `names` is reported with `reason`.
-  void unavailable(const std::string& reason, const std::vector<std::string>& names);
+  // Marks the collector unavailable; every probe in `names` is reported with `why`.
+  void unavailable(const Cause& why, const std::vector<std::string>& names);
   // Records a probe that was left out while the rest of the collector works.
   void unavailable_probe(ProbeStatus status) { probes_.push_back(std::move(status)); }
   [[nodiscard]] bool loaded() const { return obj_ != nullptr; }
@@ -63,10 +64,14 @@ class BpfCollector : public Collector {
   std::vector<Link> links_;
   bpf_object* obj_ = nullptr;
   std::string hook_;
-  std::string reason_;
+  Cause why_;
   std::vector<ProbeStatus> probes_;
   std::vector<std::function<Result<std::size_t>(const TargetIds&)>> pruners_;
 };
+
+// Why a collector is unavailable when its preferred hook (when tried) and its fallback both
+// failed: the preferred hook's reason, both details.
+Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback);
 
 // Makes a skeleton's tracked_tgids map the shared one (a no-op without one, in tests).
 Status reuse_tracked_map(bpf_map* map, int tracked_map_fd);
@@ -77,7 +82,7 @@ Status open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), int tracked
   skel.reset(open());
   if (!skel) {
     const int err = errno;
-    return make_error(ErrorKind::kSystem,
+    return error_with(reason_of_errno(err, Reason::kLoadFailed), ErrorKind::kSystem,
                       std::string("cannot open the BPF object: ") + std::strerror(err), err);
   }
   return reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd);

@@ -47,7 +47,8 @@ class Collector {
   [[nodiscard]] virtual const char* name() const = 0;
   // The hook type in use ("tracepoint", "tp_btf", "fentry", "kprobe") or "unavailable".
   [[nodiscard]] virtual std::string hook() const = 0;
-  [[nodiscard]] virtual std::string unavailable_reason() const = 0;
+  // Why the collector is unavailable (ok when it is not).
+  [[nodiscard]] virtual Cause unavailable_why() const = 0;
   [[nodiscard]] virtual std::vector<ProbeStatus> probes() const = 0;
   [[nodiscard]] virtual std::vector<MapUsage> maps() const = 0;
   [[nodiscard]] virtual std::vector<std::pair<std::string, ProgramStats>> programs() const = 0;

@@ -82,7 +82,7 @@ class OsdCollector final : public BpfCollector {
     std::string who;       // ceph_daemon
     std::vector<Link> links;
     std::vector<ProbeStatus> status;
-    std::array<std::string, OSD_STAGE_COUNT> stage_gaps;  // "" when the stage works
+    std::array<Cause, OSD_STAGE_COUNT> stage_gaps;  // ok when the stage works
   };
 
   // Attach or detach one OSD process, in the worker: resolving a new build's profile takes
@@ -123,11 +123,13 @@ void OsdCollector::start(const CollectorContext& ctx) {
   }
   OsdSkel skel;
   if (auto opened = open_skeleton(skel, osd_bpf__open, ctx.tracked_map_fd); !opened.ok()) {
-    unavailable(opened.error().message, all);
+    unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
     return;
   }
   if (const int err = osd_bpf__load(skel.get()); err != 0) {
-    unavailable(std::string("BPF load failed: ") + std::strerror(-err), all);
+    unavailable({reason_of_errno(-err, Reason::kLoadFailed),
+                 std::string("BPF load failed: ") + std::strerror(-err)},
+                all);
     return;
   }
   store_stages_ = ctx.config.collectors.osd_bluestore_stages;
@@ -229,20 +231,22 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
                                   const std::stop_token& stop) {
   proc.who = target.identity.ceph_daemon;
   const std::string& who = proc.who;
-  auto fail_all = [&](const std::string& reason) {
-    spdlog::warn("osd: {} (pid {}): {}", who, pid, reason);
-    proc.status.push_back({"ceph-osd", who, false, reason});
-    proc.stage_gaps.fill(reason);
+  auto fail_all = [&](const Cause& why) {
+    spdlog::warn("osd: {} (pid {}): {}: {}", who, pid, to_string(why.reason), why.detail);
+    proc.status.push_back({"ceph-osd", who, false, why});
+    proc.stage_gaps.fill(why);
   };
   const auto ident = profile::identify_module(pid, "");
   if (!ident.ok()) {
-    fail_all("binary refused: " + ident.error().reason);
+    fail_all({Reason::kBinaryRefused,
+              "binary refused (" + ident.error().reason + "): " + ident.error().message});
     return;
   }
   const auto& module = *ident;
   auto loaded = store_.for_module(module, set_, stop);
   if (!loaded.ok()) {
-    fail_all("no probe profile: " + loaded.error().message);
+    fail_all({reason_of(loaded.error(), Reason::kProfileUnavailable),
+              "no probe profile: " + loaded.error().message});
     return;
   }
   const auto& prof = loaded->profile;
@@ -251,15 +255,19 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
     spdlog::warn("osd: {} build {}: members not resolved ({}): {}", who, prof.build_id, prof.source,
                  plan.missing_members);
   }
-  if (!plan.io_done_note.empty()) {
-    spdlog::warn("osd: {} build {}: {}", who, prof.build_id, plan.io_done_note);
+  if (!plan.io_done.ok()) {
+    spdlog::warn("osd: {} build {}: {}", who, prof.build_id, plan.io_done.detail);
   }
   const auto tgid = static_cast<std::uint32_t>(pid);
   if (bpf_map_update_elem(layouts_fd_, &tgid, &plan.layout, BPF_ANY) != 0) {
-    fail_all(std::string("cannot store the layout: ") + std::strerror(errno));
+    fail_all({Reason::kInternal, std::string("cannot store the layout: ") + std::strerror(errno)});
     return;
   }
   proc.status = plan.unavailable;
+  for (const auto& st : plan.unavailable) {
+    spdlog::warn("osd: {} build {}: {} not placed ({}): {}", who, prof.build_id, st.probe,
+                 to_string(st.why.reason), st.why.detail);
+  }
   std::set<std::string> attached;
   for (const auto& point : plan.points) {
     auto* prog = bpf_object__find_program_by_name(skel_->obj, point.program.c_str());
@@ -267,13 +275,15 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
     bpf_link* link =
         bpf_program__attach_uprobe_opts(prog, pid, module.host_path.c_str(), point.offset, &opts);
     if (link == nullptr) {
-      const std::string why = std::string("attach failed: ") + std::strerror(errno);
-      spdlog::warn("osd: {} (pid {}): {} {}", who, pid, point.function, why);
+      const int err = errno;
+      const Cause why{reason_of_errno(err, Reason::kAttachFailed),
+                      std::string("attach failed: ") + std::strerror(err)};
+      spdlog::warn("osd: {} (pid {}): {} {}", who, pid, point.function, why.detail);
       proc.status.push_back({point.function, who, false, why});
       continue;
     }
     proc.links.emplace_back(link);
-    proc.status.push_back({point.function, who, true, "ok"});
+    proc.status.push_back({point.function, who, true, {}});
     attached.insert(point.program);
   }
   proc.stage_gaps = osd::stage_gaps(plan, attached);
@@ -305,12 +315,12 @@ std::vector<ProbeStatus> OsdCollector::probes() const {
 // 1 per OSD and stage when the stage is measured, else 0 with the reason; a target with
 // several processes (another cluster's osd.N) shows a stage as working only if it is in all.
 void OsdCollector::stage_status(MetricSink& out) const {
-  std::map<std::pair<std::string, int>, std::string> gaps;
+  std::map<std::pair<std::string, int>, Cause> gaps;
   std::lock_guard lock(mu_);
   for (const auto& [pid, proc] : attached_) {
     for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
       auto [it, fresh] = gaps.try_emplace({proc.who, s}, proc.stage_gaps[s]);
-      if (!fresh && it->second.empty()) {
+      if (!fresh && it->second.ok()) {
         it->second = proc.stage_gaps[s];
       }
     }
@@ -320,8 +330,8 @@ void OsdCollector::stage_status(MetricSink& out) const {
               "1 when the OSD stage is measured in this OSD's build; reason says why not.",
               {{"ceph_daemon", key.first},
                {"stage", kStages[key.second]},
-               {"reason", gap.empty() ? "ok" : gap}},
-              gap.empty() ? 1 : 0);
+               {"reason", std::string(to_string(gap.reason))}},
+              gap.ok() ? 1 : 0);
   }
 }
 

@@ -245,10 +245,14 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
   auto add = [&](const std::string& function, const char* program, std::uint32_t needs,
                  const Result<std::uint64_t>& offset) {
     if (!offset.ok()) {
-      plan.unavailable.push_back({function, who, false, offset.error().message});
+      plan.unavailable.push_back(
+          {function, who, false, cause_of(offset.error(), Reason::kSymbolNotFound)});
     } else if ((plan.layout.have & needs) != needs) {
       plan.unavailable.push_back(
-          {function, who, false, "members missing: " + plan.missing_members});
+          {function,
+           who,
+           false,
+           {Reason::kMembersMissing, "members missing: " + plan.missing_members}});
     } else {
       plan.points.push_back({function, program, *offset});
     }
@@ -272,41 +276,51 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
     Result<std::uint64_t> offset =
         u.callee != nullptr ? io_done_call(prof, u, binary) : entry(u.function);
     if (!offset.ok() && u.callee != nullptr) {
-      plan.io_done_note = "io_done call site not found (" + offset.error().message +
-                          "): io done is counted in bluestore_kv_queued";
+      plan.io_done = {reason_of(offset.error(), Reason::kSymbolNotFound),
+                      "io_done call site not found (" + offset.error().message +
+                          "): io done is counted in bluestore_kv_queued"};
       unplaced.insert(u.program);
       continue;
     }
     add(u.label, u.program, u.needs, offset);
   }
   if (!store_stages) {
-    plan.store_off = "turned off (collectors.osd.bluestore_stages: false)";
+    plan.store_off = {Reason::kDisabled, "turned off (collectors.osd.bluestore_stages: false)"};
     plan.layout.have &= ~(OSD_HAVE_TXC | OSD_HAVE_TXC_ADJACENT);  // P1 claims no transaction
   }
   return plan;
 }
 
-std::array<std::string, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
-                                                    const std::set<std::string>& attached) {
+std::array<Cause, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
+                                              const std::set<std::string>& attached) {
   const std::uint32_t have = plan.layout.have;
+  // Each cause adds its detail; the first one met gives the reason.
+  auto add = [](Cause& to, Reason reason, const std::string& detail) {
+    if (to.ok()) {
+      to.reason = reason;
+    }
+    to.detail += (to.detail.empty() ? "" : "; ") + detail;
+  };
   auto gap = [&](std::uint32_t members, std::initializer_list<const char*> programs) {
-    std::string why;
+    Cause why;
     if ((have & members) != members) {
-      why = "members missing: " + plan.missing_members;
+      add(why, Reason::kMembersMissing, "members missing: " + plan.missing_members);
     }
     for (const char* p : programs) {
       if (!attached.contains(p)) {
-        why += std::string(why.empty() ? "" : "; ") + "probe " + p + " not attached";
+        add(why, Reason::kProbeNotAttached, std::string("probe ") + p + " not attached");
       }
     }
     return why;
   };
   const bool done = attached.contains(kOpDone) || attached.contains(kSubopDone);
   const char* io_done = attached.contains(kTxcIoDone) ? kTxcIoDone : kTxcFinishIo;
-  std::array<std::string, OSD_STAGE_COUNT> out;
-  const std::string no_end = done ? "" : "probes osd_op_done and osd_subop_done not attached";
-  auto with_end = [&](std::string why) {
-    return no_end.empty() ? why : why + (why.empty() ? "" : "; ") + no_end;
+  std::array<Cause, OSD_STAGE_COUNT> out;
+  auto with_end = [&](Cause why) {
+    if (!done) {
+      add(why, Reason::kProbeNotAttached, "probes osd_op_done and osd_subop_done not attached");
+    }
+    return why;
   };
   out[OSD_STAGE_THROTTLE] = with_end(gap(OSD_HAVE_STAMPS, {}));
   out[OSD_STAGE_RECEIVE] = out[OSD_STAGE_THROTTLE];
@@ -314,15 +328,14 @@ std::array<std::string, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
   out[OSD_STAGE_QUEUE] = with_end(gap(OSD_HAVE_EVENTS | OSD_HAVE_DEQUEUED, {}));
   out[OSD_STAGE_EXECUTE] = with_end(gap(OSD_HAVE_DEQUEUED | OSD_HAVE_REQID, {kTxnQueued}));
   const std::uint32_t txc = OSD_HAVE_TXC | OSD_HAVE_REQID;
-  const std::string store =
-      !plan.store_off.empty()
-          ? plan.store_off
-          : with_end(gap(txc, {kTxnQueued, kTxcAioSubmit, io_done, kTxcKvDone}));
+  const Cause store = !plan.store_off.ok()
+                          ? plan.store_off
+                          : with_end(gap(txc, {kTxnQueued, kTxcAioSubmit, io_done, kTxcKvDone}));
   for (int s = OSD_STAGE_BS_PREPARE; s <= OSD_STAGE_BS_KV_COMMIT; ++s) {
     out[s] = store;
   }
-  if (out[OSD_STAGE_BS_IO_DONE].empty() && !attached.contains(kTxcIoDone)) {
-    out[OSD_STAGE_BS_IO_DONE] = plan.io_done_note;
+  if (out[OSD_STAGE_BS_IO_DONE].ok() && !attached.contains(kTxcIoDone)) {
+    out[OSD_STAGE_BS_IO_DONE] = plan.io_done;
   }
   out[OSD_STAGE_REPLICATION] = gap(OSD_HAVE_EVENTS, {kOpDone});
   out[OSD_STAGE_COMMIT] = with_end(gap(OSD_HAVE_EVENTS, {}));

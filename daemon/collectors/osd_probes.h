@@ -118,8 +118,8 @@ struct BuildPlan {
   std::string missing_members;           // for the log and the reasons
   std::vector<ProbePoint> points;        // attach these
   std::vector<ProbeStatus> unavailable;  // cannot attach in this build, with why
-  std::string io_done_note;              // why the io_done call site was not used, if not
-  std::string store_off;                 // why the BlueStore probes were left out, if they were
+  Cause io_done;                         // why the io_done call site was not used, if not
+  Cause store_off;                       // why the BlueStore probes were left out, if they were
 };
 
 // Plans the probes of one build. BINARY is the file the profile describes (read for the
@@ -128,8 +128,8 @@ struct BuildPlan {
 BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
                    bool store_stages = true);
 
-// Per stage, why it does not work with these members and attached programs ("" when it does).
-std::array<std::string, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
-                                                    const std::set<std::string>& attached);
+// Per stage, why it does not work with these members and attached programs (ok when it does).
+std::array<Cause, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
+                                              const std::set<std::string>& attached);
 
 }  // namespace cephscope::osd

@@ -6,14 +6,17 @@
 #include <cstddef>
 #include <string>
 
+#include "core/reason.h"
+
 namespace cephscope {
 
-// Exported as cephscope_probe_attached{collector,probe,target,reason}.
+// Exported as cephscope_probe_attached{collector,probe,target,reason}: the reason's word is
+// the label, its detail goes to the log and to --check.
 struct ProbeStatus {
   std::string probe;
   std::string target;  // "" for probes that are not per target (tracepoints)
   bool attached = false;
-  std::string reason;  // "ok" or why not
+  Cause why;  // ok, or why not
 };
 
 // Exported as cephscope_map_entries{map} and cephscope_map_capacity{map}.

@@ -61,12 +61,12 @@ class SyscallCollector final : public BpfCollector {
 void SyscallCollector::start(const CollectorContext& ctx) {
   std::vector<std::string> all(kNames.begin(), kNames.end());
   if (!ctx.features.tracefs.available) {
-    unavailable(ctx.features.tracefs.reason, all);
+    unavailable(ctx.features.tracefs.why, all);
     return;
   }
   SyscallSkel skel;
   if (auto opened = open_skeleton(skel, syscall_bpf__open, ctx.tracked_map_fd); !opened.ok()) {
-    unavailable(opened.error().message, all);
+    unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
     return;
   }
   // A syscall this kernel does not have (or has no tracepoint for) is left out, not fatal.
@@ -80,7 +80,9 @@ void SyscallCollector::start(const CollectorContext& ctx) {
     }
   }
   if (const int err = syscall_bpf__load(skel.get()); err != 0) {
-    unavailable(std::string("BPF load failed: ") + std::strerror(-err), all);
+    unavailable({reason_of_errno(-err, Reason::kLoadFailed),
+                 std::string("BPF load failed: ") + std::strerror(-err)},
+                all);
     return;
   }
   stats_fd_ = bpf_map__fd(skel->maps.syscall_stats);
@@ -90,8 +92,10 @@ void SyscallCollector::start(const CollectorContext& ctx) {
       raw->obj, [raw] { syscall_bpf__destroy(raw); }, "tracepoint");
   for (unsigned i = 0; i < SYS_COUNT; ++i) {
     if (!present[i]) {
-      ProbeStatus missing{std::string("sys_enter_") + kNames[i], "", false,
-                          "no such tracepoint on this kernel"};
+      ProbeStatus missing{std::string("sys_enter_") + kNames[i],
+                          "",
+                          false,
+                          {Reason::kKernelFeatureMissing, "no such tracepoint on this kernel"}};
       unavailable_probe(missing);
       continue;
     }

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "bpf/vfs.h"
 #include "collectors/bpf_collector.h"
@@ -65,7 +66,8 @@ class VfsCollector final : public BpfCollector {
 
 Status VfsCollector::load(const Flavour& flavour, const Feature& feature, int tracked_map_fd) {
   if (!feature.available) {
-    return make_error(ErrorKind::kUnsupported, std::string(flavour.hook) + ": " + feature.reason);
+    return error_with(feature.why.reason, ErrorKind::kUnsupported,
+                      std::string(flavour.hook) + ": " + feature.why.detail);
   }
   VfsSkel skel;
   if (auto opened = open_skeleton(skel, vfs_bpf__open, tracked_map_fd); !opened.ok()) {
@@ -79,7 +81,7 @@ Status VfsCollector::load(const Flavour& flavour, const Feature& feature, int tr
     bpf_program__set_autoload(prog, n.starts_with(entry) || n.starts_with(ret));
   }
   if (const int err = vfs_bpf__load(skel.get()); err != 0) {
-    return make_error(ErrorKind::kSystem,
+    return error_with(reason_of_errno(-err, Reason::kLoadFailed), ErrorKind::kSystem,
                       std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
                       -err);
   }
@@ -98,22 +100,21 @@ Status VfsCollector::load(const Flavour& flavour, const Feature& feature, int tr
 void VfsCollector::start(const CollectorContext& ctx) {
   const std::string& wanted = ctx.config.collectors.vfs.hook;
   const std::vector<std::string> probes(kFunctions.begin(), kFunctions.end());
-  std::string why;
+  std::optional<Cause> first;  // why fentry failed, when it was tried
   if (wanted != "kprobe") {
     const Status fentry = load(kFentry, ctx.features.fentry, ctx.tracked_map_fd);
     if (fentry.ok()) {
       return;
     }
-    why = fentry.error().message;
+    first = cause_of(fentry.error(), Reason::kLoadFailed);
     if (wanted == "fentry") {
-      unavailable(why, probes);
+      unavailable(*first, probes);
       return;
     }
-    spdlog::info("vfs: fentry unusable ({}), trying kprobes", why);
+    spdlog::info("vfs: fentry unusable ({}), trying kprobes", first->detail);
   }
   if (const Status kprobe = load(kKprobe, ctx.features.kprobe, ctx.tracked_map_fd); !kprobe.ok()) {
-    const std::string& kprobe_why = kprobe.error().message;
-    unavailable(why.empty() ? kprobe_why : why + "; " + kprobe_why, probes);
+    unavailable(either_failed(first, cause_of(kprobe.error(), Reason::kLoadFailed)), probes);
   }
 }
 

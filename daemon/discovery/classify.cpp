@@ -5,6 +5,8 @@
 #include <regex>
 #include <sstream>
 
+#include "core/label_value.h"
+
 namespace cephscope {
 namespace {
 
@@ -171,14 +173,14 @@ std::optional<TargetIdentity> Classifier::classify(const ProcessInfo& info) cons
     if (exe_ok && comm_ok) {
       TargetIdentity t;
       t.kind = TargetKind::kMatched;
-      t.process = m.name.empty() ? info.comm : m.name;
+      t.process = label_value(m.name.empty() ? info.comm : m.name);
       return t;
     }
   }
   if (config_.rados_clients && proc_.maps_library(info.pid, kRadosLibraries)) {
     TargetIdentity t;
     t.kind = TargetKind::kRadosClient;
-    t.process = info.comm;
+    t.process = label_value(info.comm);
     return t;
   }
   return std::nullopt;

@@ -17,7 +17,7 @@ const char* to_string(TargetKind kind);
 struct TargetIdentity {
   TargetKind kind = TargetKind::kMatched;
   std::string ceph_daemon;  // "osd.3" for OSDs
-  std::string process;      // comm or matcher name, for clients and matched programs
+  std::string process;      // comm or matcher name as a label value (core/label_value.h)
   std::string cluster;      // --cluster, when given
   std::string fsid;         // validated UUID, when known
   std::string conf_path;    // -c/--conf, when given

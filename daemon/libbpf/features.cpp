@@ -34,7 +34,10 @@ Feature try_load(bpf_program* (*pick)(features_bpf*)) {
   } restore{previous};
   FeaturesSkel skel(features_bpf__open());
   if (!skel) {
-    return {false, std::string("cannot open the feature probe: ") + std::strerror(errno)};
+    const int err = errno;
+    return {false,
+            {reason_of_errno(err, Reason::kLoadFailed),
+             std::string("cannot open the feature probe: ") + std::strerror(err)}};
   }
   bpf_program* wanted = pick(skel.get());
   bpf_program* prog = nullptr;
@@ -43,20 +46,24 @@ Feature try_load(bpf_program* (*pick)(features_bpf*)) {
   }
   const int err = features_bpf__load(skel.get());
   if (err != 0) {
-    return {false, std::string("program load failed: ") + std::strerror(-err)};
+    return {false,
+            {reason_of_errno(-err, Reason::kKernelFeatureMissing),
+             std::string("program load failed: ") + std::strerror(-err)}};
   }
-  return {true, ""};
+  return {true, {}};
 }
 
 Feature file_feature(const std::string& path, const std::string& missing) {
   const int err = path_errno(path);
   if (err == 0) {
-    return {true, ""};
+    return {true, {}};
   }
   if (err == EACCES) {
-    return {false, path + " is not readable (permission denied): needs CAP_DAC_READ_SEARCH"};
+    return {false,
+            {Reason::kPermissionDenied,
+             path + " is not readable (permission denied): needs CAP_DAC_READ_SEARCH"}};
   }
-  return {false, missing};
+  return {false, {Reason::kKernelFeatureMissing, missing}};
 }
 
 // Linux 5.11 charges BPF memory to the memory cgroup (Roman Gushchin's series,
@@ -68,19 +75,21 @@ Feature file_feature(const std::string& path, const std::string& missing) {
 Feature bpf_memory_feature() {
   if (libbpf_probe_bpf_helper(BPF_PROG_TYPE_SOCKET_FILTER, BPF_FUNC_ktime_get_coarse_ns, nullptr) ==
       1) {
-    return {true, ""};
+    return {true, {}};
   }
   rlimit limit{};
   if (getrlimit(RLIMIT_MEMLOCK, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
-    return {true, ""};
+    return {true, {}};
   }
   const rlimit unlimited{RLIM_INFINITY, RLIM_INFINITY};
   if (setrlimit(RLIMIT_MEMLOCK, &unlimited) == 0) {
-    return {true, ""};
+    return {true, {}};
   }
-  return {false, "this kernel charges BPF memory to RLIMIT_MEMLOCK (Linux before 5.11), which is " +
-                     std::to_string(limit.rlim_cur / 1024) +
-                     " KiB and cannot be raised: needs CAP_SYS_RESOURCE or LimitMEMLOCK=infinity"};
+  return {false,
+          {Reason::kResourceLimit,
+           "this kernel charges BPF memory to RLIMIT_MEMLOCK (Linux before 5.11), which is " +
+               std::to_string(limit.rlim_cur / 1024) +
+               " KiB and cannot be raised: needs CAP_SYS_RESOURCE or LimitMEMLOCK=infinity"}};
 }
 
 }  // namespace
@@ -98,22 +107,26 @@ KernelFeatures KernelFeatures::probe(const std::string& tracefs_dir) {
     f.tp_btf = try_load([](features_bpf* s) { return s->progs.probe_tp_btf; });
     f.fentry = try_load([](features_bpf* s) { return s->progs.probe_fentry; });
   } else {
-    f.tp_btf = f.fentry = {false, "needs kernel BTF"};
+    f.tp_btf = f.fentry = {false, {Reason::kKernelFeatureMissing, "needs kernel BTF"}};
   }
   // libbpf attaches kprobes through the kprobe PMU, or through tracefs on old kernels.
   if (path_exists("/sys/bus/event_source/devices/kprobe/type") ||
       path_exists(tracefs_dir + "/kprobe_events")) {
-    f.kprobe = {true, ""};
+    f.kprobe = {true, {}};
   } else {
-    f.kprobe = {false, "the kernel has no kprobes (no kprobe PMU, no kprobe_events)"};
+    f.kprobe = {false,
+                {Reason::kKernelFeatureMissing,
+                 "the kernel has no kprobes (no kprobe PMU, no kprobe_events)"}};
   }
   f.bpf_memory = bpf_memory_feature();
   std::ifstream stats("/proc/sys/kernel/bpf_stats_enabled");
   int enabled = 0;
   if (stats >> enabled && enabled == 1) {
-    f.bpf_stats = {true, ""};
+    f.bpf_stats = {true, {}};
   } else {
-    f.bpf_stats = {false, "kernel.bpf_stats_enabled is 0: program run time is not counted"};
+    f.bpf_stats = {
+        false,
+        {Reason::kDisabled, "kernel.bpf_stats_enabled is 0: program run time is not counted"}};
   }
   return f;
 }

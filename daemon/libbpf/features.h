@@ -4,11 +4,13 @@
 #include <string>
 #include <vector>
 
+#include "core/reason.h"
+
 namespace cephscope {
 
 struct Feature {
   bool available = false;
-  std::string reason;  // why not, when unavailable
+  Cause why;  // why not, when unavailable
 };
 
 struct KernelFeatures {

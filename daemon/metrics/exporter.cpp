@@ -21,7 +21,13 @@ constexpr std::array<const char*, LOST_REASONS> kLostReasons = {"inflight_full",
 std::string Exporter::render() {
   std::lock_guard lock(mu_);
   PrometheusSink sink(max_series_.load());
-  const TargetLabelMap targets = registry_.labels();
+  // One look at the targets for the whole scrape: a target that expires meanwhile goes away
+  // whole, its data and its cephscope_target_info together, in the next scrape.
+  const std::vector<TargetView> snapshot = registry_.snapshot();
+  TargetLabelMap targets;
+  for (const auto& t : snapshot) {
+    targets.emplace(t.id, target_labels(t.identity));
+  }
   std::vector<std::pair<std::string, double>> durations;
   for (const auto& c : collectors_) {
     const auto start = std::chrono::steady_clock::now();
@@ -32,13 +38,13 @@ std::string Exporter::render() {
         c->name(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   sink.set_uncapped(true);
-  self_metrics(sink, durations);
+  self_metrics(sink, snapshot, durations);
   std::ostringstream text;
   prometheus::TextSerializer().Serialize(text, sink.take());
   return text.str();
 }
 
-void Exporter::self_metrics(PrometheusSink& out,
+void Exporter::self_metrics(PrometheusSink& out, const std::vector<TargetView>& targets,
                             const std::vector<std::pair<std::string, double>>& durations) {
   out.gauge("cephscope_build_info", "cephscope's version and the libbpf and kernel it runs with.",
             {{"version", CEPHSCOPE_VERSION},
@@ -57,10 +63,14 @@ void Exporter::self_metrics(PrometheusSink& out,
               "1 when the collector is loaded and attached, with the hook it uses.",
               {{"collector", name}, {"hook", c->hook()}}, up ? 1 : 0);
     for (const auto& p : c->probes()) {
-      out.gauge(
-          "cephscope_probe_attached", "1 when the probe is attached; reason says why not.",
-          {{"collector", name}, {"probe", p.probe}, {"target", p.target}, {"reason", p.reason}},
-          p.attached ? 1 : 0);
+      out.gauge("cephscope_probe_attached",
+                "1 when the probe is attached; reason says why not (the detail is in the log and "
+                "in --check).",
+                {{"collector", name},
+                 {"probe", p.probe},
+                 {"target", p.target},
+                 {"reason", std::string(to_string(p.why.reason))}},
+                p.attached ? 1 : 0);
     }
     for (const auto& m : c->maps()) {
       out.gauge("cephscope_map_entries", "Entries in a BPF map.", {{"map", m.map}},
@@ -106,7 +116,6 @@ void Exporter::self_metrics(PrometheusSink& out,
     out.gauge("cephscope_map_capacity", "Capacity of a BPF map.", {{"map", "tracked_tgids"}},
               static_cast<double>(events_->tracked_map_capacity()));
   }
-  const auto targets = registry_.snapshot();
   out.gauge("cephscope_targets", "Targets known, live or awaiting their series TTL.", {},
             static_cast<double>(targets.size()));
   for (const auto& t : targets) {

@@ -28,7 +28,7 @@ class Exporter {
   std::string render();
 
  private:
-  void self_metrics(PrometheusSink& out,
+  void self_metrics(PrometheusSink& out, const std::vector<TargetView>& targets,
                     const std::vector<std::pair<std::string, double>>& durations);
 
   std::mutex mu_;

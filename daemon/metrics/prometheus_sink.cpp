@@ -1,5 +1,6 @@
 #include "metrics/prometheus_sink.h"
 
+#include "core/label_value.h"
 #include "metrics/histogram.h"
 
 namespace cephscope {
@@ -9,7 +10,8 @@ prometheus::ClientMetric metric_with(const Labels& labels) {
   m.label.reserve(labels.size());
   for (const auto& [name, value] : labels) {
     if (!value.empty()) {  // an empty label is the same as no label in Prometheus
-      m.label.push_back({name, value});
+      // Every value, whatever its source: valid UTF-8, bounded; the serialiser escapes it.
+      m.label.push_back({name, label_value(value)});
     }
   }
   return m;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "core/reason.h"
 #include "profile/elf_file.h"
 #include "profile/profile_json.h"
 
@@ -169,7 +170,9 @@ Result<LoadedProfile> ProfileStore::resolve(const std::string& binary,
   req.set = set;
   auto out = run_resolver(req, options_.limits, stop);
   if (!out.ok()) {
-    return out.error();
+    Error e = out.error();
+    e.reason = std::string(to_string(Reason::kResolverFailed));
+    return e;
   }
   spdlog::info("profile of {}{} resolved in {:.1f} s (resolver peak RSS {} MiB)", target_root,
                binary, out->seconds, out->peak_rss_kib / 1024);

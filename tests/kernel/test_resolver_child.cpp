@@ -100,13 +100,12 @@ TEST_CASE("a hanging resolver neither stalls nor outlives the daemon", "[kernel]
     for (int i = 0; i < 50 && !reported; ++i) {
       for (const auto& s :
            daemon.scrape().find("cephscope_osd_stage_available", {{"ceph_daemon", "osd.99"}})) {
-        reported = reported ||
-                   (s.value == 0 && s.labels.at("reason").find("resolver timed out after 3 s") !=
-                                        std::string::npos);
+        reported = reported || (s.value == 0 && s.labels.at("reason") == "resolver_failed");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     CHECK(reported);
+    CHECK(daemon.log().find("resolver timed out after 3 s") != std::string::npos);  // the detail
 
     // A second OSD's resolve is under way when SIGTERM comes: the daemon ends, so does it.
     auto osd2 = start_osd(dir, 98);

@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/reason.h"
 #include "kernel/io_workload.h"
 #include "kernel/vfs_hook_probe.h"
 
@@ -86,9 +87,15 @@ TEST_CASE("the vfs collector takes the first hook that works here, or says there
     REQUIRE(attached.size() == 5);
     for (const auto& p : attached) {
       CHECK(p.value == 0);
-      CHECK(p.labels.at("reason").find("fentry") != std::string::npos);
-      CHECK(p.labels.at("reason").find("kprobe") != std::string::npos);
+      CHECK(cephscope::reason_from_word(p.labels.at("reason")).has_value());
+      CHECK(p.labels.at("reason") != "ok");
     }
+    // The label is one word; the log has both hooks' details.
+    const std::string log = daemon.log();
+    INFO(log);
+    CHECK(log.find("collector vfs is unavailable") != std::string::npos);
+    CHECK(log.find("fentry: ") != std::string::npos);
+    CHECK(log.find("kprobe: ") != std::string::npos);
     // The rest of the daemon runs on.
     CHECK(m.sum("cephscope_collector_up", {{"collector", "syscall"}}) == 1);
     return;

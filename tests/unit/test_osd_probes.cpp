@@ -83,19 +83,21 @@ std::set<std::string> programs(const osd::BuildPlan& plan) {
   return out;
 }
 
-bool available(const std::array<std::string, OSD_STAGE_COUNT>& gaps, int stage) {
-  return gaps.at(stage).empty();
+bool available(const std::array<Cause, OSD_STAGE_COUNT>& gaps, int stage) {
+  return gaps.at(stage).ok();
 }
 
-// Every BlueStore stage is unavailable with WHY in its reason; every other stage works.
-void check_only_store_stages_missing(const std::array<std::string, OSD_STAGE_COUNT>& gaps,
+// Every BlueStore stage is unavailable for REASON with WHY in its detail; every other stage
+// works.
+void check_only_store_stages_missing(const std::array<Cause, OSD_STAGE_COUNT>& gaps, Reason reason,
                                      const std::string& why) {
   for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
     const bool store = s >= OSD_STAGE_BS_PREPARE && s <= OSD_STAGE_BS_KV_COMMIT;
-    INFO(osd::kStages[s] << ": " << gaps[s]);
+    INFO(osd::kStages[s] << ": " << to_string(gaps[s].reason) << ": " << gaps[s].detail);
     CHECK(available(gaps, s) == !store);
     if (store) {
-      CHECK_THAT(gaps[s], Catch::Contains(why));
+      CHECK(gaps[s].reason == reason);
+      CHECK_THAT(gaps[s].detail, Catch::Contains(why));
     }
   }
 }
@@ -133,20 +135,22 @@ TEST_CASE("without the io_done call site, io done falls back and says why", "[un
   CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done",
                                        "osd_txc_aio_submit", "osd_txc_finish_io",
                                        "osd_txc_kv_done"});
-  CHECK_THAT(plan.io_done_note, Catch::Contains("_txc_state_proc") &&
-                                    Catch::Contains("counted in bluestore_kv_queued"));
+  CHECK(plan.io_done.reason == Reason::kSymbolNotFound);
+  CHECK_THAT(plan.io_done.detail, Catch::Contains("_txc_state_proc") &&
+                                      Catch::Contains("counted in bluestore_kv_queued"));
   const auto gaps = osd::stage_gaps(plan, progs);
   for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
-    INFO(osd::kStages[s] << ": " << gaps[s]);
+    INFO(osd::kStages[s] << ": " << gaps[s].detail);
     CHECK(available(gaps, s) == (s != OSD_STAGE_BS_IO_DONE));
   }
-  CHECK(gaps[OSD_STAGE_BS_IO_DONE] == plan.io_done_note);
+  CHECK(gaps[OSD_STAGE_BS_IO_DONE].reason == plan.io_done.reason);
+  CHECK(gaps[OSD_STAGE_BS_IO_DONE].detail == plan.io_done.detail);
 }
 
 TEST_CASE("an unreadable _txc_state_proc is a reason, not a failure", "[unit][osd]") {
   const auto plan = osd::plan_for(full_profile(true), "/nonexistent", "osd.0");
   CHECK(programs(plan).contains("osd_txc_finish_io"));
-  CHECK_FALSE(plan.io_done_note.empty());
+  CHECK_FALSE(plan.io_done.ok());
 }
 
 TEST_CASE("an inlined log_op_stats takes out the client op stages only", "[unit][osd]") {
@@ -156,13 +160,15 @@ TEST_CASE("an inlined log_op_stats takes out the client op stages only", "[unit]
   REQUIRE(plan.unavailable.size() == 1);
   CHECK(plan.unavailable[0].probe == "PrimaryLogPG::log_op_stats");
   CHECK(plan.unavailable[0].target == "osd.1");
-  CHECK_THAT(plan.unavailable[0].reason, Catch::Contains("inlined"));
+  CHECK(plan.unavailable[0].why.reason == Reason::kSymbolNotFound);
+  CHECK_THAT(plan.unavailable[0].why.detail, Catch::Contains("inlined"));
   const auto gaps = osd::stage_gaps(plan, programs(plan));
   // replicated writes on this OSD as a replica still have their stages
   CHECK(available(gaps, OSD_STAGE_QUEUE));
   CHECK(available(gaps, OSD_STAGE_BS_KV_COMMIT));
   // replication is measured at the client op's completion only
-  CHECK_THAT(gaps[OSD_STAGE_REPLICATION], Catch::Contains("osd_op_done not attached"));
+  CHECK(gaps[OSD_STAGE_REPLICATION].reason == Reason::kProbeNotAttached);
+  CHECK_THAT(gaps[OSD_STAGE_REPLICATION].detail, Catch::Contains("osd_op_done not attached"));
 }
 
 TEST_CASE("a missing TransContext member takes out the BlueStore stages only", "[unit][osd]") {
@@ -173,7 +179,8 @@ TEST_CASE("a missing TransContext member takes out the BlueStore stages only", "
   CHECK_THAT(plan.missing_members, Catch::Contains("BlueStore::TransContext::last_stamp"));
   const auto progs = programs(plan);
   CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done"});
-  check_only_store_stages_missing(osd::stage_gaps(plan, progs), "last_stamp");
+  check_only_store_stages_missing(osd::stage_gaps(plan, progs), Reason::kMembersMissing,
+                                  "last_stamp");
 }
 
 TEST_CASE("a probe that fails to attach is named in its stages' reasons", "[unit][osd]") {
@@ -181,7 +188,8 @@ TEST_CASE("a probe that fails to attach is named in its stages' reasons", "[unit
   auto progs = programs(plan);
   progs.erase("osd_txc_kv_done");
   const auto gaps = osd::stage_gaps(plan, progs);
-  CHECK_THAT(gaps[OSD_STAGE_BS_PREPARE], Catch::Contains("osd_txc_kv_done not attached"));
+  CHECK(gaps[OSD_STAGE_BS_PREPARE].reason == Reason::kProbeNotAttached);
+  CHECK_THAT(gaps[OSD_STAGE_BS_PREPARE].detail, Catch::Contains("osd_txc_kv_done not attached"));
   CHECK(available(gaps, OSD_STAGE_EXECUTE));
   CHECK(available(gaps, OSD_STAGE_COMMIT));
 }
@@ -192,7 +200,7 @@ TEST_CASE("with the BlueStore stages turned off, their probes are not planned", 
   CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done"});
   CHECK((plan.layout.have & OSD_HAVE_TXC) == 0);  // queue_transactions claims no transaction
   CHECK(plan.unavailable.empty());
-  check_only_store_stages_missing(osd::stage_gaps(plan, progs),
+  check_only_store_stages_missing(osd::stage_gaps(plan, progs), Reason::kDisabled,
                                   "collectors.osd.bluestore_stages: false");
 }
 

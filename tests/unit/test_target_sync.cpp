@@ -12,7 +12,7 @@ class RecordingCollector final : public Collector {
  public:
   [[nodiscard]] const char* name() const override { return "recording"; }
   [[nodiscard]] std::string hook() const override { return "none"; }
-  [[nodiscard]] std::string unavailable_reason() const override { return ""; }
+  [[nodiscard]] Cause unavailable_why() const override { return {}; }
   [[nodiscard]] std::vector<ProbeStatus> probes() const override { return {}; }
   [[nodiscard]] std::vector<MapUsage> maps() const override { return {}; }
   [[nodiscard]] std::vector<std::pair<std::string, ProgramStats>> programs() const override {

@@ -126,7 +126,7 @@ fi
               if ($i ~ /^hook=/) hook = substr($i, 6)
               else if ($i ~ /^status=/) status = substr($i, 8)
             }
-            if (match($0, /reason="[^"]*"/)) reason = substr($0, RSTART + 8, RLENGTH - 9)
+            if (match($0, /detail="[^"]*"/)) reason = substr($0, RSTART + 8, RLENGTH - 9)
             if (status == "ok") out = "`" hook "`"
             else out = "`" hook "` " status
             if (reason != "") out = out ": " reason
