@@ -13,9 +13,6 @@
 
 namespace cephscope::test {
 
-namespace {
-
-// `text` as a YAML single-quoted regular expression that matches only `text`.
 std::string yaml_regex_literal(const std::string& text) {
   std::string out = "'^";
   for (const char c : text) {
@@ -26,8 +23,6 @@ std::string yaml_regex_literal(const std::string& text) {
   }
   return out + "$'";
 }
-
-}  // namespace
 
 std::string fresh_dir() {
   return test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");

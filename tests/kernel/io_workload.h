@@ -19,6 +19,9 @@ struct IoPattern {
   long reads = 32;
 };
 
+// `text` as a YAML single-quoted regular expression that matches only `text`.
+std::string yaml_regex_literal(const std::string& text);
+
 // A fresh directory for one test: under $CEPHSCOPE_TEST_DIR, else under build/kernel-tests.
 std::string fresh_dir();
 
