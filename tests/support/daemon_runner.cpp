@@ -72,6 +72,11 @@ std::optional<int> Daemon::stop(std::chrono::milliseconds timeout) {
   return process_->wait(timeout);
 }
 
+std::optional<int> Daemon::kill_hard(std::chrono::milliseconds timeout) {
+  process_->signal(SIGKILL);
+  return process_->wait(timeout);
+}
+
 std::string Daemon::log() const {
   std::ifstream in(log_);
   std::stringstream s;
