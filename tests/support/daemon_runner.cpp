@@ -84,6 +84,17 @@ std::string Daemon::log() const {
   return s.str();
 }
 
+bool Daemon::log_has(const std::string& text, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (log().find(text) != std::string::npos) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
 DaemonLogOnFailure::~DaemonLogOnFailure() {
   if (std::uncaught_exceptions() == 0) {
     return;

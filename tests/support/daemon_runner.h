@@ -37,6 +37,8 @@ class Daemon {
   [[nodiscard]] const std::string& log_path() const { return log_; }
   [[nodiscard]] const std::string& config_path() const { return config_; }
   [[nodiscard]] std::string log() const;
+  // Polls the log until it holds `text`; false when it did not within `timeout`.
+  [[nodiscard]] bool log_has(const std::string& text, std::chrono::milliseconds timeout) const;
 
  private:
   int port_;
