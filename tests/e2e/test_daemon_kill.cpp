@@ -75,7 +75,8 @@ std::size_t breakpoints_in(pid_t pid) {
     const std::uint64_t start = std::stoull(range.substr(0, dash), nullptr, 16);
     const std::uint64_t end = std::stoull(range.substr(dash + 1), nullptr, 16);
     const auto offset = static_cast<off_t>(std::stoull(offset_hex, nullptr, 16));
-    const int backing = open((proc + "/map_files/" + range).c_str(), O_RDONLY | O_CLOEXEC);
+    const std::string map_file = proc + "/map_files/";
+    const int backing = open((map_file + range).c_str(), O_RDONLY | O_CLOEXEC);
     if (backing < 0) {
       continue;  // the file is gone (an upgraded package): nothing to compare with
     }
