@@ -152,7 +152,7 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   exporter.set_max_series(config.limits.max_series);
   std::atomic<bool> ready{false};
   auto server = HttpServer::start(
-      config.listen, [&] { return exporter.render(); }, ready);
+      {.listen = config.listen}, WebConfig{}, [&] { return exporter.render(); }, ready);
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message);
     return 1;
