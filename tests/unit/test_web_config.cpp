@@ -226,3 +226,24 @@ TEST_CASE("base64 decodes RFC 4648's vectors and refuses the rest", "[web_config
     CHECK_FALSE(base64_decode(bad, out));
   }
 }
+
+TEST_CASE("a bad web config stops the daemon with status 2 before it loads anything",
+          "[web_config][cli]") {
+  const std::string dir = test_dir("/tmp");
+  write_text(dir + "/cephscope.yaml", "web_config_file: " + dir + "/web.yml\n");
+  write_text(dir + "/web.yml", "tls_server_config:\n  cert_file: none.pem\n  key_file: none.key\n");
+  std::string out;
+  CHECK(run_command(daemon_binary() + " --config " + dir + "/cephscope.yaml", &out) == 2);
+  CHECK(out == "cephscope: " + dir + "/web.yml:2: tls_server_config.cert_file: cannot read " + dir +
+                   "/none.pem: No such file or directory\n");
+  write_text(dir + "/other.yml", "basic_auth_users:\n  alice: plain\n");
+  CHECK(run_command(daemon_binary() + " --check --config " + dir + "/cephscope.yaml" +
+                        " --web.config.file " + dir + "/other.yml",
+                    &out) == 2);
+  CHECK(out.find("other.yml:2: basic_auth_users.alice: not a bcrypt hash") != std::string::npos);
+  write_text(dir + "/relative.yaml", "web_config_file: web.yml\n");
+  CHECK(run_command(daemon_binary() + " --config " + dir + "/relative.yaml", &out) == 2);
+  CHECK(out == "cephscope: " + dir +
+                   "/relative.yaml:1: web_config_file: expected an absolute path, got 'web.yml'\n");
+  std::filesystem::remove_all(dir);
+}
