@@ -247,3 +247,21 @@ TEST_CASE("a bad web config stops the daemon with status 2 before it loads anyth
                    "/relative.yaml:1: web_config_file: expected an absolute path, got 'web.yml'\n");
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("the web config in docs/operations.md parses, and its hash is the password it names",
+          "[web_config]") {
+  const std::string doc = read_text(std::string(CEPHSCOPE_SOURCE_DIR) + "/docs/operations.md");
+  const auto start = doc.find("```yaml\n# /etc/cephscope/web.yml\n");
+  REQUIRE(start != std::string::npos);
+  const auto body = start + std::string("```yaml\n").size();
+  const std::string yaml = doc.substr(body, doc.find("```", body) - body);
+  const std::string dir = test_dir("/tmp");
+  write_text(dir + "/cephscope.crt", "x");
+  write_text(dir + "/cephscope.key", "x");
+  auto r = parse_web_config(yaml, "operations.md", dir);
+  REQUIRE(r.ok());
+  REQUIRE(r->tls);
+  CHECK(r->tls->min_version == TlsVersion::kTls12);
+  CHECK(verify_password("example", r->basic_auth_users.at("prometheus")));
+  std::filesystem::remove_all(dir);
+}
