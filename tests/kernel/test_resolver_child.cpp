@@ -20,11 +20,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A resolver that records its pid and capabilities, then hangs.
+// A resolver that records its capabilities and then its pid, so that its capabilities are
+// there once its pid is, then hangs.
 std::string hanging_resolver(const std::string& dir) {
   const std::string path = dir + "/hanging-resolver";
-  std::ofstream(path) << "#!/bin/sh\necho $$ >> " << dir << "/resolver-pids\n"
-                      << "grep CapEff /proc/self/status > " << dir << "/resolver-caps\n"
+  std::ofstream(path) << "#!/bin/sh\ngrep CapEff /proc/self/status > " << dir
+                      << "/resolver-caps\necho $$ >> " << dir << "/resolver-pids\n"
                       << "exec sleep 600\n";
   fs::permissions(path, fs::perms::owner_all);
   return path;

@@ -62,7 +62,8 @@ vm_check_libs() { # BINARY...
 vm_snapshot_build() { # DEST
   local dest=$1 f rel waited=0 newest now
   local files=("$VM_DAEMON_BIN" "$VM_KERNEL_TESTS_BIN" "$VM_BUILD_DIR/tests/kernel/io_driver"
-    "$VM_HOOKPROBE_BIN" "$VM_BUILD_DIR/tests/vm/cephscope_vm_loadcheck")
+    "$VM_BUILD_DIR/tests/kernel/fake_osd" "$VM_HOOKPROBE_BIN"
+    "$VM_BUILD_DIR/tests/vm/cephscope_vm_loadcheck")
   for f in "$VM_BUILD_DIR"/skel/*.bpf.o; do [ -f "$f" ] && files+=("$f"); done
   while :; do
     newest=0
