@@ -175,11 +175,16 @@ static __always_inline void on_rq_complete(struct block_rq_key *key, int error)
 static __always_inline __u32 op_from_flags(__u32 cmd_flags)
 {
 	switch (cmd_flags & REQ_OP_MASK_BITS) {
-	case 0: return BLOCK_OP_READ;
-	case 1: return BLOCK_OP_WRITE;
-	case 2: return BLOCK_OP_FLUSH;
-	case 3: return BLOCK_OP_DISCARD;
-	default: return BLOCK_OP_OTHER;
+	case 0:
+		return BLOCK_OP_READ;
+	case 1:
+		return BLOCK_OP_WRITE;
+	case 2:
+		return BLOCK_OP_FLUSH;
+	case 3:
+		return BLOCK_OP_DISCARD;
+	default:
+		return BLOCK_OP_OTHER;
 	}
 }
 
@@ -270,11 +275,16 @@ static __always_inline __u32 op_from_rwbs(const char *rwbs)
 	if (c == 'F' && rwbs[1] != '\0' && rwbs[1] != 'F')
 		c = rwbs[1];
 	switch (c) {
-	case 'R': return BLOCK_OP_READ;
-	case 'W': return BLOCK_OP_WRITE;
-	case 'F': return BLOCK_OP_FLUSH;
-	case 'D': return BLOCK_OP_DISCARD;
-	default: return BLOCK_OP_OTHER;
+	case 'R':
+		return BLOCK_OP_READ;
+	case 'W':
+		return BLOCK_OP_WRITE;
+	case 'F':
+		return BLOCK_OP_FLUSH;
+	case 'D':
+		return BLOCK_OP_DISCARD;
+	default:
+		return BLOCK_OP_OTHER;
 	}
 }
 

@@ -6,7 +6,11 @@
 #include "cephscope.h"
 
 enum cephscope_block_op {
-	BLOCK_OP_READ, BLOCK_OP_WRITE, BLOCK_OP_FLUSH, BLOCK_OP_DISCARD, BLOCK_OP_OTHER,
+	BLOCK_OP_READ,
+	BLOCK_OP_WRITE,
+	BLOCK_OP_FLUSH,
+	BLOCK_OP_DISCARD,
+	BLOCK_OP_OTHER,
 	BLOCK_OP_COUNT,
 };
 
@@ -19,7 +23,7 @@ struct block_rq_key {
 
 struct block_rq {
 	__u64 insert_ns; /* 0 when the request was issued without being inserted */
-	__u64 issue_ns;  /* 0 until issued, and again once requeued */
+	__u64 issue_ns;	 /* 0 until issued, and again once requeued */
 	__u32 target;
 	__u32 op;
 	__u32 counted; /* its bytes are in block_stats (counted at its first issue) */

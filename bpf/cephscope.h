@@ -14,8 +14,8 @@
 /* Why an event was not folded; indexes each collector's lost_events per-CPU array. */
 enum cephscope_lost_reason {
 	LOST_INFLIGHT_FULL = 0, /* in-flight record could not be stored */
-	LOST_STATS_FULL = 1,    /* histogram map full: series cap reached in the kernel */
-	LOST_NO_START = 2,      /* completion without a start: evicted from the LRU, or started before attach */
+	LOST_STATS_FULL = 1,	/* histogram map full: series cap reached in the kernel */
+	LOST_NO_START = 2,	/* an end with no start: LRU eviction, or begun before attach */
 	LOST_REASONS = 3,
 };
 

@@ -70,7 +70,7 @@ struct txc_key {
 struct txc_state {
 	struct osd_op_key op;
 	__u64 prepared; /* last_stamp at aio submit: prepare done; 0 = no data aio */
-	__u64 io_done;  /* queued for the kv thread (or, as fallback, io completion) */
+	__u64 io_done;	/* queued for the kv thread (or, as fallback, io completion) */
 	__u64 bs[OSD_BS_COUNT];
 	__u32 bs_known;
 	__u32 pad;
@@ -155,9 +155,9 @@ __noinline int osd_fold(__u32 target, __u32 kind_op, __u64 whole, __u64 in, __u6
 {
 	struct osd_scratch *s = scratch();
 	struct osd_stats_key key = {
-		.target = target,
-		.kind = (kind_op >> 8) & 0xff,
-		.op = kind_op & 0xff,
+	    .target = target,
+	    .kind = (kind_op >> 8) & 0xff,
+	    .op = kind_op & 0xff,
 	};
 	struct osd_stats *st;
 
@@ -234,7 +234,7 @@ static __always_inline void front_stages(struct osd_scratch *s)
 
 /* For an op ending in a tracked OSD: its layout, target id and the scratch; else NULL. */
 static __always_inline struct osd_layout *ending_op(__u32 tgid, __u32 *target,
-						   struct osd_scratch **s)
+						    struct osd_scratch **s)
 {
 	struct osd_layout *l = tracked_osd(tgid, target);
 

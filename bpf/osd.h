@@ -10,18 +10,18 @@
  * stages of one op never overlap, so their sum is at most the whole op.
  */
 enum cephscope_osd_stage {
-	OSD_STAGE_THROTTLE,     /* message header read -> dispatch throttle granted */
-	OSD_STAGE_RECEIVE,      /* -> message fully read */
-	OSD_STAGE_DISPATCH,     /* -> queued for the PG (event queued_for_pg) */
-	OSD_STAGE_QUEUE,        /* -> dequeued by an OSD shard thread */
-	OSD_STAGE_EXECUTE,      /* -> transaction queued to BlueStore (reads: -> reply) */
-	OSD_STAGE_BS_PREPARE,   /* BlueStore TransContext start -> prepared (aio submitted) */
-	OSD_STAGE_BS_AIO_WAIT,  /* -> data IO complete */
-	OSD_STAGE_BS_IO_DONE,   /* -> in order with earlier transactions, queued for the kv thread */
+	OSD_STAGE_THROTTLE,	/* message header read -> dispatch throttle granted */
+	OSD_STAGE_RECEIVE,	/* -> message fully read */
+	OSD_STAGE_DISPATCH,	/* -> queued for the PG (event queued_for_pg) */
+	OSD_STAGE_QUEUE,	/* -> dequeued by an OSD shard thread */
+	OSD_STAGE_EXECUTE,	/* -> transaction queued to BlueStore (reads: -> reply) */
+	OSD_STAGE_BS_PREPARE,	/* BlueStore TransContext start -> prepared (aio submitted) */
+	OSD_STAGE_BS_AIO_WAIT,	/* -> data IO complete */
+	OSD_STAGE_BS_IO_DONE,	/* -> in order after earlier transactions, queued for kv */
 	OSD_STAGE_BS_KV_QUEUED, /* -> submitted by the kv sync thread (includes the flush) */
 	OSD_STAGE_BS_KV_COMMIT, /* -> kv commit done */
-	OSD_STAGE_REPLICATION,  /* local work done -> last replica commit, when the replicas are later */
-	OSD_STAGE_COMMIT,       /* all commits -> reply (replica: local commit -> reply) */
+	OSD_STAGE_REPLICATION,	/* local work done -> the last replica commit, if later */
+	OSD_STAGE_COMMIT,	/* all commits -> reply (replica: local commit -> reply) */
 	OSD_STAGE_COUNT,
 	OSD_STAGE_WHOLE = OSD_STAGE_COUNT, /* the whole op: message header read -> reply */
 };
@@ -39,41 +39,41 @@ enum cephscope_osd_op {
 };
 
 enum cephscope_osd_kind {
-	OSD_KIND_OP,    /* client op, on its primary */
+	OSD_KIND_OP,	/* client op, on its primary */
 	OSD_KIND_SUBOP, /* replicated write received from a primary (MOSDRepOp) */
 };
 
 /* Members found in the target's build (osd_layout.have). A stage needs all of its members. */
-#define OSD_HAVE_REQID (1u << 0)      /* OpRequest::reqid: the in-flight key */
-#define OSD_HAVE_STAMPS (1u << 1)     /* Message recv/throttle/recv_complete stamps */
-#define OSD_HAVE_DEQUEUED (1u << 2)   /* OpRequest::dequeued_time */
-#define OSD_HAVE_EVENTS (1u << 3)     /* TrackedOp::events, std::vector of 40-byte events */
-#define OSD_HAVE_RMW_FLAGS (1u << 4)  /* OpRequest::op_info.rmw_flags */
-#define OSD_HAVE_DATA_LEN (1u << 5)   /* Message::header.data_len */
-#define OSD_HAVE_TXC (1u << 6)        /* BlueStore::TransContext start, last_stamp */
-#define OSD_HAVE_MSG_WINDOW (1u << 7) /* the Message members read fit one copy */
-#define OSD_HAVE_OP_WINDOW (1u << 8)  /* the OpRequest members read fit one copy */
+#define OSD_HAVE_REQID (1u << 0)	/* OpRequest::reqid: the in-flight key */
+#define OSD_HAVE_STAMPS (1u << 1)	/* Message recv/throttle/recv_complete stamps */
+#define OSD_HAVE_DEQUEUED (1u << 2)	/* OpRequest::dequeued_time */
+#define OSD_HAVE_EVENTS (1u << 3)	/* TrackedOp::events, std::vector of 40-byte events */
+#define OSD_HAVE_RMW_FLAGS (1u << 4)	/* OpRequest::op_info.rmw_flags */
+#define OSD_HAVE_DATA_LEN (1u << 5)	/* Message::header.data_len */
+#define OSD_HAVE_TXC (1u << 6)		/* BlueStore::TransContext start, last_stamp */
+#define OSD_HAVE_MSG_WINDOW (1u << 7)	/* the Message members read fit one copy */
+#define OSD_HAVE_OP_WINDOW (1u << 8)	/* the OpRequest members read fit one copy */
 #define OSD_HAVE_TXC_ADJACENT (1u << 9) /* TransContext::last_stamp right after start */
 
 /* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
 struct osd_layout {
 	__u32 have;
-	__u32 op_request;          /* OpRequest::request (Message *) */
-	__u32 op_reqid;            /* OpRequest::reqid: name._type, name._num @+8, tid @+16 */
-	__u32 op_rmw_flags;        /* OpRequest::op_info.rmw_flags (u64) */
-	__u32 op_dequeued_time;    /* OpRequest::dequeued_time (utime_t) */
-	__u32 op_events;           /* TrackedOp::events (begin, end pointers) */
-	__u32 msg_recv_stamp;      /* Message::recv_stamp (utime_t) */
-	__u32 msg_throttle_stamp;  /* Message::throttle_stamp */
-	__u32 msg_complete_stamp;  /* Message::recv_complete_stamp */
-	__u32 msg_data_len;        /* Message::header.data_len (le32) */
-	__u32 repmod_op;           /* ReplicatedBackend::RepModify::op (OpRequest *) */
-	__u32 txc_start;           /* BlueStore::TransContext::start (mono_clock, ns) */
-	__u32 txc_last_stamp;      /* TransContext::last_stamp: the latest state change */
-	__u32 op_window;           /* OpRequest bytes [op_window, +op_window_len) hold every */
-	__u32 op_window_len;       /* member the end-of-op probes read (one copy, not five) */
-	__u32 msg_window;          /* Message bytes [msg_window, +msg_window_len) hold the */
-	__u32 msg_window_len;      /* stamps and header.data_len (one copy, not four) */
+	__u32 op_request;	  /* OpRequest::request (Message *) */
+	__u32 op_reqid;		  /* OpRequest::reqid: name._type, name._num @+8, tid @+16 */
+	__u32 op_rmw_flags;	  /* OpRequest::op_info.rmw_flags (u64) */
+	__u32 op_dequeued_time;	  /* OpRequest::dequeued_time (utime_t) */
+	__u32 op_events;	  /* TrackedOp::events (begin, end pointers) */
+	__u32 msg_recv_stamp;	  /* Message::recv_stamp (utime_t) */
+	__u32 msg_throttle_stamp; /* Message::throttle_stamp */
+	__u32 msg_complete_stamp; /* Message::recv_complete_stamp */
+	__u32 msg_data_len;	  /* Message::header.data_len (le32) */
+	__u32 repmod_op;	  /* ReplicatedBackend::RepModify::op (OpRequest *) */
+	__u32 txc_start;	  /* BlueStore::TransContext::start (mono_clock, ns) */
+	__u32 txc_last_stamp;	  /* TransContext::last_stamp: the latest state change */
+	__u32 op_window;	  /* OpRequest bytes [op_window, +op_window_len) hold every */
+	__u32 op_window_len;	  /* member the end-of-op probes read (one copy, not five) */
+	__u32 msg_window;	  /* Message bytes [msg_window, +msg_window_len) hold the */
+	__u32 msg_window_len;	  /* stamps and header.data_len (one copy, not four) */
 };
 
 /* An op between its transaction being queued and its completion, by the client's reqid. */
@@ -87,10 +87,10 @@ struct osd_op_key {
 
 /* osd_inflight's value: what the op's transaction went through so far. */
 struct osd_inflight {
-	__u64 queued;         /* transaction queued (BlueStore::queue_transactions), mono ns */
-	__u64 kv_committed;   /* its kv commit, mono ns; 0 until then */
+	__u64 queued;		/* transaction queued (BlueStore::queue_transactions), mono ns */
+	__u64 kv_committed;	/* its kv commit, mono ns; 0 until then */
 	__u64 bs[OSD_BS_COUNT]; /* BlueStore stage durations, ns */
-	__u32 bs_known;       /* bit i: bs[i] was measured */
+	__u32 bs_known;		/* bit i: bs[i] was measured */
 	__u32 pad;
 };
 
@@ -106,8 +106,8 @@ struct osd_stats_key {
 struct osd_stats {
 	struct hist latency[OSD_STAGE_COUNT + 1];
 	__u64 slow[OSD_STAGE_COUNT + 1]; /* stage: slow ops it was the longest of; whole: all */
-	__u64 bytes_in;                  /* client payload received (written) */
-	__u64 bytes_out;                 /* payload sent back (read) */
+	__u64 bytes_in;			 /* client payload received (written) */
+	__u64 bytes_out;		 /* payload sent back (read) */
 };
 
 /* Longest event list scanned per op: Ceph preallocates 20, a size-3 write has 12. */
@@ -121,8 +121,8 @@ struct osd_stats {
 
 #define OSD_LAYOUTS_MAX 1024
 #define OSD_INFLIGHT_MAX 65536
-#define OSD_TXC_MAX 16384     /* BlueStore transactions between io done and kv commit */
-#define OSD_THREADS_MAX 4096  /* OSD shard threads queuing a transaction */
-#define OSD_STATS_MAX 4096 /* {OSD, kind, op}: 6 per OSD */
+#define OSD_TXC_MAX 16384    /* BlueStore transactions between io done and kv commit */
+#define OSD_THREADS_MAX 4096 /* OSD shard threads queuing a transaction */
+#define OSD_STATS_MAX 4096   /* {OSD, kind, op}: 6 per OSD */
 
 #endif

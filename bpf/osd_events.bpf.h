@@ -14,7 +14,7 @@
 /* Stamps of one op, realtime ns; 0 = not known. */
 struct op_times {
 	__u64 recv, throttle, complete, queued, dequeued, subops_sent, last_subop, local_commit;
-	__u64 txq;          /* transaction queued */
+	__u64 txq;	    /* transaction queued */
 	__u64 kv_committed; /* its BlueStore kv commit */
 	__u64 now;
 };
@@ -30,14 +30,14 @@ struct op_times {
 
 struct osd_scratch {
 	__u8 events[EVENT_SLOTS * OSD_EVENT_SIZE]; /* a bulk copy of TrackedOp::events */
-	__u8 op[OP_BUF_SIZE];                      /* the OpRequest window, when op_copied */
-	__u8 msg[MSG_BUF_SIZE];                    /* the Message window, when msg_copied */
+	__u8 op[OP_BUF_SIZE];			   /* the OpRequest window, when op_copied */
+	__u8 msg[MSG_BUF_SIZE];			   /* the Message window, when msg_copied */
 	__u32 op_copied;
 	__u32 msg_copied;
 	struct op_times t;
 	__u64 d[OSD_STAGE_COUNT]; /* stage durations, ns */
-	__u32 known;              /* bit i: d[i] was measured (a stage can take 0 ns) */
-	__u32 n_events;           /* events read; none when Ceph's op tracker is off */
+	__u32 known;		  /* bit i: d[i] was measured (a stage can take 0 ns) */
+	__u32 n_events;		  /* events read; none when Ceph's op tracker is off */
 };
 
 struct {
@@ -91,7 +91,7 @@ static __always_inline void scan_event(struct osd_scratch *s, __u32 i)
 
 	asm volatile("%0 &= 31" : "+r"(k)); /* EVENT_SLOTS - 1, kept for the verifier */
 	const __u8 *ev = s->events + k * OSD_EVENT_SIZE;
-	__u64 stamp = (__u64)*(__u32 *)ev * 1000000000ULL + *(__u32 *)(ev + 4);
+	__u64 stamp = (__u64)(*(__u32 *)ev) * 1000000000ULL + *(__u32 *)(ev + 4);
 	__u64 len = *(__u64 *)(ev + 16);
 	__u64 word = *(__u64 *)(ev + 24); /* the inline text, when len <= 15 */
 	__u64 w[2];

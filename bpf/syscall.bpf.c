@@ -27,9 +27,9 @@ struct {
 
 /* Syscalls whose return value is a byte count. */
 #define BYTES_SYSCALLS                                                                             \
-	((1u << SYS_READ) | (1u << SYS_WRITE) | (1u << SYS_PREAD64) | (1u << SYS_PWRITE64) |      \
-	 (1u << SYS_READV) | (1u << SYS_WRITEV) | (1u << SYS_PREADV) | (1u << SYS_PWRITEV) |      \
-	 (1u << SYS_PREADV2) | (1u << SYS_PWRITEV2) | (1u << SYS_SENDTO) | (1u << SYS_SENDMSG) |  \
+	((1u << SYS_READ) | (1u << SYS_WRITE) | (1u << SYS_PREAD64) | (1u << SYS_PWRITE64) |       \
+	 (1u << SYS_READV) | (1u << SYS_WRITEV) | (1u << SYS_PREADV) | (1u << SYS_PWRITEV) |       \
+	 (1u << SYS_PREADV2) | (1u << SYS_PWRITEV2) | (1u << SYS_SENDTO) | (1u << SYS_SENDMSG) |   \
 	 (1u << SYS_RECVFROM) | (1u << SYS_RECVMSG))
 
 /* One enter/exit pair per syscall: only the traced syscalls wake a program. */

@@ -40,21 +40,30 @@ static __always_inline int on_return(long ret)
 
 /* fentry/fexit: fexit sees the arguments and the return value. */
 SEC("fentry/vfs_read")
-int BPF_PROG(fentry_vfs_read) { return on_entry(VFS_READ); }
+int BPF_PROG(fentry_vfs_read)
+{
+	return on_entry(VFS_READ);
+}
 SEC("fexit/vfs_read")
 int BPF_PROG(fexit_vfs_read, struct file *f, char *buf, size_t n, loff_t *pos, ssize_t ret)
 {
 	return on_return(ret);
 }
 SEC("fentry/vfs_write")
-int BPF_PROG(fentry_vfs_write) { return on_entry(VFS_WRITE); }
+int BPF_PROG(fentry_vfs_write)
+{
+	return on_entry(VFS_WRITE);
+}
 SEC("fexit/vfs_write")
 int BPF_PROG(fexit_vfs_write, struct file *f, const char *buf, size_t n, loff_t *pos, ssize_t ret)
 {
 	return on_return(ret);
 }
 SEC("fentry/vfs_readv")
-int BPF_PROG(fentry_vfs_readv) { return on_entry(VFS_READV); }
+int BPF_PROG(fentry_vfs_readv)
+{
+	return on_entry(VFS_READV);
+}
 SEC("fexit/vfs_readv")
 int BPF_PROG(fexit_vfs_readv, struct file *f, const void *vec, unsigned long vlen, loff_t *pos,
 	     int flags, ssize_t ret)
@@ -62,7 +71,10 @@ int BPF_PROG(fexit_vfs_readv, struct file *f, const void *vec, unsigned long vle
 	return on_return(ret);
 }
 SEC("fentry/vfs_writev")
-int BPF_PROG(fentry_vfs_writev) { return on_entry(VFS_WRITEV); }
+int BPF_PROG(fentry_vfs_writev)
+{
+	return on_entry(VFS_WRITEV);
+}
 SEC("fexit/vfs_writev")
 int BPF_PROG(fexit_vfs_writev, struct file *f, const void *vec, unsigned long vlen, loff_t *pos,
 	     int flags, ssize_t ret)
@@ -70,7 +82,10 @@ int BPF_PROG(fexit_vfs_writev, struct file *f, const void *vec, unsigned long vl
 	return on_return(ret);
 }
 SEC("fentry/vfs_fsync_range")
-int BPF_PROG(fentry_vfs_fsync_range) { return on_entry(VFS_FSYNC); }
+int BPF_PROG(fentry_vfs_fsync_range)
+{
+	return on_entry(VFS_FSYNC);
+}
 SEC("fexit/vfs_fsync_range")
 int BPF_PROG(fexit_vfs_fsync_range, struct file *f, loff_t start, loff_t end, int datasync, int ret)
 {
@@ -79,22 +94,52 @@ int BPF_PROG(fexit_vfs_fsync_range, struct file *f, loff_t start, loff_t end, in
 
 /* kprobe/kretprobe: the fallback where fentry is missing or refused. */
 SEC("kprobe/vfs_read")
-int BPF_KPROBE(kprobe_vfs_read) { return on_entry(VFS_READ); }
+int BPF_KPROBE(kprobe_vfs_read)
+{
+	return on_entry(VFS_READ);
+}
 SEC("kretprobe/vfs_read")
-int BPF_KRETPROBE(kretprobe_vfs_read, long ret) { return on_return(ret); }
+int BPF_KRETPROBE(kretprobe_vfs_read, long ret)
+{
+	return on_return(ret);
+}
 SEC("kprobe/vfs_write")
-int BPF_KPROBE(kprobe_vfs_write) { return on_entry(VFS_WRITE); }
+int BPF_KPROBE(kprobe_vfs_write)
+{
+	return on_entry(VFS_WRITE);
+}
 SEC("kretprobe/vfs_write")
-int BPF_KRETPROBE(kretprobe_vfs_write, long ret) { return on_return(ret); }
+int BPF_KRETPROBE(kretprobe_vfs_write, long ret)
+{
+	return on_return(ret);
+}
 SEC("kprobe/vfs_readv")
-int BPF_KPROBE(kprobe_vfs_readv) { return on_entry(VFS_READV); }
+int BPF_KPROBE(kprobe_vfs_readv)
+{
+	return on_entry(VFS_READV);
+}
 SEC("kretprobe/vfs_readv")
-int BPF_KRETPROBE(kretprobe_vfs_readv, long ret) { return on_return(ret); }
+int BPF_KRETPROBE(kretprobe_vfs_readv, long ret)
+{
+	return on_return(ret);
+}
 SEC("kprobe/vfs_writev")
-int BPF_KPROBE(kprobe_vfs_writev) { return on_entry(VFS_WRITEV); }
+int BPF_KPROBE(kprobe_vfs_writev)
+{
+	return on_entry(VFS_WRITEV);
+}
 SEC("kretprobe/vfs_writev")
-int BPF_KRETPROBE(kretprobe_vfs_writev, long ret) { return on_return(ret); }
+int BPF_KRETPROBE(kretprobe_vfs_writev, long ret)
+{
+	return on_return(ret);
+}
 SEC("kprobe/vfs_fsync_range")
-int BPF_KPROBE(kprobe_vfs_fsync_range) { return on_entry(VFS_FSYNC); }
+int BPF_KPROBE(kprobe_vfs_fsync_range)
+{
+	return on_entry(VFS_FSYNC);
+}
 SEC("kretprobe/vfs_fsync_range")
-int BPF_KRETPROBE(kretprobe_vfs_fsync_range, long ret) { return on_return((int)ret); }
+int BPF_KRETPROBE(kretprobe_vfs_fsync_range, long ret)
+{
+	return on_return((int)ret);
+}

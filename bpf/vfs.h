@@ -6,7 +6,11 @@
 #include "cephscope.h"
 
 enum cephscope_vfs_op {
-	VFS_READ, VFS_WRITE, VFS_READV, VFS_WRITEV, VFS_FSYNC,
+	VFS_READ,
+	VFS_WRITE,
+	VFS_READV,
+	VFS_WRITEV,
+	VFS_FSYNC,
 	VFS_OP_COUNT,
 };
 

@@ -1,18 +1,20 @@
 #include "app/daemon.h"
 
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
-#include <csignal>
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <iostream>
 
+#include "app/event_fds.h"
+#include "app/target_sync.h"
 #include "collectors/collector.h"
+#include "collectors/osd_probes.h"
 #include "discovery/discovery.h"
 #include "discovery/process_events.h"
 #include "libbpf/features.h"
@@ -24,32 +26,22 @@
 namespace cephscope {
 namespace {
 
-// An fd that closes itself.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) {
-      close(fd_);
-    }
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
+struct Kernel {
+  std::string tracefs_dir;
+  KernelFeatures features;
 };
 
-Result<std::string> prepare_kernel(const Config& config, KernelFeatures& features) {
+// Never fails: what the kernel lacks is reported by each feature, and collectors that need
+// it say so.
+Kernel prepare_kernel(const Config& config) {
   route_libbpf_log_to_spdlog();
   auto tracefs = ensure_tracefs(config.mount_tracefs);
-  const std::string dir = tracefs.ok() ? *tracefs : std::string(kTracefsDir);
   if (!tracefs.ok()) {
     spdlog::warn("{}", tracefs.error().message);
   }
-  features = KernelFeatures::probe(dir);
-  return dir;
+  Kernel k{tracefs.ok() ? *tracefs : std::string(kTracefsDir), {}};
+  k.features = KernelFeatures::probe(k.tracefs_dir);
+  return k;
 }
 
 std::string describe(const Feature& f) {
@@ -71,8 +63,7 @@ void apply_overrides(Config& config, const Overrides& overrides) {
 }
 
 int run_check(const Config& config) {
-  KernelFeatures features;
-  const std::string tracefs = *prepare_kernel(config, features);
+  const auto [tracefs, features] = prepare_kernel(config);
   std::cout << "kernel " << features.kernel_release << "\n"
             << "feature btf: " << describe(features.btf) << "\n"
             << "feature tracefs: " << describe(features.tracefs) << "\n"
@@ -98,12 +89,19 @@ int run_check(const Config& config) {
     std::cout << "collector=" << c->name() << " hook=" << c->hook()
               << " status=" << (ok ? "ok" : "unavailable") << " reason=\"" << reason << "\"\n";
   }
+  // What the OSD collector attaches in each ceph-osd, from its probe table.
+  for (const auto& u : osd::kUprobes) {
+    const bool off =
+        !config.collectors.osd.enabled || (u.bluestore && !config.collectors.osd_bluestore_stages);
+    std::cout << "osd probe=\"" << u.label << "\" program=" << u.program << (off ? " off" : "")
+              << (u.instead_of != nullptr ? std::string(" instead_of=") + u.instead_of : "")
+              << "\n";
+  }
   return 0;
 }
 
 int run_daemon(const std::string& config_path, Config config, const Overrides& overrides) {
-  KernelFeatures features;
-  const std::string tracefs = *prepare_kernel(config, features);
+  const auto [tracefs, features] = prepare_kernel(config);
   spdlog::info("kernel {}: tp_btf {}, fentry {}, kprobe {}", features.kernel_release,
                features.tp_btf.available ? "yes" : "no", features.fentry.available ? "yes" : "no",
                features.kprobe.available ? "yes" : "no");
@@ -111,14 +109,12 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
     spdlog::warn("{}", features.bpf_memory.reason);
   }
 
-  // Signals are read from a signalfd in the loop, never in async handlers.
-  sigset_t mask;
-  sigemptyset(&mask);
-  for (int s : {SIGTERM, SIGINT, SIGHUP}) {
-    sigaddset(&mask, s);
+  // Before any thread starts, so that every thread leaves the signals to the signalfd.
+  auto sigfd = open_signal_fd();
+  if (!sigfd.ok()) {
+    spdlog::critical("{}", sigfd.error().message);
+    return 1;
   }
-  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
-  Fd sigfd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
 
   std::unique_ptr<Discovery> discovery;
   auto events = ProcessEvents::start([&](pid_t pid, bool exec) {
@@ -168,33 +164,42 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   }
   spdlog::info("serving /metrics on {}: {}", config.listen, security);
 
-  Fd epfd(epoll_create1(EPOLL_CLOEXEC));
-  for (int fd : {sigfd.get(), (*events)->poll_fd()}) {
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = fd;
-    epoll_ctl(epfd.get(), EPOLL_CTL_ADD, fd, &ev);
+  auto epfd = watch_inputs({sigfd->get(), (*events)->poll_fd()});
+  if (!epfd.ok()) {
+    spdlog::critical("{}", epfd.error().message);
+    return 1;
   }
 
+  TargetSync target_sync(registry, collectors);
   discovery->scan(Clock::now());
   ready = true;
   auto next_scan = Clock::now() + config.discovery.scan_interval;
   for (;;) {
     std::array<epoll_event, 4> evs{};
-    const int n = epoll_wait(epfd.get(), evs.data(), evs.size(), 100);
+    const int n = epoll_wait(epfd->get(), evs.data(), evs.size(), 100);
     if (n < 0 && errno != EINTR) {
       spdlog::critical("epoll_wait: {}", std::strerror(errno));
       return 1;
     }
     for (int i = 0; i < n; ++i) {
-      if (evs[i].data.fd != sigfd.get()) {
-        (*events)->consume();
+      if (evs[i].data.fd != sigfd->get()) {
+        if (auto consumed = (*events)->consume(); !consumed.ok()) {
+          spdlog::critical("{}", consumed.error().message);
+          return 1;
+        }
         continue;
       }
-      signalfd_siginfo si{};
-      while (read(sigfd.get(), &si, sizeof(si)) == sizeof(si)) {
-        if (si.ssi_signo != SIGHUP) {
-          spdlog::info("signal {}: shutting down", si.ssi_signo);
+      for (;;) {
+        auto signal = next_signal(*sigfd);
+        if (!signal.ok()) {
+          spdlog::critical("{}", signal.error().message);
+          return 1;
+        }
+        if (!*signal) {
+          break;
+        }
+        if (**signal != SIGHUP) {
+          spdlog::info("signal {}: shutting down", **signal);
           return 0;  // destructors detach every probe: server first, then collectors, then
                      // discovery
         }
@@ -233,9 +238,9 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
       discovery->scan(now);
       next_scan = now + config.discovery.scan_interval;
     }
-    const auto targets = registry.snapshot();
+    target_sync();
     for (const auto& c : collectors) {
-      c->sync_targets(targets);
+      c->refresh(now);
     }
   }
 }

@@ -217,22 +217,22 @@ void show_pid(const Options& o) {
   for (const auto& [module, set] : work) {
     const auto t0 = std::chrono::steady_clock::now();
     // The executable is asked for by its name: match it through /proc/PID/exe first.
-    Identification id = identify_module(o.pid, "");
-    if (!id.ok() || !module_name_matches(id.module->name, module)) {
+    auto id = identify_module(o.pid, "");
+    if (!id.ok() || !module_name_matches(id->name, module)) {
       id = identify_module(o.pid, module);
     }
     if (!id.ok()) {
-      if (id.refusal != Refusal::kNotMapped || !o.module.empty()) {
-        std::printf("%s: refused (%s): %s\n", module.c_str(),
-                    std::string(to_string(id.refusal)).c_str(), id.detail.c_str());
+      if (id.error().reason != to_string(Refusal::kNotMapped) || !o.module.empty()) {
+        std::printf("%s: refused (%s): %s\n", module.c_str(), id.error().reason.c_str(),
+                    id.error().message.c_str());
       }
       continue;
     }
     any = true;
-    auto loaded = store.for_module(*id.module, set);
+    auto loaded = store.for_module(*id, set);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("\nprocess     %d: %s (%s, inode %" PRIu64 ")\n", o.pid, id.module->path.c_str(),
-                id.module->host_path.c_str(), id.module->inode);
+    std::printf("\nprocess     %d: %s (%s, inode %" PRIu64 ")\n", o.pid, id->path.c_str(),
+                id->host_path.c_str(), id->inode);
     if (!loaded.ok()) {
       std::printf("no profile: %s\n", loaded.error().message.c_str());
       continue;

@@ -14,6 +14,8 @@
 #include "block.skel.h"
 #include "bpf/block.h"
 #include "collectors/block_devices.h"
+#include "collectors/bpf_collector.h"
+#include "core/hist.h"
 #include "libbpf/features.h"
 #include "libbpf/maps.h"
 
@@ -26,6 +28,9 @@ const std::vector<std::string> kProbes = {"block_bio_queue", "block_rq_insert", 
                                           "block_rq_requeue", "block_rq_complete"};
 
 using BlockSkel = Skeleton<block_bpf, block_bpf__destroy>;
+
+// Partitions rarely come and go, and a rescan walks /sys/class/block.
+constexpr auto kPartitionRescan = std::chrono::seconds(10);
 
 struct Flavour {
   const char* hook;
@@ -40,44 +45,53 @@ constexpr Flavour kTracepoint{
 
 // tp_btf programs read the tracepoints' arguments, whose lists changed in Linux 5.11 (see
 // block.bpf.c): tell the programs which list this kernel has.
-std::string set_tp_btf_prototypes(block_bpf& skel) {
+Status set_tp_btf_prototypes(block_bpf& skel) {
   const auto args = tp_btf_arg_counts(
       {"block_bio_queue", "block_rq_issue", "block_rq_insert", "block_rq_requeue"});
   if (args[0] != 1 && args[0] != 2) {
-    return "tp_btf: unknown prototype of block_bio_queue (" + std::to_string(args[0]) +
-           " arguments)";
+    return make_error(ErrorKind::kUnsupported, "tp_btf: unknown prototype of block_bio_queue (" +
+                                                   std::to_string(args[0]) + " arguments)");
   }
   if (args[1] != args[2] || args[1] != args[3] || (args[1] != 1 && args[1] != 2)) {
-    return "tp_btf: unknown prototypes of block_rq_issue, block_rq_insert and block_rq_requeue (" +
-           std::to_string(args[1]) + ", " + std::to_string(args[2]) + " and " +
-           std::to_string(args[3]) + " arguments)";
+    return make_error(
+        ErrorKind::kUnsupported,
+        "tp_btf: unknown prototypes of block_rq_issue, block_rq_insert and block_rq_requeue (" +
+            std::to_string(args[1]) + ", " + std::to_string(args[2]) + " and " +
+            std::to_string(args[3]) + " arguments)");
   }
   skel.rodata->bio_queue_with_q = args[0] == 2;
   skel.rodata->rq_with_q = args[1] == 2;
-  return "";
+  return ok_status();
 }
 
 class BlockCollector final : public BpfCollector {
  public:
   explicit BlockCollector(const CollectorContext& ctx) { start(ctx); }
   [[nodiscard]] const char* name() const override { return "block"; }
-  void collect(MetricSink& out, const TargetLabelMap& targets) override;
+  Status collect(MetricSink& out, const TargetLabelMap& targets) override;
+  void refresh(Clock::time_point now) override;
 
  private:
   void start(const CollectorContext& ctx);
-  // Loads one flavour; an error text on failure.
-  std::string load(const Flavour& flavour, int tracked_map_fd);
-  void sync_partitions();
+  // Loads one flavour where the kernel offers its hook, and attaches it.
+  Status load(const Flavour& flavour, const Feature& feature, int tracked_map_fd);
+  // Mirrors the partition -> disk map of /sys into the BPF map.
+  Status write_partitions();
+  void sync_partitions();  // write_partitions, and a warning when that fails
 
   BlockDevices devices_;
   int stats_fd_ = -1;
   int partitions_fd_ = -1;
+  Clock::time_point next_partition_scan_ = Clock::now() + kPartitionRescan;
 };
 
-std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
+Status BlockCollector::load(const Flavour& flavour, const Feature& feature, int tracked_map_fd) {
+  if (!feature.available) {
+    return make_error(ErrorKind::kUnsupported, std::string(flavour.hook) + ": " + feature.reason);
+  }
   BlockSkel skel;
-  if (auto err = open_skeleton(skel, block_bpf__open, tracked_map_fd); !err.empty()) {
-    return err;
+  if (auto opened = open_skeleton(skel, block_bpf__open, tracked_map_fd); !opened.ok()) {
+    return opened;
   }
   // Per-CPU LRU lists split the capacity between CPUs: give each CPU room for a deep queue.
   const auto per_cpu_room =
@@ -85,8 +99,8 @@ std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
   bpf_map__set_max_entries(skel->maps.block_inflight, per_cpu_room);
   bpf_map__set_max_entries(skel->maps.block_bio_owner, per_cpu_room);
   if (&flavour == &kTpBtf) {
-    if (auto err = set_tp_btf_prototypes(*skel); !err.empty()) {
-      return err;
+    if (auto set = set_tp_btf_prototypes(*skel); !set.ok()) {
+      return set;
     }
   }
   bpf_program* prog = nullptr;
@@ -96,9 +110,12 @@ std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
                                               n) != flavour.programs.end());
   }
   if (const int err = block_bpf__load(skel.get()); err != 0) {
-    return std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err);
+    return make_error(ErrorKind::kSystem,
+                      std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
+                      -err);
   }
   stats_fd_ = bpf_map__fd(skel->maps.block_stats);
+  prune_by_target<block_stats_key>(stats_fd_);
   partitions_fd_ = bpf_map__fd(skel->maps.block_partitions);
   block_bpf* raw = skel.release();
   adopt(
@@ -106,56 +123,64 @@ std::string BlockCollector::load(const Flavour& flavour, int tracked_map_fd) {
   for (std::size_t i = 0; i < kProbes.size(); ++i) {
     attach(bpf_object__find_program_by_name(raw->obj, flavour.programs[i]), kProbes[i]);
   }
-  return "";
+  return ok_status();
 }
 
 void BlockCollector::start(const CollectorContext& ctx) {
   const std::string& wanted = ctx.config.collectors.block.hook;
   std::string why;
   if (wanted != "tracepoint") {
-    if (ctx.features.tp_btf.available) {
-      why = load(kTpBtf, ctx.tracked_map_fd);
-    } else {
-      why = "tp_btf: " + ctx.features.tp_btf.reason;
-    }
-    if (loaded() || wanted == "tp_btf") {
-      if (!loaded()) {
-        unavailable(why, kProbes);
+    const Status tp_btf = load(kTpBtf, ctx.features.tp_btf, ctx.tracked_map_fd);
+    if (tp_btf.ok() || wanted == "tp_btf") {
+      if (!tp_btf.ok()) {
+        unavailable(tp_btf.error().message, kProbes);
       }
       sync_partitions();
       return;
     }
+    why = tp_btf.error().message;
     spdlog::info("block: falling back to classic tracepoints ({})", why);
   }
-  if (!ctx.features.tracefs.available) {
-    unavailable((why.empty() ? "" : why + "; ") + "tracepoint: " + ctx.features.tracefs.reason,
-                kProbes);
-    return;
-  }
-  if (auto err = load(kTracepoint, ctx.tracked_map_fd); !err.empty()) {
-    unavailable((why.empty() ? "" : why + "; ") + err, kProbes);
+  if (auto tracepoint = load(kTracepoint, ctx.features.tracefs, ctx.tracked_map_fd);
+      !tracepoint.ok()) {
+    unavailable((why.empty() ? "" : why + "; ") + tracepoint.error().message, kProbes);
     return;
   }
   sync_partitions();
 }
 
-void BlockCollector::sync_partitions() {
-  if (partitions_fd_ < 0) {
-    return;
-  }
-  for (const auto& [part, disk] : devices_.partitions()) {
-    bpf_map_update_elem(partitions_fd_, &part, &disk, BPF_ANY);
+void BlockCollector::refresh(Clock::time_point now) {
+  if (now >= next_partition_scan_) {
+    next_partition_scan_ = now + kPartitionRescan;
+    sync_partitions();  // picks up disks attached since the last pass
   }
 }
 
-void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
-  if (stats_fd_ < 0) {
-    return;
+Status BlockCollector::write_partitions() {
+  if (partitions_fd_ < 0) {
+    return ok_status();
   }
-  sync_partitions();  // cheap, and picks up disks attached since the last scrape
+  for (const auto& [part, disk] : devices_.partitions()) {
+    if (bpf_map_update_elem(partitions_fd_, &part, &disk, BPF_ANY) != 0) {
+      return map_error("bpf_map_update_elem", partitions_fd_);
+    }
+  }
+  return ok_status();
+}
+
+void BlockCollector::sync_partitions() {
+  if (auto synced = write_partitions(); !synced.ok()) {
+    spdlog::warn("block: partitions not mapped to their disks: {}", synced.error().message);
+  }
+}
+
+Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
+  if (stats_fd_ < 0) {
+    return ok_status();
+  }
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // target, dev, op
   std::map<Key, block_stats> sums;
-  for_each_percpu<block_stats_key, block_stats>(
+  Status walked = for_each_percpu<block_stats_key, block_stats>(
       stats_fd_, [&](const block_stats_key& k, std::span<const block_stats> cpus) {
         auto& s = sums[{k.target, k.dev, k.op}];
         for (const auto& c : cpus) {
@@ -165,9 +190,9 @@ void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
           s.errors += c.errors;
         }
       });
-  prune_keys<block_stats_key>(stats_fd_, [&](const block_stats_key& k) {
-    return k.target == CEPHSCOPE_UNTRACKED || targets.contains(k.target);
-  });
+  if (!walked.ok()) {
+    return walked;
+  }
 
   std::map<std::pair<std::uint32_t, std::uint32_t>, block_stats> per_device;  // dev, op
   std::map<std::pair<std::uint32_t, std::string>, std::uint64_t> layer_bytes;
@@ -214,6 +239,7 @@ void BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
                 targets.at(key.first) + Labels{{"layer", "block"}, {"direction", direction}},
                 static_cast<double>(bytes));
   }
+  return ok_status();
 }
 
 }  // namespace

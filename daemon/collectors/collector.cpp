@@ -1,105 +1,15 @@
 #include "collectors/collector.h"
 
-#include <bpf/bpf.h>
-#include <spdlog/spdlog.h>
-
-#include <cerrno>
-#include <cstring>
-
-#include "libbpf/maps.h"
-
 namespace cephscope {
 
-void BpfCollector::adopt(bpf_object* obj, std::function<void()> destroy, std::string hook) {
-  owner_.destroy = std::move(destroy);
-  obj_ = obj;
-  hook_ = std::move(hook);
+Status Collector::scrape(MetricSink& out, const TargetLabelMap& targets) {
+  std::lock_guard lock(maps_mu_);
+  return collect(out, targets);
 }
 
-bool BpfCollector::attach(bpf_program* prog, const std::string& probe) {
-  bpf_link* link = bpf_program__attach(prog);
-  if (link == nullptr) {
-    const int err = errno;
-    const std::string reason = std::string("attach failed: ") + std::strerror(err);
-    spdlog::warn("{}: {} {}", name(), probe, reason);
-    probes_.push_back({probe, "", false, reason});
-    return false;
-  }
-  links_.emplace_back(link);
-  probes_.push_back({probe, "", true, "ok"});
-  return true;
-}
-
-void BpfCollector::unavailable(const std::string& reason, const std::vector<std::string>& names) {
-  reason_ = reason;
-  for (const auto& n : names) {
-    probes_.push_back({n, "", false, reason});
-  }
-  spdlog::warn("collector {} is unavailable: {}", name(), reason);
-}
-
-bool BpfCollector::any_attached() const {
-  return !links_.empty();
-}
-
-std::vector<MapUsage> BpfCollector::maps() const {
-  std::vector<MapUsage> out;
-  if (obj_ == nullptr) {
-    return out;
-  }
-  bpf_map* map = nullptr;
-  bpf_object__for_each_map(map, obj_) {
-    const auto type = bpf_map__type(map);
-    const std::string map_name = bpf_map__name(map);
-    // Arrays are always full, ring buffers have no entries, rodata is not state, and the
-    // shared filter map is reported once, by the daemon.
-    if (type == BPF_MAP_TYPE_PERCPU_ARRAY || type == BPF_MAP_TYPE_ARRAY ||
-        type == BPF_MAP_TYPE_RINGBUF || map_name == "tracked_tgids") {
-      continue;
-    }
-    out.push_back({map_name, count_entries(map), bpf_map__max_entries(map)});
-  }
-  return out;
-}
-
-std::vector<std::pair<std::string, ProgramStats>> BpfCollector::programs() const {
-  std::vector<std::pair<std::string, ProgramStats>> out;
-  if (obj_ == nullptr) {
-    return out;
-  }
-  bpf_program* prog = nullptr;
-  bpf_object__for_each_program(prog, obj_) {
-    if (bpf_program__fd(prog) >= 0) {
-      out.emplace_back(bpf_program__name(prog), program_stats(prog));
-    }
-  }
-  return out;
-}
-
-std::array<std::uint64_t, LOST_REASONS> BpfCollector::lost() const {
-  std::array<std::uint64_t, LOST_REASONS> out{};
-  if (obj_ == nullptr) {
-    return out;
-  }
-  const bpf_map* map = bpf_object__find_map_by_name(obj_, "lost_events");
-  if (map == nullptr) {
-    return out;
-  }
-  for (std::uint32_t r = 0; r < LOST_REASONS; ++r) {
-    out[r] = sum_percpu_u64(bpf_map__fd(map), r);
-  }
-  return out;
-}
-
-std::string reuse_tracked_map(bpf_map* map, int tracked_map_fd) {
-  if (tracked_map_fd < 0) {
-    return "";
-  }
-  const int err = bpf_map__reuse_fd(map, tracked_map_fd);
-  if (err != 0) {
-    return std::string("cannot share the tracked-process map: ") + std::strerror(-err);
-  }
-  return "";
+void Collector::prune(const TargetIds& live) {
+  std::lock_guard lock(maps_mu_);
+  prune_maps(live);
 }
 
 }  // namespace cephscope

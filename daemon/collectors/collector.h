@@ -1,26 +1,27 @@
 // A collector owns one BPF object: it loads it, attaches its probes, and at scrape time
-// reads its maps into metric families. Everything common to the BPF side (links, probe
-// status, map usage, lost-event counters, program run time) lives in BpfCollector.
+// reads its maps into a MetricSink. This is the interface the daemon loop and the exporter
+// see; what every BPF-backed collector shares is in collectors/bpf_collector.h.
 #pragma once
 
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <cstdint>
-#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "bpf/cephscope.h"
+#include "collectors/metric_sink.h"
+#include "collectors/status.h"
 #include "config/config.h"
+#include "core/labels.h"
+#include "core/result.h"
 #include "discovery/registry.h"
 #include "libbpf/features.h"
-#include "libbpf/handles.h"
 #include "libbpf/prog_stats.h"
-#include "metrics/labels.h"
-#include "metrics/sink.h"
 
 namespace cephscope {
 
@@ -32,86 +33,50 @@ struct CollectorContext {
 };
 
 using TargetLabelMap = std::unordered_map<std::uint32_t, Labels>;
-
-struct MapUsage {
-  std::string map;
-  std::size_t entries;
-  std::size_t capacity;
-};
+using TargetIds = std::unordered_set<std::uint32_t>;
+// Events a collector's programs could not fold, by enum cephscope_lost_reason.
+using LostCounts = std::array<std::uint64_t, LOST_REASONS>;
 
 class Collector {
  public:
+  Collector() = default;
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
   virtual ~Collector() = default;
+
   [[nodiscard]] virtual const char* name() const = 0;
   // The hook type in use ("tracepoint", "tp_btf", "fentry", "kprobe") or "unavailable".
   [[nodiscard]] virtual std::string hook() const = 0;
   [[nodiscard]] virtual std::string unavailable_reason() const = 0;
-  // Reads the maps into `out`. Series of target ids absent from `targets` are stale (the
-  // target expired) and are deleted from the maps.
-  virtual void collect(MetricSink& out, const TargetLabelMap& targets) = 0;
   [[nodiscard]] virtual std::vector<ProbeStatus> probes() const = 0;
   [[nodiscard]] virtual std::vector<MapUsage> maps() const = 0;
   [[nodiscard]] virtual std::vector<std::pair<std::string, ProgramStats>> programs() const = 0;
-  [[nodiscard]] virtual std::array<std::uint64_t, LOST_REASONS> lost() const = 0;
-  // Called from the daemon loop with the current targets (at most every 100 ms), for
-  // collectors that attach per process. The default ignores it.
-  virtual void sync_targets(const std::vector<TargetView>& /*targets*/) {}
-};
+  [[nodiscard]] virtual Result<LostCounts> lost() const = 0;
 
-class BpfCollector : public Collector {
- public:
-  [[nodiscard]] std::string hook() const override { return obj_ ? hook_ : "unavailable"; }
-  [[nodiscard]] std::string unavailable_reason() const override { return reason_; }
-  [[nodiscard]] std::vector<ProbeStatus> probes() const override { return probes_; }
-  [[nodiscard]] std::vector<MapUsage> maps() const override;
-  [[nodiscard]] std::vector<std::pair<std::string, ProgramStats>> programs() const override;
-  [[nodiscard]] std::array<std::uint64_t, LOST_REASONS> lost() const override;
+  // One scrape: reads the maps into `out`, and only reads. On an error nothing of the maps
+  // that failed is written: a partial sum would look like a counter reset.
+  Status scrape(MetricSink& out, const TargetLabelMap& targets);
+  // Deletes the map entries of targets not in `live` (they expired). Called by the daemon
+  // loop when targets went away, never by a scrape, and never while one runs: a map walk
+  // that meets a deleted key starts again from the first key and would count entries twice.
+  void prune(const TargetIds& live);
+
+  // Called by the daemon loop when the registry's targets changed, for collectors that
+  // attach per process. The default ignores it.
+  virtual void sync_targets(const std::vector<TargetView>& /*targets*/) {}
+  // Called by the daemon loop on every pass (100 ms apart at most) to keep what the BPF
+  // programs read current: clock offsets, device maps. Must stay cheap.
+  virtual void refresh(Clock::time_point /*now*/) {}
 
  protected:
-  // Takes ownership of a loaded skeleton: `destroy` runs after every link is gone.
-  void adopt(bpf_object* obj, std::function<void()> destroy, std::string hook);
-  // Attaches one program by its SEC() definition and records the outcome.
-  bool attach(bpf_program* prog, const std::string& probe);
-  // Marks the collector unavailable; every probe in `names` is reported with `reason`.
-  void unavailable(const std::string& reason, const std::vector<std::string>& names);
-  // Records a probe that was left out while the rest of the collector works.
-  void unavailable_probe(ProbeStatus status) { probes_.push_back(std::move(status)); }
-  [[nodiscard]] bool loaded() const { return obj_ != nullptr; }
-  [[nodiscard]] bool any_attached() const;
+  // Reads the maps into `out`. Entries of target ids absent from `targets` are skipped: their
+  // target expired and prune() has not deleted them yet.
+  virtual Status collect(MetricSink& out, const TargetLabelMap& targets) = 0;
+  virtual void prune_maps(const TargetIds& /*live*/) {}
 
  private:
-  struct Owner {
-    std::function<void()> destroy;
-    Owner() = default;
-    Owner(const Owner&) = delete;
-    Owner& operator=(const Owner&) = delete;
-    ~Owner() {
-      if (destroy) {
-        destroy();
-      }
-    }
-  };
-  // Declaration order matters: links_ is destroyed before owner_ closes the object.
-  Owner owner_;
-  std::vector<Link> links_;
-  bpf_object* obj_ = nullptr;
-  std::string hook_;
-  std::string reason_;
-  std::vector<ProbeStatus> probes_;
+  std::mutex maps_mu_;  // scrape() and prune() take turns
 };
-
-// Makes a skeleton's tracked_tgids map the shared one; returns an error text ("" when done).
-std::string reuse_tracked_map(bpf_map* map, int tracked_map_fd);
-
-// Opens a collector's skeleton with the shared tracked-process map; an error text on failure.
-template <typename Skel, void (*Destroy)(Skel*)>
-std::string open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), int tracked_map_fd) {
-  skel.reset(open());
-  if (!skel) {
-    return std::string("cannot open the BPF object: ") + std::strerror(errno);
-  }
-  return reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd);
-}
 
 std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorContext& ctx);
 

@@ -3,14 +3,15 @@
 #include <map>
 #include <string>
 
+#include "core/hist.h"
 #include "libbpf/maps.h"
 
 namespace cephscope {
 
-void scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
-                     const TargetLabelMap& targets) {
+Status scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
+                       const TargetLabelMap& targets) {
   std::map<std::pair<std::uint32_t, std::uint32_t>, op_stats> sums;
-  for_each_percpu<target_op_key, op_stats>(
+  Status walked = for_each_percpu<target_op_key, op_stats>(
       stats_fd, [&](const target_op_key& k, std::span<const op_stats> cpus) {
         auto& s = sums[{k.target, k.op}];
         for (const auto& c : cpus) {
@@ -19,8 +20,9 @@ void scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
           s.errors += c.errors;
         }
       });
-  prune_keys<target_op_key>(stats_fd,
-                            [&](const target_op_key& k) { return targets.contains(k.target); });
+  if (!walked.ok()) {
+    return walked;
+  }
 
   const std::string prefix = spec.prefix;
   const std::string what = spec.what;
@@ -48,6 +50,7 @@ void scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
                 targets.at(key.first) + Labels{{"layer", spec.layer}, {"direction", key.second}},
                 static_cast<double>(bytes));
   }
+  return ok_status();
 }
 
 }  // namespace cephscope

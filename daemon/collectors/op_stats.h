@@ -18,7 +18,7 @@ struct OpStatsMetrics {
   const char* (*direction)(unsigned op);
 };
 
-void scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
-                     const TargetLabelMap& targets);
+Status scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
+                       const TargetLabelMap& targets);
 
 }  // namespace cephscope

@@ -6,9 +6,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <ctime>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -18,7 +18,9 @@
 #include <tuple>
 
 #include "bpf/osd.h"
+#include "collectors/bpf_collector.h"
 #include "collectors/osd_probes.h"
+#include "core/hist.h"
 #include "libbpf/maps.h"
 #include "osd.skel.h"
 #include "profile/store.h"
@@ -41,12 +43,14 @@ profile::StoreOptions store_options(const Config::Profiles& c) {
   return o;
 }
 
+// Realtime minus monotonic: libstdc++'s steady_clock is CLOCK_MONOTONIC, the clock of
+// bpf_ktime_get_ns() and of Ceph's own stamps' conversion here.
 std::int64_t realtime_offset_ns() {
-  timespec rt{};
-  timespec mono{};
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  clock_gettime(CLOCK_REALTIME, &rt);
-  return (rt.tv_sec - mono.tv_sec) * 1'000'000'000LL + (rt.tv_nsec - mono.tv_nsec);
+  using std::chrono::nanoseconds;
+  return std::chrono::duration_cast<nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch() -
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 class OsdCollector final : public BpfCollector {
@@ -66,8 +70,9 @@ class OsdCollector final : public BpfCollector {
     }
   }
   [[nodiscard]] const char* name() const override { return "osd"; }
-  void collect(MetricSink& out, const TargetLabelMap& targets) override;
+  Status collect(MetricSink& out, const TargetLabelMap& targets) override;
   void sync_targets(const std::vector<TargetView>& targets) override;
+  void refresh(Clock::time_point now) override;
   [[nodiscard]] std::vector<ProbeStatus> probes() const override;
 
  private:
@@ -117,8 +122,8 @@ void OsdCollector::start(const CollectorContext& ctx) {
     }
   }
   OsdSkel skel;
-  if (auto err = open_skeleton(skel, osd_bpf__open, ctx.tracked_map_fd); !err.empty()) {
-    unavailable(err, all);
+  if (auto opened = open_skeleton(skel, osd_bpf__open, ctx.tracked_map_fd); !opened.ok()) {
+    unavailable(opened.error().message, all);
     return;
   }
   if (const int err = osd_bpf__load(skel.get()); err != 0) {
@@ -130,6 +135,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
   skel->bss->slow_ns = static_cast<std::uint64_t>(
       std::chrono::nanoseconds(ctx.config.collectors.osd_slow_op_threshold).count());
   stats_fd_ = bpf_map__fd(skel->maps.osd_stats);
+  prune_by_target<osd_stats_key>(stats_fd_);
   layouts_fd_ = bpf_map__fd(skel->maps.osd_layouts);
   skel_ = skel.release();
   osd_bpf* raw = skel_;
@@ -143,7 +149,6 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
   if (skel_ == nullptr) {
     return;
   }
-  skel_->bss->rt_off_ns = realtime_offset_ns();
   std::set<pid_t> live;
   std::lock_guard lock(mu_);
   const std::size_t before = queue_.size();
@@ -166,8 +171,19 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
   for (auto& [pid, proc] : attached_) {
     proc.leaving = proc.leaving || !live.contains(pid);
   }
+  for (const pid_t pid : queued_) {
+    if (!live.contains(pid)) {
+      queue_.push_back({pid, std::nullopt});  // gone while its attach waits: detach after it
+    }
+  }
   if (queue_.size() != before) {
     wake_.notify_one();
+  }
+}
+
+void OsdCollector::refresh(Clock::time_point /*now*/) {
+  if (skel_ != nullptr) {
+    skel_->bss->rt_off_ns = realtime_offset_ns();
   }
 }
 
@@ -201,7 +217,10 @@ void OsdCollector::work(const std::stop_token& stop) {
       attached_.erase(it);
     }
     const auto tgid = static_cast<std::uint32_t>(req.pid);
-    bpf_map_delete_elem(layouts_fd_, &tgid);
+    if (bpf_map_delete_elem(layouts_fd_, &tgid) != 0 && errno != ENOENT) {
+      spdlog::warn("osd: {} (pid {}): layout not deleted: {}", gone.who, req.pid,
+                   std::strerror(errno));
+    }
     gone.links.clear();  // the slow part, outside the lock
   }
 }
@@ -217,10 +236,10 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
   };
   const auto ident = profile::identify_module(pid, "");
   if (!ident.ok()) {
-    fail_all(std::string("binary refused: ") + std::string(profile::to_string(ident.refusal)));
+    fail_all("binary refused: " + ident.error().reason);
     return;
   }
-  const auto& module = *ident.module;
+  const auto& module = *ident;
   auto loaded = store_.for_module(module, set_, stop);
   if (!loaded.ok()) {
     fail_all("no probe profile: " + loaded.error().message);
@@ -306,13 +325,13 @@ void OsdCollector::stage_status(MetricSink& out) const {
   }
 }
 
-void OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
+Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   if (stats_fd_ < 0) {
-    return;
+    return ok_status();
   }
   stage_status(out);
   std::map<std::tuple<std::uint32_t, int, int>, osd_stats> sums;
-  for_each_percpu<osd_stats_key, osd_stats>(
+  Status walked = for_each_percpu<osd_stats_key, osd_stats>(
       stats_fd_, [&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
         auto& s = sums[{k.target, k.kind, k.op}];
         for (const auto& c : cpus) {
@@ -324,8 +343,9 @@ void OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
           s.bytes_out += c.bytes_out;
         }
       });
-  prune_keys<osd_stats_key>(stats_fd_,
-                            [&](const osd_stats_key& k) { return targets.contains(k.target); });
+  if (!walked.ok()) {
+    return walked;
+  }
 
   for (const auto& [key, s] : sums) {
     const auto [target, kind, op] = key;
@@ -370,6 +390,7 @@ void OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
       }
     }
   }
+  return ok_status();
 }
 
 }  // namespace

@@ -221,7 +221,11 @@ Result<std::uint64_t> io_done_call(const profile::Profile& p, const UprobeDef& d
   if (!elf.ok()) {
     return elf.error();
   }
-  const auto code = elf->read(f.file_offset, f.size);
+  auto code_read = elf->read_at(f.file_offset, f.size);
+  if (!code_read.ok()) {
+    return code_read.error();
+  }
+  const auto& code = *code_read;
   if (code.size() != f.size) {
     return make_error(ErrorKind::kInvalidInput, std::string("short read of ") + def.function);
   }

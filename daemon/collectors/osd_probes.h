@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "bpf/osd.h"
-#include "libbpf/handles.h"
+#include "collectors/status.h"
 #include "profile/probe_set.h"
 #include "profile/profile.h"
 

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "bpf/syscall.h"
+#include "collectors/bpf_collector.h"
 #include "collectors/op_stats.h"
 #include "core/fs.h"
 #include "syscall.skel.h"
@@ -50,7 +51,7 @@ class SyscallCollector final : public BpfCollector {
  public:
   explicit SyscallCollector(const CollectorContext& ctx) { start(ctx); }
   [[nodiscard]] const char* name() const override { return "syscall"; }
-  void collect(MetricSink& out, const TargetLabelMap& targets) override;
+  Status collect(MetricSink& out, const TargetLabelMap& targets) override;
 
  private:
   void start(const CollectorContext& ctx);
@@ -64,8 +65,8 @@ void SyscallCollector::start(const CollectorContext& ctx) {
     return;
   }
   SyscallSkel skel;
-  if (auto err = open_skeleton(skel, syscall_bpf__open, ctx.tracked_map_fd); !err.empty()) {
-    unavailable(err, all);
+  if (auto opened = open_skeleton(skel, syscall_bpf__open, ctx.tracked_map_fd); !opened.ok()) {
+    unavailable(opened.error().message, all);
     return;
   }
   // A syscall this kernel does not have (or has no tracepoint for) is left out, not fatal.
@@ -83,6 +84,7 @@ void SyscallCollector::start(const CollectorContext& ctx) {
     return;
   }
   stats_fd_ = bpf_map__fd(skel->maps.syscall_stats);
+  prune_by_target<target_op_key>(stats_fd_);
   syscall_bpf* raw = skel.release();
   adopt(
       raw->obj, [raw] { syscall_bpf__destroy(raw); }, "tracepoint");
@@ -101,12 +103,13 @@ void SyscallCollector::start(const CollectorContext& ctx) {
   }
 }
 
-void SyscallCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
-  if (stats_fd_ >= 0) {
-    scrape_op_stats(stats_fd_,
-                    {"cephscope_syscall", "syscalls", "syscall", "syscall", kNames, direction}, out,
-                    targets);
+Status SyscallCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
+  if (stats_fd_ < 0) {
+    return ok_status();
   }
+  return scrape_op_stats(stats_fd_,
+                         {"cephscope_syscall", "syscalls", "syscall", "syscall", kNames, direction},
+                         out, targets);
 }
 
 }  // namespace

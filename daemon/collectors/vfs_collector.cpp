@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "bpf/vfs.h"
+#include "collectors/bpf_collector.h"
 #include "collectors/op_stats.h"
 #include "vfs.skel.h"
 
@@ -47,23 +48,28 @@ class VfsCollector final : public BpfCollector {
  public:
   explicit VfsCollector(const CollectorContext& ctx) { start(ctx); }
   [[nodiscard]] const char* name() const override { return "vfs"; }
-  void collect(MetricSink& out, const TargetLabelMap& targets) override {
-    if (stats_fd_ >= 0) {
-      scrape_op_stats(stats_fd_, {"cephscope_vfs", "vfs calls", "op", "vfs", kOps, direction}, out,
-                      targets);
+  Status collect(MetricSink& out, const TargetLabelMap& targets) override {
+    if (stats_fd_ < 0) {
+      return ok_status();
     }
+    return scrape_op_stats(stats_fd_, {"cephscope_vfs", "vfs calls", "op", "vfs", kOps, direction},
+                           out, targets);
   }
 
  private:
   void start(const CollectorContext& ctx);
-  std::string load(const Flavour& flavour, int tracked_map_fd);
+  // Loads one flavour where the kernel offers its hook, and attaches it.
+  Status load(const Flavour& flavour, const Feature& feature, int tracked_map_fd);
   int stats_fd_ = -1;
 };
 
-std::string VfsCollector::load(const Flavour& flavour, int tracked_map_fd) {
+Status VfsCollector::load(const Flavour& flavour, const Feature& feature, int tracked_map_fd) {
+  if (!feature.available) {
+    return make_error(ErrorKind::kUnsupported, std::string(flavour.hook) + ": " + feature.reason);
+  }
   VfsSkel skel;
-  if (auto err = open_skeleton(skel, vfs_bpf__open, tracked_map_fd); !err.empty()) {
-    return err;
+  if (auto opened = open_skeleton(skel, vfs_bpf__open, tracked_map_fd); !opened.ok()) {
+    return opened;
   }
   const std::string entry = std::string(flavour.entry_prefix) + "_";
   const std::string ret = std::string(flavour.return_prefix) + "_";
@@ -73,9 +79,12 @@ std::string VfsCollector::load(const Flavour& flavour, int tracked_map_fd) {
     bpf_program__set_autoload(prog, n.starts_with(entry) || n.starts_with(ret));
   }
   if (const int err = vfs_bpf__load(skel.get()); err != 0) {
-    return std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err);
+    return make_error(ErrorKind::kSystem,
+                      std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
+                      -err);
   }
   stats_fd_ = bpf_map__fd(skel->maps.vfs_stats);
+  prune_by_target<target_op_key>(stats_fd_);
   vfs_bpf* raw = skel.release();
   adopt(
       raw->obj, [raw] { vfs_bpf__destroy(raw); }, flavour.hook);
@@ -83,7 +92,7 @@ std::string VfsCollector::load(const Flavour& flavour, int tracked_map_fd) {
     attach(bpf_object__find_program_by_name(raw->obj, (entry + fn).c_str()), entry + fn);
     attach(bpf_object__find_program_by_name(raw->obj, (ret + fn).c_str()), ret + fn);
   }
-  return "";
+  return ok_status();
 }
 
 void VfsCollector::start(const CollectorContext& ctx) {
@@ -91,21 +100,19 @@ void VfsCollector::start(const CollectorContext& ctx) {
   const std::vector<std::string> probes(kFunctions.begin(), kFunctions.end());
   std::string why;
   if (wanted != "kprobe") {
-    why = ctx.features.fentry.available ? load(kFentry, ctx.tracked_map_fd)
-                                        : "fentry: " + ctx.features.fentry.reason;
-    if (loaded()) {
+    const Status fentry = load(kFentry, ctx.features.fentry, ctx.tracked_map_fd);
+    if (fentry.ok()) {
       return;
     }
+    why = fentry.error().message;
     if (wanted == "fentry") {
       unavailable(why, probes);
       return;
     }
     spdlog::info("vfs: fentry unusable ({}), trying kprobes", why);
   }
-  const std::string kprobe_why = ctx.features.kprobe.available
-                                     ? load(kKprobe, ctx.tracked_map_fd)
-                                     : "kprobe: " + ctx.features.kprobe.reason;
-  if (!loaded()) {
+  if (const Status kprobe = load(kKprobe, ctx.features.kprobe, ctx.tracked_map_fd); !kprobe.ok()) {
+    const std::string& kprobe_why = kprobe.error().message;
     unavailable(why.empty() ? kprobe_why : why + "; " + kprobe_why, probes);
   }
 }

@@ -21,10 +21,13 @@ struct Error {
   ErrorKind kind = ErrorKind::kSystem;
   std::string message;
   int code = 0;  // errno where one applies
+  // A short stable word for the cause ("not_mapped", "replaced"), for metric labels and for
+  // callers that branch on it; lower-case, no spaces. Empty when the kind says enough.
+  std::string reason;
 };
 
 inline Error make_error(ErrorKind kind, std::string message, int code = 0) {
-  return Error{kind, std::move(message), code};
+  return Error{kind, std::move(message), code, {}};
 }
 
 template <typename T>
@@ -37,7 +40,7 @@ class [[nodiscard]] Result {
   explicit operator bool() const { return ok(); }
 
   [[nodiscard]] T& value() & { return std::get<T>(v_); }
-  const T& value() const& { return std::get<T>(v_); }
+  [[nodiscard]] const T& value() const& { return std::get<T>(v_); }
   T&& value() && { return std::get<T>(std::move(v_)); }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }

@@ -38,9 +38,16 @@ bool Discovery::consider(pid_t pid, Clock::time_point now, bool* denied) {
 }
 
 void Discovery::scan(Clock::time_point now) {
+  auto pids = proc_.list_pids();
+  if (!pids.ok()) {
+    // An empty list would forget every tracked process: keep them until a scan works.
+    spdlog::error("discovery scan skipped: {}", pids.error().message);
+    registry_.expire(now);
+    return;
+  }
   std::unordered_set<pid_t> alive;
   std::size_t denied_count = 0;
-  for (pid_t pid : proc_.list_pids()) {
+  for (pid_t pid : *pids) {
     alive.insert(pid);
     bool denied = false;
     consider(pid, now, &denied);

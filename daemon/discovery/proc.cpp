@@ -14,15 +14,17 @@ constexpr std::uint64_t kPfKthread = 0x00200000;
 constexpr std::size_t kMaxCmdline = std::size_t{64} * 1024;
 constexpr std::string_view kDeleted = " (deleted)";
 
-bool read_file(const std::string& path, std::string& out, std::size_t max_bytes) {
+// At most max_bytes of a file; kNotFound when it cannot be opened (the process is gone, or
+// the file is not there).
+Result<std::string> read_file(const std::string& path, std::size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return false;
+    return make_error(ErrorKind::kNotFound, path + ": cannot be opened");
   }
-  out.assign(max_bytes, '\0');
+  std::string out(max_bytes, '\0');
   in.read(out.data(), static_cast<std::streamsize>(max_bytes));
   out.resize(static_cast<std::size_t>(in.gcount()));
-  return true;
+  return out;
 }
 
 }  // namespace
@@ -57,15 +59,18 @@ bool parse_stat(const std::string& text, ProcessInfo& out) {
   return std::from_chars(st.data(), st.data() + st.size(), out.start_time).ec == std::errc{};
 }
 
-std::vector<pid_t> ProcReader::list_pids() const {
+Result<std::vector<pid_t>> ProcReader::list_pids() const {
   std::vector<pid_t> pids;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(root_, ec)) {
-    const auto name = entry.path().filename().string();
+  for (std::filesystem::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
+    const auto name = it->path().filename().string();
     pid_t pid = 0;
     if (std::from_chars(name.data(), name.data() + name.size(), pid).ec == std::errc{} && pid > 0) {
       pids.push_back(pid);
     }
+  }
+  if (ec) {
+    return make_error(ErrorKind::kSystem, "cannot list " + root_ + ": " + ec.message(), ec.value());
   }
   return pids;
 }
@@ -74,21 +79,22 @@ Result<ProcessInfo> ProcReader::read(pid_t pid) const {
   const std::string dir = root_ + "/" + std::to_string(pid);
   ProcessInfo info;
   info.pid = pid;
-  std::string stat;
-  if (!read_file(dir + "/stat", stat, 4096) || stat.empty()) {
+  auto stat = read_file(dir + "/stat", 4096);
+  if (!stat.ok() || stat->empty()) {
     return make_error(ErrorKind::kNotFound, "process " + std::to_string(pid) + " is gone");
   }
-  if (!parse_stat(stat, info)) {
+  if (!parse_stat(*stat, info)) {
     return make_error(ErrorKind::kInvalidInput, dir + "/stat: malformed");
   }
   info.root = dir + "/root";
   if (info.kernel_thread || info.state == 'Z') {
     return info;  // no exe, no argv: never a target
   }
-  std::string cmdline;
-  if (!read_file(dir + "/cmdline", cmdline, kMaxCmdline)) {
+  auto read_cmdline = read_file(dir + "/cmdline", kMaxCmdline);
+  if (!read_cmdline.ok()) {
     return make_error(ErrorKind::kNotFound, "process " + std::to_string(pid) + " is gone");
   }
+  const std::string& cmdline = *read_cmdline;
   std::size_t start = 0;
   while (start < cmdline.size()) {
     auto end = cmdline.find('\0', start);
@@ -136,8 +142,8 @@ Result<std::string> ProcReader::read_in_root(pid_t pid, const std::string& path,
       path.ends_with("/..")) {
     return make_error(ErrorKind::kInvalidInput, "refusing path '" + path + "'");
   }
-  std::string text;
-  if (!read_file(root_ + "/" + std::to_string(pid) + "/root" + path, text, max_bytes)) {
+  auto text = read_file(root_ + "/" + std::to_string(pid) + "/root" + path, max_bytes);
+  if (!text.ok()) {
     return make_error(ErrorKind::kNotFound,
                       path + ": not readable in process " + std::to_string(pid));
   }

@@ -29,7 +29,9 @@ class ProcReader {
  public:
   explicit ProcReader(std::string proc_root = "/proc") : root_(std::move(proc_root)) {}
 
-  [[nodiscard]] std::vector<pid_t> list_pids() const;
+  // Every process under the proc root; an error when the root cannot be listed, which must
+  // not pass for "no process left".
+  [[nodiscard]] Result<std::vector<pid_t>> list_pids() const;
   // kNotFound when the process is gone (or vanished while being read).
   [[nodiscard]] Result<ProcessInfo> read(pid_t pid) const;
   // Whether the process maps a file whose name starts with one of `prefixes`.

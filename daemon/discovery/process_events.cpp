@@ -68,10 +68,15 @@ int ProcessEvents::tracked_map_capacity() const {
 int ProcessEvents::poll_fd() const {
   return ring_buffer__epoll_fd(ring_);
 }
-void ProcessEvents::consume() {
-  ring_buffer__consume(ring_);
+Status ProcessEvents::consume() {
+  if (const int n = ring_buffer__consume(ring_); n < 0) {
+    return make_error(
+        ErrorKind::kSystem,
+        std::string("cannot read the process event ring buffer: ") + std::strerror(-n), -n);
+  }
+  return ok_status();
 }
-std::uint64_t ProcessEvents::lost() const {
+Result<std::uint64_t> ProcessEvents::lost() const {
   return sum_percpu_u64(bpf_map__fd(skel_->maps.lost_events), LOST_INFLIGHT_FULL);
 }
 

@@ -27,8 +27,10 @@ class ProcessEvents {
   [[nodiscard]] int tracked_map_capacity() const;
   // An fd that becomes readable when events wait; then call consume().
   [[nodiscard]] int poll_fd() const;
-  void consume();
-  [[nodiscard]] std::uint64_t lost() const;
+  // Hands every waiting event to the handler.
+  Status consume();
+  // Exec and exit events dropped because the ring buffer was full.
+  [[nodiscard]] Result<std::uint64_t> lost() const;
 
  private:
   ProcessEvents() = default;

@@ -43,6 +43,7 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
   } else if (!identity.fsid.empty()) {
     it->second.identity.fsid = identity.fsid;  // a restarted OSD may now know its fsid
   }
+  ++generation_;
   Target& target = it->second;
   if (map_fd_ >= 0) {
     const auto tgid = static_cast<std::uint32_t>(info.pid);
@@ -71,8 +72,12 @@ void TargetRegistry::forget_locked(pid_t pid, Clock::time_point now) {
   processes_.erase(it);
   if (map_fd_ >= 0) {
     const auto tgid = static_cast<std::uint32_t>(pid);
-    bpf_map_delete_elem(map_fd_, &tgid);  // may already be gone: the BPF exit hook deletes it
+    // ENOENT is expected: the BPF exit hook has deleted it already.
+    if (bpf_map_delete_elem(map_fd_, &tgid) != 0 && errno != ENOENT) {
+      spdlog::warn("cannot remove pid {} from the filter map: {}", pid, std::strerror(errno));
+    }
   }
+  ++generation_;
   for (auto& [key, target] : targets_) {
     if (target.id == id) {
       target.pids.erase(pid);
@@ -105,14 +110,16 @@ void TargetRegistry::reconcile(const std::unordered_set<pid_t>& alive, Clock::ti
 
 void TargetRegistry::expire(Clock::time_point now) {
   std::lock_guard lock(mu_);
-  std::erase_if(targets_, [&](const auto& item) {
-    const Target& t = item.second;
-    const bool expired = t.pids.empty() && now - t.last_alive >= ttl_;
-    if (expired) {
-      spdlog::info("target id {} expired: its series are dropped", t.id);
-    }
-    return expired;
-  });
+  if (std::erase_if(targets_, [&](const auto& item) {
+        const Target& t = item.second;
+        const bool expired = t.pids.empty() && now - t.last_alive >= ttl_;
+        if (expired) {
+          spdlog::info("target id {} expired: its series are dropped", t.id);
+        }
+        return expired;
+      }) > 0) {
+    ++generation_;
+  }
 }
 
 void TargetRegistry::set_ttl(std::chrono::milliseconds ttl) {
@@ -136,6 +143,11 @@ std::vector<TargetView> TargetRegistry::snapshot() const {
     out.push_back(std::move(v));
   }
   return out;
+}
+
+std::uint64_t TargetRegistry::generation() const {
+  std::lock_guard lock(mu_);
+  return generation_;
 }
 
 std::unordered_map<std::uint32_t, Labels> TargetRegistry::labels() const {

@@ -1,7 +1,7 @@
 // The set of targets: which processes are tracked (mirrored into the BPF filter map), under
-// which target id, and with which labels. Target ids are never reused, so a scrape can tell
-// stale map entries from live ones. A target whose processes all exited keeps its series for
-// the configured TTL (an OSD restarted within it continues the same series).
+// which target id, and with which labels. Target ids are never reused, so map entries of an
+// expired target are known to be stale. A target whose processes all exited keeps its series
+// for the configured TTL (an OSD restarted within it continues the same series).
 #pragma once
 
 #include <sys/types.h>
@@ -16,9 +16,9 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/labels.h"
 #include "core/result.h"
 #include "discovery/classify.h"
-#include "metrics/labels.h"
 
 namespace cephscope {
 
@@ -49,6 +49,9 @@ class TargetRegistry {
   // Whether this exact process (pid and start time) is already tracked.
   [[nodiscard]] bool is_tracked(pid_t pid, std::uint64_t start_time) const;
   [[nodiscard]] std::vector<TargetView> snapshot() const;
+  // Moves with every change snapshot() would show, so the daemon loop hands collectors a
+  // snapshot only when there is something new in it.
+  [[nodiscard]] std::uint64_t generation() const;
   // Labels of every known target, by id, for the collectors' scrape.
   [[nodiscard]] std::unordered_map<std::uint32_t, Labels> labels() const;
   [[nodiscard]] std::size_t tracked_processes() const;
@@ -72,6 +75,7 @@ class TargetRegistry {
   std::chrono::milliseconds ttl_;
   std::size_t max_targets_;
   std::uint32_t next_id_ = 1;
+  std::uint64_t generation_ = 0;
   std::map<std::string, Target> targets_;  // by identity key
   std::unordered_map<pid_t, Process> processes_;
 };

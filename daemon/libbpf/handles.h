@@ -5,7 +5,6 @@
 #include <bpf/libbpf.h>
 
 #include <memory>
-#include <string>
 #include <utility>
 
 namespace cephscope {
@@ -33,15 +32,6 @@ class Link {
 
  private:
   std::unique_ptr<bpf_link, FnDeleter<bpf_link__destroy>> link_;
-};
-
-// What happened when a collector tried to attach one probe; exported as
-// cephscope_probe_attached{collector,probe,target,reason}.
-struct ProbeStatus {
-  std::string probe;
-  std::string target;  // "" for probes that are not per target (tracepoints)
-  bool attached = false;
-  std::string reason;  // "ok" or why not
 };
 
 }  // namespace cephscope

@@ -1,6 +1,6 @@
 #include "libbpf/maps.h"
 
-#include <array>
+#include <cstring>
 
 namespace cephscope {
 
@@ -9,7 +9,14 @@ int possible_cpus() {
   return n > 0 ? n : 1;
 }
 
-std::size_t count_entries(const bpf_map* map) {
+Error map_error(const char* call, int map_fd) {
+  const int err = errno;
+  return make_error(
+      ErrorKind::kSystem,
+      std::string(call) + " on map fd " + std::to_string(map_fd) + ": " + std::strerror(err), err);
+}
+
+Result<std::size_t> count_entries(const bpf_map* map) {
   const int fd = bpf_map__fd(map);
   const std::size_t key_size = bpf_map__key_size(map);
   std::vector<unsigned char> key(key_size);
@@ -21,26 +28,22 @@ std::size_t count_entries(const bpf_map* map) {
     key.swap(next);
     prev = key.data();
   }
+  if (errno != ENOENT) {
+    return map_error("bpf_map_get_next_key", fd);
+  }
   return n;
 }
 
-std::uint64_t sum_percpu_u64(int map_fd, std::uint32_t index) {
+Result<std::uint64_t> sum_percpu_u64(int map_fd, std::uint32_t index) {
   std::vector<std::uint64_t> values(static_cast<std::size_t>(possible_cpus()));
   if (bpf_map_lookup_elem(map_fd, &index, values.data()) != 0) {
-    return 0;
+    return map_error("bpf_map_lookup_elem", map_fd);
   }
   std::uint64_t sum = 0;
   for (auto v : values) {
     sum += v;
   }
   return sum;
-}
-
-void add_hist(struct hist& into, const struct hist& from) {
-  for (std::size_t i = 0; i < HIST_SLOTS; ++i) {
-    into.slots[i] += from.slots[i];
-  }
-  into.sum_ns += from.sum_ns;
 }
 
 }  // namespace cephscope

@@ -1,25 +1,31 @@
-// Reading BPF maps at scrape time: per-CPU values are summed over CPUs here, once per scrape.
+// Walking BPF maps from user space: per-CPU values are handed over for all CPUs at once, and
+// every bpf(2) call is checked. An entry that goes away during a walk is not an error.
 #pragma once
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
-#include "bpf/histogram.h"
+#include "core/result.h"
 
 namespace cephscope {
 
 int possible_cpus();
 
+// The error of a failed bpf(2) call on a map; errno is read at once.
+Error map_error(const char* call, int map_fd);
+
 // Calls fn(key, values of all CPUs) for each entry of a per-CPU hash map. Values come as a
-// span of `possible_cpus()` elements. Entries deleted concurrently are skipped.
+// span of `possible_cpus()` elements.
 template <typename Key, typename Value>
-void for_each_percpu(int map_fd,
-                     const std::function<void(const Key&, std::span<const Value>)>& fn) {
+Status for_each_percpu(int map_fd,
+                       const std::function<void(const Key&, std::span<const Value>)>& fn) {
   static_assert(sizeof(Value) % 8 == 0, "per-CPU values are 8-byte aligned");
   const int ncpu = possible_cpus();
   std::vector<Value> values(static_cast<std::size_t>(ncpu));
@@ -29,15 +35,21 @@ void for_each_percpu(int map_fd,
   while (bpf_map_get_next_key(map_fd, prev, &next) == 0) {
     if (bpf_map_lookup_elem(map_fd, &next, values.data()) == 0) {
       fn(next, std::span<const Value>(values));
+    } else if (errno != ENOENT) {
+      return map_error("bpf_map_lookup_elem", map_fd);
     }
     key = next;
     prev = &key;
   }
+  if (errno != ENOENT) {  // ENOENT: past the last key
+    return map_error("bpf_map_get_next_key", map_fd);
+  }
+  return ok_status();
 }
 
 // Deletes every entry whose key fails `keep`; returns how many went.
 template <typename Key>
-std::size_t prune_keys(int map_fd, const std::function<bool(const Key&)>& keep) {
+Result<std::size_t> prune_keys(int map_fd, const std::function<bool(const Key&)>& keep) {
   std::vector<Key> doomed;
   Key key{};
   Key next{};
@@ -49,19 +61,21 @@ std::size_t prune_keys(int map_fd, const std::function<bool(const Key&)>& keep) 
     key = next;
     prev = &key;
   }
+  if (errno != ENOENT) {
+    return map_error("bpf_map_get_next_key", map_fd);
+  }
   for (const auto& k : doomed) {
-    bpf_map_delete_elem(map_fd, &k);
+    if (bpf_map_delete_elem(map_fd, &k) != 0 && errno != ENOENT) {
+      return map_error("bpf_map_delete_elem", map_fd);
+    }
   }
   return doomed.size();
 }
 
 // Number of entries, counted by walking keys (bounded by the map's capacity).
-std::size_t count_entries(const bpf_map* map);
+Result<std::size_t> count_entries(const bpf_map* map);
 
 // Sums slot `index` of a per-CPU array of u64 counters.
-std::uint64_t sum_percpu_u64(int map_fd, std::uint32_t index);
-
-// Adds one CPU's histogram into an accumulator.
-void add_hist(struct hist& into, const struct hist& from);
+Result<std::uint64_t> sum_percpu_u64(int map_fd, std::uint32_t index);
 
 }  // namespace cephscope

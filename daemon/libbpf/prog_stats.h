@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "core/result.h"
+
 namespace cephscope {
 
 struct ProgramStats {
@@ -16,6 +18,7 @@ struct ProgramStats {
   std::uint64_t misses = 0;
 };
 
-ProgramStats program_stats(const bpf_program* prog);
+// For a loaded program; kNotFound for one that was not loaded.
+Result<ProgramStats> program_stats(const bpf_program* prog);
 
 }  // namespace cephscope

@@ -2,11 +2,13 @@
 
 #include <bpf/libbpf.h>
 #include <prometheus/text_serializer.h>
+#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <sstream>
 
 #include "discovery/process_events.h"
+#include "metrics/prometheus_sink.h"
 
 namespace cephscope {
 namespace {
@@ -18,12 +20,14 @@ constexpr std::array<const char*, LOST_REASONS> kLostReasons = {"inflight_full",
 
 std::string Exporter::render() {
   std::lock_guard lock(mu_);
-  MetricSink sink(max_series_.load());
+  PrometheusSink sink(max_series_.load());
   const TargetLabelMap targets = registry_.labels();
   std::vector<std::pair<std::string, double>> durations;
   for (const auto& c : collectors_) {
     const auto start = std::chrono::steady_clock::now();
-    c->collect(sink, targets);
+    if (auto scraped = c->scrape(sink, targets); !scraped.ok()) {
+      spdlog::warn("collector {}: maps not read: {}", c->name(), scraped.error().message);
+    }
     durations.emplace_back(
         c->name(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
@@ -34,7 +38,7 @@ std::string Exporter::render() {
   return text.str();
 }
 
-void Exporter::self_metrics(MetricSink& out,
+void Exporter::self_metrics(PrometheusSink& out,
                             const std::vector<std::pair<std::string, double>>& durations) {
   out.gauge("cephscope_build_info", "cephscope's version and the libbpf and kernel it runs with.",
             {{"version", CEPHSCOPE_VERSION},
@@ -64,10 +68,14 @@ void Exporter::self_metrics(MetricSink& out,
       out.gauge("cephscope_map_capacity", "Capacity of a BPF map.", {{"map", m.map}},
                 static_cast<double>(m.capacity));
     }
-    const auto lost = c->lost();
-    for (std::size_t r = 0; r < lost.size(); ++r) {
-      out.counter("cephscope_events_lost_total", "Events not folded into a histogram, by reason.",
-                  {{"collector", name}, {"reason", kLostReasons[r]}}, static_cast<double>(lost[r]));
+    if (const auto lost = c->lost(); lost.ok()) {
+      for (std::size_t r = 0; r < lost->size(); ++r) {
+        out.counter("cephscope_events_lost_total", "Events not folded into a histogram, by reason.",
+                    {{"collector", name}, {"reason", kLostReasons[r]}},
+                    static_cast<double>((*lost)[r]));
+      }
+    } else {
+      spdlog::warn("collector {}: lost events not read: {}", name, lost.error().message);
     }
     for (const auto& [prog, stats] : c->programs()) {
       const Labels l{{"collector", name}, {"program", prog}};
@@ -86,9 +94,13 @@ void Exporter::self_metrics(MetricSink& out,
   out.gauge("cephscope_bpf_stats_enabled", "1 when the kernel counts BPF program run time.", {},
             features_.bpf_stats.available ? 1 : 0);
   if (events_ != nullptr) {
-    out.counter("cephscope_events_lost_total", "Events not folded into a histogram, by reason.",
-                {{"collector", "discovery"}, {"reason", "ringbuf_full"}},
-                static_cast<double>(events_->lost()));
+    if (const auto lost = events_->lost(); lost.ok()) {
+      out.counter("cephscope_events_lost_total", "Events not folded into a histogram, by reason.",
+                  {{"collector", "discovery"}, {"reason", "ringbuf_full"}},
+                  static_cast<double>(*lost));
+    } else {
+      spdlog::warn("discovery: lost events not read: {}", lost.error().message);
+    }
     out.gauge("cephscope_map_entries", "Entries in a BPF map.", {{"map", "tracked_tgids"}},
               static_cast<double>(registry_.tracked_processes()));
     out.gauge("cephscope_map_capacity", "Capacity of a BPF map.", {{"map", "tracked_tgids"}},

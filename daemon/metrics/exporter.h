@@ -15,6 +15,7 @@
 namespace cephscope {
 
 class ProcessEvents;
+class PrometheusSink;
 
 class Exporter {
  public:
@@ -27,7 +28,8 @@ class Exporter {
   std::string render();
 
  private:
-  void self_metrics(MetricSink& out, const std::vector<std::pair<std::string, double>>& durations);
+  void self_metrics(PrometheusSink& out,
+                    const std::vector<std::pair<std::string, double>>& durations);
 
   std::mutex mu_;
   TargetRegistry& registry_;

@@ -15,14 +15,6 @@ const std::array<double, HIST_FINITE_SLOTS>& bucket_bounds_seconds() {
   return bounds;
 }
 
-std::uint64_t hist_count(const struct hist& h) {
-  std::uint64_t n = 0;
-  for (auto slot : h.slots) {
-    n += slot;
-  }
-  return n;
-}
-
 prometheus::ClientMetric::Histogram to_prometheus(const struct hist& h) {
   prometheus::ClientMetric::Histogram out;
   const auto& bounds = bucket_bounds_seconds();

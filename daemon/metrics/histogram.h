@@ -16,6 +16,4 @@ const std::array<double, HIST_FINITE_SLOTS>& bucket_bounds_seconds();
 
 prometheus::ClientMetric::Histogram to_prometheus(const struct hist& h);
 
-std::uint64_t hist_count(const struct hist& h);
-
 }  // namespace cephscope

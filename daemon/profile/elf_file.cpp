@@ -15,9 +15,9 @@ namespace cephscope::profile {
 namespace {
 
 // libelf must be told which ELF version the caller speaks before any other call.
-void init_libelf() {
-  static const bool done = [] { return elf_version(EV_CURRENT) != EV_NONE; }();
-  (void)done;
+bool libelf_ready() {
+  static const bool ready = elf_version(EV_CURRENT) != EV_NONE;
+  return ready;
 }
 
 Error elf_error(const std::string& path, const char* what) {
@@ -61,7 +61,10 @@ std::string hex_u64(uint64_t v) {
 }
 
 Result<ElfFile> ElfFile::open(const std::string& path) {
-  init_libelf();
+  if (!libelf_ready()) {
+    return make_error(ErrorKind::kUnsupported,
+                      path + ": libelf does not support ELF version " + std::to_string(EV_CURRENT));
+  }
   ElfFile f;
   f.path_ = path;
   f.fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -71,7 +74,11 @@ Result<ElfFile> ElfFile::open(const std::string& path) {
                       path + ": " + std::strerror(err), err);
   }
   struct stat st {};
-  if (::fstat(f.fd_.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(f.fd_.get(), &st) != 0) {
+    const int err = errno;
+    return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
+  }
+  if (!S_ISREG(st.st_mode)) {
     return make_error(ErrorKind::kInvalidInput, path + ": not a regular file");
   }
   f.file_size_ = static_cast<uint64_t>(st.st_size);
@@ -196,10 +203,26 @@ bool ElfFile::has_data_section(std::string_view name) const {
          shdr.sh_size > 0;
 }
 
-std::vector<uint8_t> ElfFile::read(uint64_t offset, size_t n) const {
+Result<std::vector<uint8_t>> ElfFile::read_at(uint64_t offset, size_t n) const {
   std::vector<uint8_t> buf(n);
-  const ssize_t got = ::pread(fd_.get(), buf.data(), n, static_cast<off_t>(offset));
-  buf.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got =
+        ::pread(fd_.get(), buf.data() + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) {
+      continue;
+    }
+    if (got < 0) {
+      const int err = errno;
+      return make_error(ErrorKind::kSystem,
+                        path_ + ": read at " + hex_u64(offset) + ": " + std::strerror(err), err);
+    }
+    if (got == 0) {
+      break;  // end of file
+    }
+    done += static_cast<size_t>(got);
+  }
+  buf.resize(done);
   return buf;
 }
 

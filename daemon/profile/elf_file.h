@@ -62,8 +62,8 @@ class ElfFile {
   // True when NAME exists and carries bytes (not SHT_NOBITS, non-empty).
   [[nodiscard]] bool has_data_section(std::string_view name) const;
 
-  // Reads up to N bytes of the file at OFFSET (fewer at end of file).
-  [[nodiscard]] std::vector<uint8_t> read(uint64_t offset, size_t n) const;
+  // Reads N bytes of the file at OFFSET, fewer only at end of file.
+  [[nodiscard]] Result<std::vector<uint8_t>> read_at(uint64_t offset, size_t n) const;
 
  private:
   struct ElfEnd {

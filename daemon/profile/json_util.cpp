@@ -15,179 +15,195 @@ namespace cephscope::profile {
 
 using nlohmann::json;
 
-JsonReader::JsonReader(const json& object, std::string path)
-    : JsonReader(object, std::move(path), nullptr) {}
-
-JsonReader::JsonReader(const json& object, std::string path, std::optional<Error>* slot)
-    : j_(object), path_(std::move(path)), error_slot_(slot != nullptr ? slot : &own_error_) {
-  if (!j_.is_object()) {
-    fail(path_ + ": expected an object");
-  }
+Error invalid_json(std::string message) {
+  return make_error(ErrorKind::kInvalidInput, std::move(message));
 }
 
-Error JsonReader::error() const {
-  return error_slot_->value_or(make_error(ErrorKind::kInvalidInput, "no error"));
+Result<JsonObject> JsonObject::of(const json& j, std::string path) {
+  if (!j.is_object()) {
+    return invalid_json(path + ": expected an object");
+  }
+  return JsonObject(j, std::move(path));
 }
 
-void JsonReader::fail(const std::string& message) {
-  if (!error_slot_->has_value()) {
-    *error_slot_ = make_error(ErrorKind::kInvalidInput, message);
-  }
-}
-
-void JsonReader::known_keys(std::initializer_list<std::string_view> keys) {
-  if (!ok()) {
-    return;
-  }
-  for (const auto& [k, v] : j_.items()) {
+Status JsonObject::known_keys(std::initializer_list<std::string_view> keys) const {
+  for (const auto& [k, v] : j_->items()) {
     if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
-      fail(at(k) + ": unknown field");
-      return;
+      return invalid_json(at(k) + ": unknown field");
     }
   }
+  return ok_status();
 }
 
-bool JsonReader::has(std::string_view key) const {
-  return ok() && j_.contains(key);
+bool JsonObject::has(std::string_view key) const {
+  return j_->contains(key);
 }
 
-const json* JsonReader::field(std::string_view key, bool required) {
-  if (!ok()) {
-    return nullptr;
-  }
-  auto it = j_.find(key);
-  if (it == j_.end()) {
+Result<const json*> JsonObject::field(std::string_view key, bool required) const {
+  auto it = j_->find(key);
+  if (it == j_->end()) {
     if (required) {
-      fail(at(key) + ": missing");
+      return invalid_json(at(key) + ": missing");
     }
     return nullptr;
   }
   return &*it;
 }
 
-void JsonReader::string(std::string_view key, std::string* out, size_t max_len, bool required,
-                        const Check& check, std::string_view what) {
-  const json* v = field(key, required);
+Status JsonObject::string(std::string_view key, std::string* out, size_t max_len, bool required,
+                          const Check& check, std::string_view what) const {
+  auto f = field(key, required);
+  if (!f.ok()) {
+    return f.error();
+  }
+  const json* v = *f;
   if (v == nullptr) {
-    return;
+    return ok_status();
   }
   if (!v->is_string()) {
-    fail(at(key) + ": expected a string");
-    return;
+    return invalid_json(at(key) + ": expected a string");
   }
   const auto& s = v->get_ref<const std::string&>();
   if (s.size() > max_len) {
-    fail(at(key) + ": longer than " + std::to_string(max_len));
-  } else if (check && !check(s)) {
-    fail(at(key) + ": not " + std::string(what));
-  } else {
-    *out = s;
+    return invalid_json(at(key) + ": longer than " + std::to_string(max_len));
   }
+  if (check && !check(s)) {
+    return invalid_json(at(key) + ": not " + std::string(what));
+  }
+  *out = s;
+  return ok_status();
 }
 
-void JsonReader::integer(std::string_view key, int64_t* out, int64_t min, int64_t max,
-                         bool required) {
-  const json* v = field(key, required);
+Status JsonObject::integer(std::string_view key, int64_t* out, int64_t min, int64_t max,
+                           bool required) const {
+  auto f = field(key, required);
+  if (!f.ok()) {
+    return f.error();
+  }
+  const json* v = *f;
   if (v == nullptr) {
-    return;
+    return ok_status();
   }
   if (v->is_number_unsigned()) {
     const auto u = v->get<uint64_t>();
     if (u > static_cast<uint64_t>(max)) {
-      fail(at(key) + ": out of range");
-      return;
+      return invalid_json(at(key) + ": out of range");
     }
     *out = static_cast<int64_t>(u);
-  } else if (v->is_number_integer()) {
+    return ok_status();
+  }
+  if (v->is_number_integer()) {
     const auto i = v->get<int64_t>();
     if (i < min || i > max) {
-      fail(at(key) + ": out of range");
-      return;
+      return invalid_json(at(key) + ": out of range");
     }
     *out = i;
-  } else {
-    fail(at(key) + ": expected an integer");
+    return ok_status();
   }
+  return invalid_json(at(key) + ": expected an integer");
 }
 
-void JsonReader::unsigned_integer(std::string_view key, uint64_t* out, uint64_t max,
-                                  bool required) {
-  const json* v = field(key, required);
+Status JsonObject::unsigned_integer(std::string_view key, uint64_t* out, uint64_t max,
+                                    bool required) const {
+  auto f = field(key, required);
+  if (!f.ok()) {
+    return f.error();
+  }
+  const json* v = *f;
   if (v == nullptr) {
-    return;
+    return ok_status();
   }
   if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<int64_t>() >= 0)) {
-    fail(at(key) + ": expected a non-negative integer");
-    return;
+    return invalid_json(at(key) + ": expected a non-negative integer");
   }
   const auto u = v->get<uint64_t>();
   if (u > max) {
-    fail(at(key) + ": out of range");
-    return;
+    return invalid_json(at(key) + ": out of range");
   }
   *out = u;
+  return ok_status();
 }
 
-void JsonReader::boolean(std::string_view key, bool* out, bool required) {
-  const json* v = field(key, required);
+Status JsonObject::boolean(std::string_view key, bool* out, bool required) const {
+  auto f = field(key, required);
+  if (!f.ok()) {
+    return f.error();
+  }
+  const json* v = *f;
   if (v == nullptr) {
-    return;
+    return ok_status();
   }
   if (!v->is_boolean()) {
-    fail(at(key) + ": expected true or false");
-    return;
+    return invalid_json(at(key) + ": expected true or false");
   }
   *out = v->get<bool>();
+  return ok_status();
 }
 
-void JsonReader::string_array(std::string_view key, std::vector<std::string>* out, size_t max_items,
-                              const Check& check, std::string_view what, bool required) {
-  const json* v = field(key, required);
+Status JsonObject::string_array(std::string_view key, std::vector<std::string>* out,
+                                size_t max_items, const Check& check, std::string_view what,
+                                bool required) const {
+  auto f = field(key, required);
+  if (!f.ok()) {
+    return f.error();
+  }
+  const json* v = *f;
   if (v == nullptr) {
-    return;
+    return ok_status();
   }
   if (!v->is_array() || v->size() > max_items) {
-    fail(at(key) + ": expected an array of at most " + std::to_string(max_items) + " strings");
-    return;
+    return invalid_json(at(key) + ": expected an array of at most " + std::to_string(max_items) +
+                        " strings");
   }
   for (size_t i = 0; i < v->size(); ++i) {
     const json& e = (*v)[i];
     if (!e.is_string() || (check && !check(e.get_ref<const std::string&>()))) {
-      fail(at(key) + "[" + std::to_string(i) + "]: not " + std::string(what));
-      return;
+      return invalid_json(at(key) + "[" + std::to_string(i) + "]: not " + std::string(what));
     }
     out->push_back(e.get<std::string>());
   }
+  return ok_status();
 }
 
-void JsonReader::array(std::string_view key, size_t max_items, bool required,
-                       const std::function<void(JsonReader&)>& each) {
-  const json* v = field(key, required);
+Status JsonObject::array(std::string_view key, size_t max_items, bool required,
+                         const Each& each) const {
+  auto f = field(key, required);
+  if (!f.ok()) {
+    return f.error();
+  }
+  const json* v = *f;
   if (v == nullptr) {
-    return;
+    return ok_status();
   }
   if (!v->is_array() || v->size() > max_items) {
-    fail(at(key) + ": expected an array of at most " + std::to_string(max_items) + " objects");
-    return;
+    return invalid_json(at(key) + ": expected an array of at most " + std::to_string(max_items) +
+                        " objects");
   }
-  for (size_t i = 0; i < v->size() && ok(); ++i) {
-    JsonReader element((*v)[i], at(key) + "[" + std::to_string(i) + "]", error_slot_);
-    if (element.ok()) {
-      each(element);
+  for (size_t i = 0; i < v->size(); ++i) {
+    auto element = of((*v)[i], at(key) + "[" + std::to_string(i) + "]");
+    if (!element.ok()) {
+      return element.error();
+    }
+    if (Status s = each(*element); !s.ok()) {
+      return s;
     }
   }
+  return ok_status();
 }
 
-void JsonReader::object(std::string_view key, bool required,
-                        const std::function<void(JsonReader&)>& f) {
-  const json* v = field(key, required);
-  if (v == nullptr) {
-    return;
+Status JsonObject::object(std::string_view key, bool required, const Each& f) const {
+  auto v = field(key, required);
+  if (!v.ok()) {
+    return v.error();
   }
-  JsonReader inner(*v, at(key), error_slot_);
-  if (inner.ok()) {
-    f(inner);
+  if (*v == nullptr) {
+    return ok_status();
   }
+  auto inner = of(**v, at(key));
+  if (!inner.ok()) {
+    return inner.error();
+  }
+  return f(*inner);
 }
 
 bool json_depth_within(std::string_view text, int max_depth) {
@@ -222,7 +238,11 @@ Result<std::string> read_small_file(const std::string& path, size_t max_bytes) {
                       path + ": " + std::strerror(err), err);
   }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd.get(), &st) != 0) {
+    const int err = errno;
+    return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
+  }
+  if (!S_ISREG(st.st_mode)) {
     return make_error(ErrorKind::kInvalidInput, path + ": not a regular file");
   }
   if (static_cast<uint64_t>(st.st_size) > max_bytes) {
@@ -236,12 +256,16 @@ Result<std::string> read_small_file(const std::string& path, size_t max_bytes) {
     if (n < 0 && errno == EINTR) {
       continue;
     }
-    if (n <= 0) {
-      break;
+    if (n < 0) {
+      const int err = errno;
+      return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
+    }
+    if (n == 0) {
+      break;  // the file shrank while read
     }
     done += static_cast<size_t>(n);
   }
-  out.resize(done);  // the file may shrink while read
+  out.resize(done);
   return out;
 }
 

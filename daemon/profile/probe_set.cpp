@@ -33,6 +33,21 @@ bool is_set_name(std::string_view s) {
   });
 }
 
+Status read_type(const JsonObject& t, TypeSpec* spec) {
+  return in_order(
+      [&] {
+        return t.known_keys({"name", "members"});
+      },
+      [&] {
+        return t.string("name", &spec->name, kMaxNameLen, true, is_qualified_name,
+                        "a qualified type name");
+      },
+      [&] {
+        return t.string_array("members", &spec->members, kMaxItems, is_member_path, "a member path",
+                              /*required=*/false);
+      });
+}
+
 }  // namespace
 
 bool is_identifier(std::string_view s) {
@@ -83,35 +98,43 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
   if (doc.is_discarded() || !doc.is_object()) {
     return bad("not a JSON object");
   }
-  JsonReader r(doc, "probe set");
+  auto r = JsonObject::of(doc, "probe set");
+  if (!r.ok()) {
+    return r.error();
+  }
   ProbeSet set;
   std::string schema;
   int64_t version = 0;
-  r.known_keys(
-      {"schema", "schema_version", "name", "description", "objects", "functions", "types"});
-  r.string("schema", &schema, 64);
-  r.integer("schema_version", &version, 0, 1 << 20);
-  if (r.ok() && schema != "cephscope-probe-set") {
+  Status header = in_order(
+      [&] {
+        return r->known_keys(
+            {"schema", "schema_version", "name", "description", "objects", "functions", "types"});
+      },
+      [&] { return r->string("schema", &schema, 64); },
+      [&] { return r->integer("schema_version", &version, 0, 1 << 20); });
+  if (!header.ok()) {
+    return header.error();
+  }
+  if (schema != "cephscope-probe-set") {
     return bad("schema is \"" + schema + "\", expected \"cephscope-probe-set\"");
   }
-  if (r.ok() && version != kProbeSetSchemaVersion) {
+  if (version != kProbeSetSchemaVersion) {
     return bad("unknown schema_version " + std::to_string(version));
   }
-  r.string("name", &set.name, 64);
-  r.string("description", &set.description, 4096, /*required=*/false);
-  r.string_array("objects", &set.objects, 64, valid_object_name, "an object file name");
-  r.string_array("functions", &set.functions, kMaxItems, is_qualified_name,
-                 "a qualified function name", /*required=*/false);
-  r.array("types", kMaxItems, /*required=*/false, [&](JsonReader& t) {
-    TypeSpec spec;
-    t.known_keys({"name", "members"});
-    t.string("name", &spec.name, kMaxNameLen, true, is_qualified_name, "a qualified type name");
-    t.string_array("members", &spec.members, kMaxItems, is_member_path, "a member path",
-                   /*required=*/false);
-    set.types.push_back(std::move(spec));
-  });
-  if (!r.ok()) {
-    return r.error();
+  Status body = in_order(
+      [&] { return r->string("name", &set.name, 64); },
+      [&] { return r->string("description", &set.description, 4096, /*required=*/false); },
+      [&] {
+        return r->string_array("objects", &set.objects, 64, valid_object_name,
+                               "an object file name");
+      },
+      [&] {
+        return r->string_array("functions", &set.functions, kMaxItems, is_qualified_name,
+                               "a qualified function name", /*required=*/false);
+      },
+      [&] { return r->objects("types", kMaxItems, /*required=*/false, &set.types, read_type); });
+  if (!body.ok()) {
+    return body.error();
   }
   if (!is_set_name(set.name)) {
     return bad("name must be 1-64 of [a-z0-9_-]");

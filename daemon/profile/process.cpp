@@ -1,5 +1,6 @@
 #include "profile/process.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 
 #include "profile/elf_file.h"
+#include "profile/unique_fd.h"
 
 namespace cephscope::profile {
 
@@ -18,26 +20,54 @@ namespace {
 
 constexpr std::string_view kDeletedSuffix = " (deleted)";
 
-Identification refuse(Refusal r, std::string detail) {
-  Identification id;
-  id.refusal = r;
-  id.detail = std::move(detail);
-  return id;
+ErrorKind kind_of(Refusal r) {
+  switch (r) {
+    case Refusal::kNoAccess:
+      return ErrorKind::kSystem;
+    case Refusal::kNotElf:
+      return ErrorKind::kInvalidInput;
+    case Refusal::kNoProcess:
+    case Refusal::kNotMapped:
+    case Refusal::kDeleted:
+    case Refusal::kReplaced:
+    case Refusal::kNoBuildId:
+      break;
+  }
+  return ErrorKind::kNotFound;
 }
 
-// /proc files report size 0: read until EOF. Returns 0 or an errno.
-int read_pseudo_file(const std::string& path, std::string* out) {
-  FILE* f = std::fopen(path.c_str(), "re");
-  if (f == nullptr) {
-    return errno;
+Error refuse(Refusal r, std::string message, int code = 0) {
+  Error e = make_error(kind_of(r), std::move(message), code);
+  e.reason = std::string(to_string(r));
+  return e;
+}
+
+Error sys_error(const std::string& path, int err) {
+  return make_error(err == ENOENT ? ErrorKind::kNotFound : ErrorKind::kSystem,
+                    path + ": " + std::strerror(err), err);
+}
+
+// /proc files report size 0: read until end of file.
+Result<std::string> read_pseudo_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return sys_error(path, errno);
   }
+  std::string out;
   char buf[65536];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) {
-    out->append(buf, n);
+  while (true) {
+    const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      return sys_error(path, errno);
+    }
+    if (n == 0) {
+      return out;
+    }
+    out.append(buf, static_cast<size_t>(n));
   }
-  const int err = std::ferror(f) != 0 ? EIO : 0;
-  std::fclose(f);
-  return err;
 }
 
 std::string file_name(std::string_view path) {
@@ -49,8 +79,6 @@ std::string file_name(std::string_view path) {
 
 std::string_view to_string(Refusal r) {
   switch (r) {
-    case Refusal::kNone:
-      return "none";
     case Refusal::kNoProcess:
       return "no_process";
     case Refusal::kNoAccess:
@@ -66,7 +94,7 @@ std::string_view to_string(Refusal r) {
     case Refusal::kNoBuildId:
       return "no_build_id";
   }
-  return "none";
+  return "not_elf";
 }
 
 bool module_name_matches(std::string_view file, std::string_view name) {
@@ -105,21 +133,20 @@ std::vector<Mapping> parse_maps(std::string_view text) {
 }
 
 Result<std::vector<Mapping>> read_maps(pid_t pid, const std::string& proc) {
-  const std::string path = proc + "/" + std::to_string(pid) + "/maps";
-  std::string text;
-  if (int err = read_pseudo_file(path, &text); err != 0) {
-    return make_error(err == ENOENT ? ErrorKind::kNotFound : ErrorKind::kSystem,
-                      path + ": " + std::strerror(err), err);
+  auto text = read_pseudo_file(proc + "/" + std::to_string(pid) + "/maps");
+  if (!text.ok()) {
+    return text.error();
   }
-  return parse_maps(text);
+  return parse_maps(*text);
 }
 
-Identification identify_module(pid_t pid, std::string_view name, const std::string& proc) {
+Result<ModuleIdentity> identify_module(pid_t pid, std::string_view name, const std::string& proc) {
   const std::string base = proc + "/" + std::to_string(pid);
-  std::string maps_text;
-  if (int err = read_pseudo_file(base + "/maps", &maps_text); err != 0) {
+  auto maps_text = read_pseudo_file(base + "/maps");
+  if (!maps_text.ok()) {
+    const int err = maps_text.error().code;
     return refuse(err == ENOENT || err == ESRCH ? Refusal::kNoProcess : Refusal::kNoAccess,
-                  base + "/maps: " + std::strerror(err));
+                  maps_text.error().message, err);
   }
   std::string wanted_path;
   if (name.empty()) {
@@ -127,14 +154,14 @@ Identification identify_module(pid_t pid, std::string_view name, const std::stri
     wanted_path = std::filesystem::read_symlink(base + "/exe", ec).string();
     if (ec) {
       return refuse(ec.value() == ENOENT ? Refusal::kNoProcess : Refusal::kNoAccess,
-                    base + "/exe: " + ec.message());
+                    base + "/exe: " + ec.message(), ec.value());
     }
     if (wanted_path.ends_with(kDeletedSuffix)) {
       wanted_path.resize(wanted_path.size() - kDeletedSuffix.size());
     }
   }
   const Mapping* found = nullptr;
-  const std::vector<Mapping> maps = parse_maps(maps_text);
+  const std::vector<Mapping> maps = parse_maps(*maps_text);
   for (const Mapping& m : maps) {
     if (m.inode == 0 || m.path.empty() || m.path[0] != '/') {
       continue;
@@ -163,10 +190,10 @@ Identification identify_module(pid_t pid, std::string_view name, const std::stri
   if (::stat(id.host_path.c_str(), &by_path) != 0) {
     const int err = errno;
     if (err == EACCES || err == EPERM) {
-      return refuse(Refusal::kNoAccess, id.host_path + ": " + std::strerror(err));
+      return refuse(Refusal::kNoAccess, id.host_path + ": " + std::strerror(err), err);
     }
     return refuse(Refusal::kDeleted,
-                  found->path + " was deleted after " + std::to_string(pid) + " mapped it");
+                  found->path + " was deleted after " + std::to_string(pid) + " mapped it", err);
   }
   // The kernel marks a mapping " (deleted)" once its name is unlinked, which a rename over
   // it (a package upgrade) also does: the path then names a new file.
@@ -174,7 +201,8 @@ Identification identify_module(pid_t pid, std::string_view name, const std::stri
     return refuse(Refusal::kReplaced,
                   id.host_path + " was replaced after " + std::to_string(pid) + " mapped it");
   }
-  // The mapped file itself, even when deleted or shadowed (needs CAP_SYS_ADMIN).
+  // The mapped file itself, even when deleted or shadowed (needs CAP_SYS_ADMIN): when it
+  // cannot be reached, the path alone decides.
   char range[64];
   std::snprintf(range, sizeof range, "/map_files/%" PRIx64 "-%" PRIx64, found->start, found->end);
   const std::string mapped = base + range;
@@ -195,16 +223,14 @@ Identification identify_module(pid_t pid, std::string_view name, const std::stri
     elf = ElfFile::open(id.host_path);
   }
   if (!elf.ok()) {
-    return refuse(Refusal::kNotElf, elf.error().message);
+    return refuse(Refusal::kNotElf, elf.error().message, elf.error().code);
   }
   auto build_id = elf->build_id();
   if (!build_id.ok()) {
     return refuse(Refusal::kNoBuildId, build_id.error().message);
   }
-  id.build_id = *build_id;
-  Identification out;
-  out.module = std::move(id);
-  return out;
+  id.build_id = std::move(build_id).value();
+  return id;
 }
 
 }  // namespace cephscope::profile

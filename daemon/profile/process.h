@@ -3,13 +3,12 @@
 // /proc/PID/map_files opens exactly that file, /proc/PID/root reaches the path a uprobe will
 // attach to. If the two differ (the package was upgraded, the file deleted since the process
 // started), offsets from one would land in the other: the module is refused, with a reason
-// the daemon exports as a self-metric label.
+// (Error::reason, a word of Refusal) the daemon exports as a self-metric label.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,8 +33,8 @@ struct Mapping {
 std::vector<Mapping> parse_maps(std::string_view text);
 Result<std::vector<Mapping>> read_maps(pid_t pid, const std::string& proc = "/proc");
 
+// Why identify_module() refuses a module.
 enum class Refusal {
-  kNone,
   kNoProcess,  // the process is gone
   kNoAccess,   // /proc/PID/... not readable (capabilities)
   kNotMapped,  // no such module in the process
@@ -45,8 +44,8 @@ enum class Refusal {
   kNoBuildId,  // no build-id note: profiles cannot be keyed
 };
 
-// Stable label for metrics: "none", "no_process", "no_access", "not_mapped", "deleted",
-// "replaced", "not_elf", "no_build_id".
+// The stable word carried as Error::reason and exported as a metric label: "no_process",
+// "no_access", "not_mapped", "deleted", "replaced", "not_elf", "no_build_id".
 std::string_view to_string(Refusal r);
 
 struct ModuleIdentity {
@@ -61,17 +60,11 @@ struct ModuleIdentity {
   bool main_executable = false;
 };
 
-struct Identification {
-  std::optional<ModuleIdentity> module;  // set when the module can be probed
-  Refusal refusal = Refusal::kNone;
-  std::string detail;  // for logs
-
-  [[nodiscard]] bool ok() const { return module.has_value(); }
-};
-
 // The module NAME of PID: "" for the main executable, else a file name matched as a soname
-// ("librados.so.2" matches "librados.so.2.0.0").
-Identification identify_module(pid_t pid, std::string_view name, const std::string& proc = "/proc");
+// ("librados.so.2" matches "librados.so.2.0.0"). A refusal is an error whose reason is
+// to_string(Refusal) and whose message says what was seen, for logs.
+Result<ModuleIdentity> identify_module(pid_t pid, std::string_view name,
+                                       const std::string& proc = "/proc");
 
 // True when FILE_NAME is NAME or NAME followed by a version suffix (".0.0").
 bool module_name_matches(std::string_view file_name, std::string_view name);

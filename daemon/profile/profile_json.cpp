@@ -126,91 +126,117 @@ json location_json(const ParamLocation& l) {
   return j;
 }
 
-void read_status(JsonReader& r, ItemStatus* status, std::string* message) {
+Status read_status(const JsonObject& r, ItemStatus* status, std::string* message) {
   std::string s;
-  r.string("status", &s, 32);
-  if (!r.ok()) {
-    return;
+  if (Status read = r.string("status", &s, 32); !read.ok()) {
+    return read;
   }
   auto st = item_status_from(s);
   if (!st) {
-    r.fail("unknown status \"" + s + "\"");
-    return;
+    return invalid_json("unknown status \"" + s + "\"");
   }
   *status = *st;
-  r.string("message", message, kMaxText, false, printable, "printable text");
+  return r.string("message", message, kMaxText, false, printable, "printable text");
 }
 
-void read_location(JsonReader& r, ParamLocation* l) {
-  r.known_keys({"kind", "reg", "offset", "from_abi", "expr"});
+Status read_location(const JsonObject& r, ParamLocation* l) {
   std::string kind;
-  r.string("kind", &kind, 32);
-  if (!r.ok()) {
-    return;
+  Status head = in_order(
+      [&] {
+        return r.known_keys({"kind", "reg", "offset", "from_abi", "expr"});
+      },
+      [&] { return r.string("kind", &kind, 32); });
+  if (!head.ok()) {
+    return head;
   }
   auto k = location_kind_from(kind);
   if (!k) {
-    r.fail("unknown location kind \"" + kind + "\"");
-    return;
+    return invalid_json("unknown location kind \"" + kind + "\"");
   }
   l->kind = *k;
   const bool has_reg = *k == ParamLocation::Kind::kRegister || *k == ParamLocation::Kind::kMemory;
   std::string reg;
-  r.string("reg", &reg, 8, has_reg);
-  if (r.ok() && has_reg) {
+  if (Status s = r.string("reg", &reg, 8, has_reg); !s.ok()) {
+    return s;
+  }
+  if (has_reg) {
     l->dwarf_reg = dwarf_reg_from(reg);
     if (l->dwarf_reg < 0) {
-      r.fail("unknown register \"" + reg + "\"");
+      return invalid_json("unknown register \"" + reg + "\"");
     }
   }
-  r.integer("offset", &l->offset, -(int64_t{1} << 31), int64_t{1} << 31,
-            *k == ParamLocation::Kind::kMemory);
-  r.boolean("from_abi", &l->from_abi, false);
-  r.string("expr", &l->expr, kMaxShort, false, printable, "printable text");
-}
-
-void read_instance(JsonReader& r, FunctionInstance* i) {
-  r.known_keys({"linkage_name", "symbol", "vaddr", "file_offset", "size", "inlined", "clone",
-                "entry_insn", "caller", "params"});
-  r.string("linkage_name", &i->linkage_name, kMaxSymbol, false, printable, "printable text");
-  r.string("symbol", &i->symbol, kMaxSymbol, false, printable, "printable text");
-  r.unsigned_integer("vaddr", &i->vaddr, kMaxVaddr);
-  r.unsigned_integer("file_offset", &i->file_offset, kMaxFileOffset);
-  r.unsigned_integer("size", &i->size, kMaxTypeSize);
-  r.boolean("inlined", &i->inlined);
-  r.boolean("clone", &i->clone, false);
-  r.string(
-      "entry_insn", &i->entry_insn, 16, false,
-      [](std::string_view s) {
-        return std::find(kInsnKinds.begin(), kInsnKinds.end(), s) != kInsnKinds.end();
+  return in_order(
+      [&] {
+        return r.integer("offset", &l->offset, -(int64_t{1} << 31), int64_t{1} << 31,
+                         *k == ParamLocation::Kind::kMemory);
       },
-      "an instruction kind");
-  r.string("caller", &i->caller, kMaxSymbol, false, printable, "printable text");
-  r.array("params", kMaxParams, false, [&](JsonReader& pr) {
-    Param p;
-    pr.known_keys({"name", "type", "size", "location"});
-    pr.string("name", &p.name, kMaxShort, true, printable, "printable text");
-    pr.string("type", &p.type, kMaxTypeName, true, printable, "printable text");
-    pr.unsigned_integer("size", &p.size, kMaxTypeSize);
-    pr.object("location", true, [&](JsonReader& lr) { read_location(lr, &p.location); });
-    i->params.push_back(std::move(p));
-  });
-  if (r.ok() && i->inlined && !i->params.empty()) {
-    r.fail("an inlined instance carries no parameters");
-  }
+      [&] { return r.boolean("from_abi", &l->from_abi, false); },
+      [&] { return r.string("expr", &l->expr, kMaxShort, false, printable, "printable text"); });
 }
 
-void read_function(JsonReader& r, FunctionEntry* f) {
-  r.known_keys({"name", "status", "message", "instances"});
-  r.string("name", &f->name, 512, true, is_qualified_name, "a qualified name");
-  read_status(r, &f->status, &f->message);
-  r.array("instances", kMaxInstances, false, [&](JsonReader& ir) {
-    FunctionInstance inst;
-    read_instance(ir, &inst);
-    f->instances.push_back(std::move(inst));
-  });
-  if (!r.ok()) {
-    return;
+Status read_param(const JsonObject& r, Param* p) {
+  return in_order(
+      [&] {
+        return r.known_keys({"name", "type", "size", "location"});
+      },
+      [&] { return r.string("name", &p->name, kMaxShort, true, printable, "printable text"); },
+      [&] { return r.string("type", &p->type, kMaxTypeName, true, printable, "printable text"); },
+      [&] { return r.unsigned_integer("size", &p->size, kMaxTypeSize); },
+      [&] {
+        return r.object("location", true,
+                        [&](const JsonObject& lr) { return read_location(lr, &p->location); });
+      });
+}
+
+Status read_instance(const JsonObject& r, FunctionInstance* i) {
+  Status s = in_order(
+      [&] {
+        return r.known_keys({"linkage_name", "symbol", "vaddr", "file_offset", "size", "inlined",
+                             "clone", "entry_insn", "caller", "params"});
+      },
+      [&] {
+        return r.string("linkage_name", &i->linkage_name, kMaxSymbol, false, printable,
+                        "printable text");
+      },
+      [&] {
+        return r.string("symbol", &i->symbol, kMaxSymbol, false, printable, "printable text");
+      },
+      [&] { return r.unsigned_integer("vaddr", &i->vaddr, kMaxVaddr); },
+      [&] { return r.unsigned_integer("file_offset", &i->file_offset, kMaxFileOffset); },
+      [&] { return r.unsigned_integer("size", &i->size, kMaxTypeSize); },
+      [&] { return r.boolean("inlined", &i->inlined); },
+      [&] { return r.boolean("clone", &i->clone, false); },
+      [&] {
+        return r.string(
+            "entry_insn", &i->entry_insn, 16, false,
+            [](std::string_view s) {
+              return std::find(kInsnKinds.begin(), kInsnKinds.end(), s) != kInsnKinds.end();
+            },
+            "an instruction kind");
+      },
+      [&] {
+        return r.string("caller", &i->caller, kMaxSymbol, false, printable, "printable text");
+      },
+      [&] { return r.objects("params", kMaxParams, false, &i->params, read_param); });
+  if (!s.ok()) {
+    return s;
+  }
+  if (i->inlined && !i->params.empty()) {
+    return invalid_json("an inlined instance carries no parameters");
+  }
+  return ok_status();
+}
+
+Status read_function(const JsonObject& r, FunctionEntry* f) {
+  Status s = in_order(
+      [&] {
+        return r.known_keys({"name", "status", "message", "instances"});
+      },
+      [&] { return r.string("name", &f->name, 512, true, is_qualified_name, "a qualified name"); },
+      [&] { return read_status(r, &f->status, &f->message); },
+      [&] { return r.objects("instances", kMaxInstances, false, &f->instances, read_instance); });
+  if (!s.ok()) {
+    return s;
   }
   const auto out_of_line = std::count_if(f->instances.begin(), f->instances.end(),
                                          [](const FunctionInstance& i) { return !i.inlined; });
@@ -220,8 +246,52 @@ void read_function(JsonReader& r, FunctionEntry* f) {
       (f->status != ItemStatus::kOk && f->status != ItemStatus::kInlinedOnly &&
        f->instances.empty());
   if (!consistent) {
-    r.fail("function " + f->name + ": status and instances disagree");
+    return invalid_json("function " + f->name + ": status and instances disagree");
   }
+  return ok_status();
+}
+
+Status read_type(const JsonObject& r, TypeEntry* t) {
+  return in_order(
+      [&] {
+        return r.known_keys({"name", "status", "message", "size"});
+      },
+      [&] { return r.string("name", &t->name, 512, true, is_qualified_name, "a qualified name"); },
+      [&] { return read_status(r, &t->status, &t->message); },
+      [&] {
+        return r.unsigned_integer("size", &t->size, kMaxTypeSize, t->status == ItemStatus::kOk);
+      });
+}
+
+Status read_member(const JsonObject& r, MemberEntry* m) {
+  Status s = in_order(
+      [&] {
+        return r.known_keys({"type", "path", "status", "message", "offset", "size", "type_name",
+                             "bit_offset", "bit_size"});
+      },
+      [&] { return r.string("type", &m->type, 512, true, is_qualified_name, "a qualified name"); },
+      [&] { return r.string("path", &m->path, 512, true, is_member_path, "a member path"); },
+      [&] { return read_status(r, &m->status, &m->message); },
+      [&] {
+        return r.unsigned_integer("offset", &m->offset, kMaxTypeSize, m->status == ItemStatus::kOk);
+      },
+      [&] {
+        return r.unsigned_integer("size", &m->size, kMaxTypeSize, m->status == ItemStatus::kOk);
+      },
+      [&] {
+        return r.string("type_name", &m->type_name, kMaxTypeName, m->status == ItemStatus::kOk,
+                        printable, "printable text");
+      });
+  if (!s.ok() || !(r.has("bit_size") || r.has("bit_offset"))) {
+    return s;
+  }
+  uint64_t bo = 0;
+  uint64_t bs = 0;
+  s = in_order([&] { return r.unsigned_integer("bit_offset", &bo, 7); },
+               [&] { return r.unsigned_integer("bit_size", &bs, 64); });
+  m->bit_offset = static_cast<uint32_t>(bo);
+  m->bit_size = static_cast<uint32_t>(bs);
+  return s;
 }
 
 }  // namespace
@@ -334,13 +404,16 @@ Result<Profile> parse_profile(std::string_view text) {
   if (!doc.is_object()) {
     return corrupt("not a JSON object");
   }
-  JsonReader r(doc, "$");
-  std::string schema;
-  int64_t version = 0;
-  r.string("schema", &schema, 64);
-  r.integer("schema_version", &version, 0, 1 << 20);
+  auto r = JsonObject::of(doc, "$");
   if (!r.ok()) {
     return corrupt(r.error().message);
+  }
+  std::string schema;
+  int64_t version = 0;
+  Status header = in_order([&] { return r->string("schema", &schema, 64); },
+                           [&] { return r->integer("schema_version", &version, 0, 1 << 20); });
+  if (!header.ok()) {
+    return corrupt(header.error().message);
   }
   if (schema != kSchemaName) {
     return corrupt("schema is \"" + schema + "\", not \"" + std::string(kSchemaName) + "\"");
@@ -352,68 +425,57 @@ Result<Profile> parse_profile(std::string_view text) {
   }
   Profile p;
   p.schema_version = static_cast<int>(version);
-  r.known_keys({"schema", "schema_version", "build_id", "object", "binary_path", "source",
-                "debug_file", "probe_set", "probe_set_digest", "generator", "created", "functions",
-                "types", "members"});
-  r.string("build_id", &p.build_id, 128, true, is_build_id, "a lower-case hex build-id");
-  r.string(
-      "object", &p.object, 255, true,
-      [](std::string_view s) {
-        return !s.empty() && s.find('/') == std::string_view::npos && printable(s);
+  Status body = in_order(
+      [&] {
+        return r->known_keys({"schema", "schema_version", "build_id", "object", "binary_path",
+                              "source", "debug_file", "probe_set", "probe_set_digest", "generator",
+                              "created", "functions", "types", "members"});
       },
-      "a file name");
-  r.string("binary_path", &p.binary_path, kMaxText, true, printable, "printable text");
-  r.string(
-      "source", &p.source, 16, true,
-      [](std::string_view s) { return s == "dwarf" || s == "symtab"; }, "dwarf or symtab");
-  r.string("debug_file", &p.debug_file, kMaxText, true, printable, "printable text");
-  r.string(
-      "probe_set", &p.probe_set, 64, true,
-      [](std::string_view s) {
-        return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
-        });
+      [&] {
+        return r->string("build_id", &p.build_id, 128, true, is_build_id,
+                         "a lower-case hex build-id");
       },
-      "a probe-set name");
-  r.string("probe_set_digest", &p.probe_set_digest, 16, true, is_hex16, "16 hex digits");
-  r.string("generator", &p.generator, 128, true, printable, "printable text");
-  r.string("created", &p.created, 64, true, printable, "printable text");
-  r.array("functions", kMaxEntries, true, [&](JsonReader& fr) {
-    FunctionEntry f;
-    read_function(fr, &f);
-    p.functions.push_back(std::move(f));
-  });
-  r.array("types", kMaxEntries, true, [&](JsonReader& tr) {
-    TypeEntry t;
-    tr.known_keys({"name", "status", "message", "size"});
-    tr.string("name", &t.name, 512, true, is_qualified_name, "a qualified name");
-    read_status(tr, &t.status, &t.message);
-    tr.unsigned_integer("size", &t.size, kMaxTypeSize, t.status == ItemStatus::kOk);
-    p.types.push_back(std::move(t));
-  });
-  r.array("members", kMaxEntries * 4, true, [&](JsonReader& mr) {
-    MemberEntry m;
-    mr.known_keys({"type", "path", "status", "message", "offset", "size", "type_name", "bit_offset",
-                   "bit_size"});
-    mr.string("type", &m.type, 512, true, is_qualified_name, "a qualified name");
-    mr.string("path", &m.path, 512, true, is_member_path, "a member path");
-    read_status(mr, &m.status, &m.message);
-    const bool ok = m.status == ItemStatus::kOk;
-    mr.unsigned_integer("offset", &m.offset, kMaxTypeSize, ok);
-    mr.unsigned_integer("size", &m.size, kMaxTypeSize, ok);
-    mr.string("type_name", &m.type_name, kMaxTypeName, ok, printable, "printable text");
-    if (mr.has("bit_size") || mr.has("bit_offset")) {
-      uint64_t bo = 0;
-      uint64_t bs = 0;
-      mr.unsigned_integer("bit_offset", &bo, 7);
-      mr.unsigned_integer("bit_size", &bs, 64);
-      m.bit_offset = static_cast<uint32_t>(bo);
-      m.bit_size = static_cast<uint32_t>(bs);
-    }
-    p.members.push_back(std::move(m));
-  });
-  if (!r.ok()) {
-    return corrupt(r.error().message);
+      [&] {
+        return r->string(
+            "object", &p.object, 255, true,
+            [](std::string_view s) {
+              return !s.empty() && s.find('/') == std::string_view::npos && printable(s);
+            },
+            "a file name");
+      },
+      [&] {
+        return r->string("binary_path", &p.binary_path, kMaxText, true, printable,
+                         "printable text");
+      },
+      [&] {
+        return r->string(
+            "source", &p.source, 16, true,
+            [](std::string_view s) { return s == "dwarf" || s == "symtab"; }, "dwarf or symtab");
+      },
+      [&] {
+        return r->string("debug_file", &p.debug_file, kMaxText, true, printable, "printable text");
+      },
+      [&] {
+        return r->string(
+            "probe_set", &p.probe_set, 64, true,
+            [](std::string_view s) {
+              return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+              });
+            },
+            "a probe-set name");
+      },
+      [&] {
+        return r->string("probe_set_digest", &p.probe_set_digest, 16, true, is_hex16,
+                         "16 hex digits");
+      },
+      [&] { return r->string("generator", &p.generator, 128, true, printable, "printable text"); },
+      [&] { return r->string("created", &p.created, 64, true, printable, "printable text"); },
+      [&] { return r->objects("functions", kMaxEntries, true, &p.functions, read_function); },
+      [&] { return r->objects("types", kMaxEntries, true, &p.types, read_type); },
+      [&] { return r->objects("members", kMaxEntries * 4, true, &p.members, read_member); });
+  if (!body.ok()) {
+    return corrupt(body.error().message);
   }
   // Cross-checks: a member must fit in its type.
   std::map<std::string, uint64_t> sizes;
@@ -466,6 +528,10 @@ Status save_profile(const std::string& path, const Profile& p) {
     const int err = errno;
     return make_error(ErrorKind::kSystem, tmp + ": " + std::strerror(err), err);
   }
+  auto fail = [&](const std::string& name, int err) -> Status {
+    ::unlink(tmp.c_str());  // best effort: the error reported is ERR
+    return make_error(ErrorKind::kSystem, name + ": " + std::strerror(err), err);
+  };
   size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
@@ -473,16 +539,14 @@ Status save_profile(const std::string& path, const Profile& p) {
       continue;
     }
     if (n <= 0) {
-      const int err = errno;
-      ::unlink(tmp.c_str());
-      return make_error(ErrorKind::kSystem, tmp + ": " + std::strerror(err), err);
+      return fail(tmp, n < 0 ? errno : EIO);
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd.get()) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(tmp.c_str());
-    return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
+  // A write error can surface at close (NFS): closed and checked before the rename.
+  if (::fsync(fd.get()) != 0 || ::close(fd.release()) != 0 ||
+      ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return fail(path, errno);
   }
   return ok_status();
 }

@@ -133,20 +133,21 @@ struct ChildPlan {
 
 // Reads what is ready on FD into OUT (up to MAX bytes kept: the head for stdout, the tail
 // for stderr). False at end of file.
-bool drain(int fd, std::string& out, std::size_t max, bool keep_tail, bool& overflow) {
+Result<bool> drain(int fd, std::string& out, std::size_t max, bool keep_tail, bool& overflow) {
   std::array<char, 65536> buf{};
   const ssize_t n = read(fd, buf.data(), buf.size());
-  if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) {
+  if (n < 0) {
+    return errno == EINTR || errno == EAGAIN ? Result<bool>(true) : sys_error("read");
+  }
+  if (n == 0) {
     return false;
   }
-  if (n > 0) {
-    out.append(buf.data(), static_cast<std::size_t>(n));
-    if (out.size() > max) {
-      if (keep_tail) {
-        out.erase(0, out.size() - max);
-      } else {
-        overflow = true;
-      }
+  out.append(buf.data(), static_cast<std::size_t>(n));
+  if (out.size() > max) {
+    if (keep_tail) {
+      out.erase(0, out.size() - max);
+    } else {
+      overflow = true;
     }
   }
   return true;
@@ -174,21 +175,37 @@ std::string debug_source_in(std::string_view log) {
 
 // Writes SPEC to a child that may already have exited: EPIPE, never a SIGPIPE that would end
 // the caller (SIGPIPE is blocked in this thread for the write, and a pending one taken).
-bool send_spec(int fd, const std::string& spec) {
+Status send_spec(int fd, const std::string& spec) {
   sigset_t pipe_only;
   sigset_t old;
   sigemptyset(&pipe_only);
   sigaddset(&pipe_only, SIGPIPE);
-  if (pthread_sigmask(SIG_BLOCK, &pipe_only, &old) != 0) {
-    return false;
+  if (int err = pthread_sigmask(SIG_BLOCK, &pipe_only, &old); err != 0) {
+    return make_error(ErrorKind::kSystem, std::string("pthread_sigmask: ") + std::strerror(err),
+                      err);
   }
-  const bool sent = write(fd, spec.data(), spec.size()) == static_cast<ssize_t>(spec.size());
-  if (!sent && errno == EPIPE && sigismember(&old, SIGPIPE) == 0) {
+  Status sent = ok_status();
+  std::size_t done = 0;
+  while (done < spec.size()) {
+    const ssize_t n = write(fd, spec.data() + done, spec.size() - done);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      sent = n < 0 ? sys_error("write") : make_error(ErrorKind::kSystem, "write: no progress");
+      break;
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (!sent.ok() && sent.error().code == EPIPE && sigismember(&old, SIGPIPE) == 0) {
     const timespec now{0, 0};
     while (sigtimedwait(&pipe_only, nullptr, &now) < 0 && errno == EINTR) {
     }
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (int err = pthread_sigmask(SIG_SETMASK, &old, nullptr); err != 0) {
+    return make_error(ErrorKind::kSystem, std::string("pthread_sigmask: ") + std::strerror(err),
+                      err);
+  }
   return sent;
 }
 
@@ -284,7 +301,7 @@ Result<ResolveOutcome> run_resolver(const ResolveRequest& request, const Resolve
   root.reset();
 
   // The spec goes in whole (a few KiB: the pipe holds it), then EOF.
-  const bool sent = send_spec(in->write.get(), probe_set_to_json(request.set));
+  const Status sent = send_spec(in->write.get(), probe_set_to_json(request.set));
   in->write.reset();
 
   std::string json;
@@ -306,7 +323,6 @@ Result<ResolveOutcome> run_resolver(const ResolveRequest& request, const Resolve
       killed_for = "resolver output over " + std::to_string(limits.max_output_bytes) + " bytes";
     }
     if (!killed_for.empty()) {
-      kill(pid, SIGKILL);
       break;
     }
     std::array<pollfd, 2> fds{{{out_open ? out->read.get() : -1, POLLIN, 0},
@@ -314,16 +330,29 @@ Result<ResolveOutcome> run_resolver(const ResolveRequest& request, const Resolve
     const int n = poll(fds.data(), fds.size(), static_cast<int>(kPollSlice.count()));
     if (n < 0 && errno != EINTR) {
       killed_for = "poll: " + std::string(std::strerror(errno));
-      kill(pid, SIGKILL);
       break;
     }
     bool unused = false;
     if (out_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-      out_open = drain(out->read.get(), json, limits.max_output_bytes, false, overflow);
+      auto more = drain(out->read.get(), json, limits.max_output_bytes, false, overflow);
+      if (!more.ok()) {
+        killed_for = "resolver output: " + more.error().message;
+        break;
+      }
+      out_open = *more;
     }
     if (err_open && (fds[1].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
-      err_open = drain(err->read.get(), log, kMaxLogBytes, true, unused);
+      auto more = drain(err->read.get(), log, kMaxLogBytes, true, unused);
+      if (!more.ok()) {
+        killed_for = "resolver log: " + more.error().message;
+        break;
+      }
+      err_open = *more;
     }
+  }
+  // The child is not reaped yet, so it exists and the kill cannot miss.
+  if (!killed_for.empty() && kill(pid, SIGKILL) != 0) {
+    killed_for += " (kill: " + std::string(std::strerror(errno)) + ")";
   }
   int status = 0;
   rusage usage{};
@@ -338,8 +367,8 @@ Result<ResolveOutcome> run_resolver(const ResolveRequest& request, const Resolve
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     return make_error(ErrorKind::kSystem, describe_exit(status, log));
   }
-  if (!sent) {
-    return make_error(ErrorKind::kSystem, "resolver did not take the probe set");
+  if (!sent.ok()) {
+    return make_error(ErrorKind::kSystem, "resolver did not take the probe set", sent.error().code);
   }
   auto profile = parse_profile(json);
   if (!profile.ok()) {

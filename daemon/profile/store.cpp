@@ -23,6 +23,23 @@ bool fits(const Profile& p, const ProbeSet& set) {
   return p.probe_set == set.name && p.probe_set_digest == set.digest;
 }
 
+// The *.json files of DIR, sorted; none when DIR does not exist.
+Result<std::vector<std::string>> json_files_in(const std::string& dir) {
+  std::vector<std::string> files;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    if (it->path().extension() == ".json") {
+      files.push_back(it->path().string());
+    }
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return make_error(ErrorKind::kSystem, dir + ": " + ec.message(), ec.value());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 }  // namespace
 
 std::string_view to_string(Origin o) {
@@ -48,15 +65,12 @@ std::string ProfileStore::cache_path(const std::string& build_id,
 
 void ProfileStore::load_shipped() {
   for (const std::string& dir : options_.shipped_dirs) {
-    std::error_code ec;
-    std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      if (e.path().extension() == ".json") {
-        files.push_back(e.path().string());
-      }
+    auto files = json_files_in(dir);
+    if (!files.ok()) {
+      spdlog::warn("shipped profiles not read: {}", files.error().message);
+      continue;
     }
-    std::sort(files.begin(), files.end());
-    for (const std::string& f : files) {
+    for (const std::string& f : *files) {
       auto p = load_profile(f);
       if (!p.ok()) {
         spdlog::warn("shipped profile rejected: {}", p.error().message);
@@ -110,14 +124,12 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id, const st
   };
 
   const std::string cached = cache_path(build_id, set.name);
-  std::error_code ec;
-  if (fs::exists(cached, ec)) {
-    auto p = load_profile(cached, build_id);
-    if (!p.ok()) {
-      spdlog::warn("cached profile ignored: {}", p.error().message);
-    } else if (usable(*p)) {
+  if (auto p = load_profile(cached, build_id); p.ok()) {
+    if (usable(*p)) {
       return remember(LoadedProfile{std::move(p).value(), Origin::kCache, cached, "", 0, 0});
     }
+  } else if (p.error().kind != ErrorKind::kNotFound) {
+    spdlog::warn("cached profile ignored: {}", p.error().message);
   }
   if (auto s = shipped_.find(key); s != shipped_.end() && usable(s->second.first)) {
     return remember(LoadedProfile{s->second.first, Origin::kShipped, s->second.second, "", 0, 0});

@@ -24,6 +24,8 @@ class UniqueFd {
 
   [[nodiscard]] int get() const { return fd_; }
   [[nodiscard]] bool valid() const { return fd_ >= 0; }
+  // Gives up ownership: the caller closes it (and checks the close, where that matters).
+  [[nodiscard]] int release() { return std::exchange(fd_, -1); }
   void reset(int fd = -1) {
     if (fd_ >= 0) {
       ::close(fd_);

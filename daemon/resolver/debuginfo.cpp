@@ -1,12 +1,15 @@
 #include "resolver/debuginfo.h"
 
-#include <unistd.h>
 #include <zlib.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <optional>
+
+#include "profile/unique_fd.h"
 
 #ifdef CEPHSCOPE_HAVE_DEBUGINFOD
 #include <elfutils/debuginfod.h>
@@ -27,60 +30,74 @@ std::string under(const std::string& root, const std::string& path) {
 
 // CRC32 of a whole file, as .gnu_debuglink records it. Only used for debug files without a
 // build-id note.
-std::optional<uint32_t> file_crc32(const ElfFile& f) {
+Result<uint32_t> file_crc32(const ElfFile& f) {
   uLong crc = crc32(0L, Z_NULL, 0);
   constexpr size_t kChunk = 1 << 20;
   for (uint64_t off = 0; off < f.file_size(); off += kChunk) {
-    auto bytes = f.read(off, kChunk);
-    if (bytes.empty()) {
-      return std::nullopt;
+    auto bytes = f.read_at(off, kChunk);
+    if (!bytes.ok()) {
+      return bytes.error();
     }
-    crc = crc32(crc, bytes.data(), static_cast<uInt>(bytes.size()));
+    if (bytes->empty()) {
+      return make_error(ErrorKind::kInvalidInput, f.path() + ": shrank while read");
+    }
+    crc = crc32(crc, bytes->data(), static_cast<uInt>(bytes->size()));
   }
   return static_cast<uint32_t>(crc);
 }
 
-// Empty when PATH is a debug file for BUILD_ID, else why not.
-std::string check_candidate(const std::string& path, const std::string& build_id,
-                            std::optional<uint32_t> crc = std::nullopt) {
+// Success when PATH is a debug file for BUILD_ID, else why not.
+Status check_candidate(const std::string& path, const std::string& build_id,
+                       std::optional<uint32_t> crc = std::nullopt) {
   auto f = ElfFile::open(path);
   if (!f.ok()) {
-    return f.error().message;
+    return f.error();
   }
   if (!f->has_data_section(".debug_info")) {
-    return path + ": no .debug_info";
+    return make_error(ErrorKind::kDwarf, path + ": no .debug_info");
   }
   auto id = f->build_id();
   if (id.ok()) {
-    return *id == build_id ? "" : path + ": build-id " + *id + ", want " + build_id;
+    if (*id != build_id) {
+      return make_error(ErrorKind::kInvalidInput,
+                        path + ": build-id " + *id + ", want " + build_id);
+    }
+    return ok_status();
   }
-  if (crc && file_crc32(*f) == crc) {
-    return "";
+  if (crc) {
+    auto actual = file_crc32(*f);
+    if (!actual.ok()) {
+      return actual.error();
+    }
+    if (*actual == *crc) {
+      return ok_status();
+    }
   }
-  return path + ": no build-id to check it against";
+  return make_error(ErrorKind::kInvalidInput, path + ": no build-id to check it against");
 }
 
 #ifdef CEPHSCOPE_HAVE_DEBUGINFOD
-std::optional<std::string> from_debuginfod(const std::string& build_id, std::string* why) {
+bool debuginfod_configured() {
   const char* urls = std::getenv("DEBUGINFOD_URLS");
-  if (urls == nullptr || *urls == '\0') {
-    return std::nullopt;
-  }
+  return urls != nullptr && *urls != '\0';
+}
+
+// The path of the client's cached copy of BUILD_ID's debug file.
+Result<std::string> from_debuginfod(const std::string& build_id) {
   std::unique_ptr<debuginfod_client, decltype(&debuginfod_end)> client(debuginfod_begin(),
                                                                        &debuginfod_end);
   if (!client) {
-    *why = "debuginfod: cannot start a client";
-    return std::nullopt;
+    return make_error(ErrorKind::kSystem, "debuginfod: cannot start a client");
   }
   char* path = nullptr;
   // A hex build-id may be passed as text with length 0.
-  const int fd = debuginfod_find_debuginfo(
-      client.get(), reinterpret_cast<const unsigned char*>(build_id.c_str()), 0, &path);
-  if (fd < 0) {
-    *why = "debuginfod: " + std::string(std::strerror(-fd));
-    return std::nullopt;
+  const UniqueFd fd(debuginfod_find_debuginfo(
+      client.get(), reinterpret_cast<const unsigned char*>(build_id.c_str()), 0, &path));
+  if (!fd.valid()) {
+    const int err = -fd.get();
+    return make_error(err == ENOENT ? ErrorKind::kNotFound : ErrorKind::kSystem,
+                      "debuginfod: " + std::string(std::strerror(err)), err);
   }
-  ::close(fd);
   std::string out = path != nullptr ? path : "";
   std::free(path);
   return out;
@@ -118,8 +135,8 @@ bool have_debuginfod() {
 Result<DebugFileRef> find_debuginfo(const ElfFile& binary, const std::string& build_id,
                                     const std::string& binary_path, const DebugSearch& search) {
   if (!search.explicit_file.empty()) {
-    if (std::string why = check_candidate(search.explicit_file, build_id); !why.empty()) {
-      return make_error(ErrorKind::kInvalidInput, why);
+    if (Status s = check_candidate(search.explicit_file, build_id); !s.ok()) {
+      return make_error(ErrorKind::kInvalidInput, s.error().message, s.error().code);
     }
     return DebugFileRef{search.explicit_file, DebugSource::kExplicit};
   }
@@ -133,8 +150,8 @@ Result<DebugFileRef> find_debuginfo(const ElfFile& binary, const std::string& bu
     if (!fs::exists(path, ec)) {
       return std::nullopt;
     }
-    if (std::string why = check_candidate(path, build_id, crc); !why.empty()) {
-      tried.push_back(why);
+    if (Status s = check_candidate(path, build_id, crc); !s.ok()) {
+      tried.push_back(s.error().message);
       return std::nullopt;
     }
     return DebugFileRef{path, source};
@@ -162,14 +179,12 @@ Result<DebugFileRef> find_debuginfo(const ElfFile& binary, const std::string& bu
     }
   }
 #ifdef CEPHSCOPE_HAVE_DEBUGINFOD
-  if (search.debuginfod) {
-    std::string why;
-    if (auto path = from_debuginfod(build_id, &why)) {
-      if (auto r = attempt(*path, DebugSource::kDebuginfod)) {
-        return *r;
-      }
-    } else if (!why.empty()) {
-      tried.push_back(why);
+  if (search.debuginfod && debuginfod_configured()) {
+    auto path = from_debuginfod(build_id);
+    if (!path.ok()) {
+      tried.push_back(path.error().message);
+    } else if (auto r = attempt(*path, DebugSource::kDebuginfod)) {
+      return *r;
     }
   }
 #endif

@@ -2,6 +2,7 @@
 
 #include <elf.h>
 #include <gelf.h>
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <zlib.h>
 #ifdef CEPHSCOPE_HAVE_LIBDEFLATE
@@ -178,7 +179,10 @@ Result<MappedBuffer> build_image(const ElfFile& file, std::vector<Piece>& pieces
   char* base = image->data();
 
   GElf_Ehdr src_ehdr;
-  gelf_getehdr(file.elf(), &src_ehdr);
+  if (gelf_getehdr(file.elf(), &src_ehdr) == nullptr) {
+    return make_error(ErrorKind::kInvalidInput,
+                      file.path() + ": bad ELF header: " + elf_errmsg(-1));
+  }
   Elf64_Ehdr ehdr{};
   std::memcpy(ehdr.e_ident, src_ehdr.e_ident, EI_NIDENT);
   ehdr.e_type = src_ehdr.e_type;
@@ -270,7 +274,8 @@ Result<MappedBuffer> MappedBuffer::allocate(size_t size) {
   void* p = ::mmap(nullptr, std::max<size_t>(size, 1), PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
-    return make_error(ErrorKind::kSystem, std::string("mmap: ") + std::strerror(errno), errno);
+    const int err = errno;
+    return make_error(ErrorKind::kSystem, std::string("mmap: ") + std::strerror(err), err);
   }
   // No MADV_HUGEPAGE: measured, its compaction at fault time costs 3x the sys time it saves.
   MappedBuffer b;
@@ -343,7 +348,10 @@ Result<DwarfFile> DwarfFile::open(const std::string& path, const DwarfOpenOption
       alt_path = std::filesystem::path(path).parent_path() / alt_path;
     }
     auto alt_file = DwarfFile::open(alt_path.string(), options);
-    if (alt_file.ok()) {
+    if (!alt_file.ok()) {
+      // Still usable: what refers to the shared DIEs is reported per item.
+      spdlog::warn("{}: .gnu_debugaltlink not opened: {}", path, alt_file.error().message);
+    } else {
       out.alt_ = std::make_unique<DwarfFile>(std::move(alt_file).value());
       dwarf_setalt(out.dwarf_.get(), out.alt_->dwarf());
     }

@@ -8,14 +8,17 @@
 // address-space limit and a timeout (profile/resolver_process.h); the DWARF it parses may come
 // from a container. stderr carries progress and, on a line of its own, "debuginfo-source S".
 #include <sys/prctl.h>
+#include <unistd.h>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
@@ -49,14 +52,23 @@ struct Options {
 Result<ProbeSet> read_spec() {
   std::string text;
   char buf[4096];
-  std::size_t n = 0;
-  while ((n = std::fread(buf, 1, sizeof buf, stdin)) > 0) {
-    text.append(buf, n);
+  while (true) {
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      const int err = errno;
+      return make_error(ErrorKind::kSystem, std::string("stdin: ") + std::strerror(err), err);
+    }
+    if (n == 0) {
+      return parse_probe_set(text);
+    }
+    text.append(buf, static_cast<std::size_t>(n));
     if (text.size() > kMaxSpecBytes) {
       return make_error(ErrorKind::kInvalidInput, "probe set on stdin over 1 MiB");
     }
   }
-  return parse_probe_set(text);
 }
 
 Result<Profile> resolve(const Options& o, std::string& debug_source) {
@@ -116,11 +128,12 @@ Result<Profile> resolve(const Options& o, std::string& debug_source) {
   return p;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   // Started by hand or by the daemon: either way it must not outlive its parent.
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) {
+    std::perror("PR_SET_PDEATHSIG");
+    return 1;
+  }
   spdlog::set_default_logger(spdlog::stderr_color_mt("cephscope-resolver"));
   spdlog::set_pattern("%l: %v");
   CLI::App app{
@@ -138,25 +151,35 @@ int main(int argc, char** argv) {
   app.add_flag("--no-debuginfod", o.no_debuginfod, "Never ask debuginfod");
   app.add_flag("--no-inlined", o.no_inlined, "Do not list inlined instances");
   CLI11_PARSE(app, argc, argv);
+  std::string debug_source;
+  auto p = resolve(o, debug_source);
+  if (!p.ok()) {
+    std::fprintf(stderr, "%s\n", p.error().message.c_str());
+    return 1;
+  }
+  if (!debug_source.empty()) {
+    std::fprintf(stderr, "debuginfo-source %s\n", debug_source.c_str());
+  }
+  const std::string text = dump_profile(*p);
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+    std::perror("stdout");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Everything expected to fail is a Result; what is thrown is fatal and ends here, as the
+  // last line of stderr, which the daemon reports.
   try {
-    std::string debug_source;
-    auto p = resolve(o, debug_source);
-    if (!p.ok()) {
-      std::fprintf(stderr, "%s\n", p.error().message.c_str());
-      return 1;
-    }
-    if (!debug_source.empty()) {
-      std::fprintf(stderr, "debuginfo-source %s\n", debug_source.c_str());
-    }
-    const std::string text = dump_profile(*p);
-    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
-        std::fflush(stdout) != 0) {
-      std::perror("stdout");
-      return 1;
-    }
-    return 0;
+    return run(argc, argv);
   } catch (const std::bad_alloc&) {  // the address-space limit
     std::fprintf(stderr, "out of memory (address-space limit)\n");
     return 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cephscope-resolver: %s\n", e.what());
+    return 1;
   }
 }

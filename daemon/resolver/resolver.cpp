@@ -1,6 +1,7 @@
 #include "resolver/resolver.h"
 
 #include <dwarf.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
@@ -36,9 +37,11 @@ bool is_cold_part(std::string_view mangled) {
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   std::tm tm{};
-  gmtime_r(&t, &tm);
   char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  if (t == static_cast<std::time_t>(-1) || gmtime_r(&t, &tm) == nullptr ||
+      std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+    return "";  // unknown: the profile is as good without it
+  }
   return buf;
 }
 
@@ -258,14 +261,21 @@ class Resolution {
     }
   }
 
-  // File offset and first instruction, from the binary; false if VADDR is not in it.
+  // File offset and first instruction, from the binary; false if VADDR is not in it. The
+  // entry instruction stays unknown ("") when its bytes cannot be read.
   bool place(FunctionInstance& inst) {
     auto off = binary_.vaddr_to_offset(inst.vaddr);
     if (!off.ok()) {
       return false;
     }
     inst.file_offset = *off;
-    inst.entry_insn = std::string(entry_insn_kind(binary_.read(inst.file_offset, 16)));
+    auto code = binary_.read_at(inst.file_offset, 16);
+    if (!code.ok()) {
+      spdlog::warn("{}", code.error().message);
+      inst.entry_insn.clear();
+      return true;
+    }
+    inst.entry_insn = std::string(entry_insn_kind(*code));
     return true;
   }
 

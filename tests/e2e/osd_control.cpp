@@ -86,7 +86,8 @@ std::string which(const std::string& name) {
   std::stringstream dirs(path ? path : "/usr/bin:/bin");
   std::string dir;
   while (std::getline(dirs, dir, ':')) {
-    const std::string candidate = dir + "/" + name;
+    std::string candidate = dir + "/";
+    candidate += name;
     if (access(candidate.c_str(), X_OK) == 0) {
       return candidate;
     }

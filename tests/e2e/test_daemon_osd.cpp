@@ -208,7 +208,7 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
                               std::string s;
                               for (const auto& x : m.find("cephscope_target_info")) {
                                 for (const auto& [k, v] : x.labels) {
-                                  s += k + "=" + v + " ";
+                                  s.append(k).append("=").append(v).append(" ");
                                 }
                                 s += "\n";
                               }

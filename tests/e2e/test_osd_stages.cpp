@@ -234,7 +234,7 @@ double check_ops(const ClusterInfo& cluster, const char* op, const std::map<int,
     const Hist h = b.at(o.id).op.at(op) - a.at(o.id).op.at(op);
     const OsdCounters& c = perf.at(o.id);
     const bool w = std::string(op) == "write";
-    const double n = static_cast<double>(w ? c.op_w : c.op_r);
+    const auto n = static_cast<double>(w ? c.op_w : c.op_r);
     const LatencyCounter& lat = w ? c.op_w_latency : c.op_r_latency;
     std::printf(
         "  %s %s: cephscope %.0f ops, mean %.3f ms | Ceph op_%s %.0f, latency %.3f ms "

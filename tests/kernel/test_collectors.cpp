@@ -114,12 +114,15 @@ TEST_CASE("syscall and block collectors count a known IO pattern exactly",
 TEST_CASE("a target's series disappear after the TTL once it exits", "[kernel][discovery]") {
   const std::string dir = fresh_dir();
   require_block_device(dir);
-  Daemon daemon(dir, tracking_config());
+  // The driver is the only target, even when Ceph runs on the host: its map entries are all.
+  Daemon daemon(dir, tracking_config() + "  ceph_osd: false\n  rados_clients: false\n");
   REQUIRE(daemon.wait_ready());
   run_io(daemon, dir, IoPattern{4, 4096, 1, 1});
   const auto exited = std::chrono::steady_clock::now();
   // Still there within the TTL (3 s): an OSD restarted in time would continue its series.
-  CHECK(daemon.scrape().any_with_label("process", kTracked));
+  const Metrics within = daemon.scrape();
+  CHECK(within.any_with_label("process", kTracked));
+  CHECK(within.sum("cephscope_map_entries", {{"map", "syscall_stats"}}) > 0);
   const bool gone = wait_for(
       daemon, [](const Metrics& m) { return !m.any_with_label("process", kTracked); },
       std::chrono::seconds(15));
@@ -128,6 +131,13 @@ TEST_CASE("a target's series disappear after the TTL once it exits", "[kernel][d
   INFO("series went away " << after << " s after the exit");
   CHECK(gone);
   CHECK(after >= 2.5);
+  // The daemon deletes the expired target's map entries itself; scrapes only read.
+  CHECK(wait_for(
+      daemon,
+      [](const Metrics& m) {
+        return m.sum("cephscope_map_entries", {{"map", "syscall_stats"}}) == 0;
+      },
+      std::chrono::seconds(5)));
 }
 
 TEST_CASE("/metrics passes promtool check metrics", "[kernel][promtool]") {

@@ -154,6 +154,11 @@ TEST_CASE("--check prints what will and will not work on this kernel", "[kernel]
          out.find("collector=block hook=tracepoint status=ok") != std::string::npos));
   CHECK(out.find("collector=vfs hook=") != std::string::npos);
   CHECK(out.find("feature fentry: ") != std::string::npos);
+  // The OSD probes, from the collector's probe table (the collector is off in this config).
+  CHECK(out.find("osd probe=\"PrimaryLogPG::log_op_stats\" program=osd_op_done off\n") !=
+        std::string::npos);
+  CHECK(out.find("osd probe=\"BlueStore::_txc_finish_io\" program=osd_txc_finish_io off "
+                 "instead_of=osd_txc_io_done\n") != std::string::npos);
 }
 
 namespace {

@@ -276,7 +276,9 @@ TEST_CASE("the BlueStore io_done call site agrees with objdump", "[e2e]") {
   auto elf = ElfFile::open(kOsd);
   REQUIRE(elf.ok());
   const uint64_t offset = to_offset(readelf_loads(kOsd), vaddr);
-  const auto calls = find_calls(elf->read(offset, size), vaddr, offset, syms[log].first);
+  auto code = elf->read_at(offset, size);
+  REQUIRE(code.ok());
+  const auto calls = find_calls(*code, vaddr, offset, syms[log].first);
   auto site = third_state_call(calls);
   INFO((site.ok() ? "" : site.error().message));
   REQUIRE(site.ok());

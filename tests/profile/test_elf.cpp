@@ -48,6 +48,21 @@ TEST_CASE("addresses outside loadable segments are refused", "[unit][elf]") {
   CHECK_FALSE(elf->vaddr_to_offset(uint64_t{1} << 46).ok());
 }
 
+TEST_CASE("bytes are read at a file offset, fewer only at end of file", "[unit][elf]") {
+  auto elf = ElfFile::open(FIXTURE_O2);
+  REQUIRE(elf.ok());
+  const std::string file = test::read_file(FIXTURE_O2);
+  auto head = elf->read_at(0, 64);
+  REQUIRE(head.ok());
+  CHECK(std::string(head->begin(), head->end()) == file.substr(0, 64));
+  auto tail = elf->read_at(file.size() - 10, 64);
+  REQUIRE(tail.ok());
+  CHECK(tail->size() == 10);
+  auto past = elf->read_at(file.size() + 4096, 16);
+  REQUIRE(past.ok());
+  CHECK(past->empty());
+}
+
 TEST_CASE("broken files give errors, not crashes", "[unit][elf]") {
   test::TempDir dir;
   const std::string original = FIXTURE_O2;

@@ -55,34 +55,34 @@ TEST_CASE("a running process's modules are identified", "[unit][process]") {
 
   SECTION("executable and a library") {
     Waiting w(copy);
-    Identification exe = identify_module(w.pid(), "");
+    auto exe = identify_module(w.pid(), "");
     REQUIRE(exe.ok());
-    CHECK(exe.module->name == "fx-copy");
-    CHECK(exe.module->build_id == build_id);
-    CHECK(exe.module->main_executable);
-    CHECK(exe.module->host_path == "/proc/" + std::to_string(w.pid()) + "/root" + copy);
-    Identification libc = identify_module(w.pid(), "libc.so.6");
+    CHECK(exe->name == "fx-copy");
+    CHECK(exe->build_id == build_id);
+    CHECK(exe->main_executable);
+    CHECK(exe->host_path == "/proc/" + std::to_string(w.pid()) + "/root" + copy);
+    auto libc = identify_module(w.pid(), "libc.so.6");
     REQUIRE(libc.ok());
-    CHECK(libc.module->build_id.size() == 40);
-    Identification none = identify_module(w.pid(), "libnothing.so.1");
-    CHECK(none.refusal == Refusal::kNotMapped);
+    CHECK(libc->build_id.size() == 40);
+    auto none = identify_module(w.pid(), "libnothing.so.1");
+    REQUIRE_FALSE(none.ok());
+    CHECK(none.error().reason == "not_mapped");
+    CHECK(none.error().reason == to_string(Refusal::kNotMapped));
   }
   SECTION("replaced since it started") {
     Waiting w(copy);
     fs::copy_file(FIXTURE_O0, dir / "new");
     fs::rename(dir / "new", copy);  // what a package upgrade does
-    Identification id = identify_module(w.pid(), "");
+    auto id = identify_module(w.pid(), "");
     REQUIRE_FALSE(id.ok());
-    CHECK(id.refusal == Refusal::kReplaced);
-    CHECK(to_string(id.refusal) == "replaced");
+    CHECK(id.error().reason == "replaced");
   }
   SECTION("deleted since it started") {
     Waiting w(copy);
     fs::remove(copy);
-    Identification id = identify_module(w.pid(), "");
+    auto id = identify_module(w.pid(), "");
     REQUIRE_FALSE(id.ok());
-    CHECK(id.refusal == Refusal::kDeleted);
-    CHECK(to_string(id.refusal) == "deleted");
+    CHECK(id.error().reason == "deleted");
   }
   SECTION("gone") {
     pid_t pid = 0;
@@ -90,7 +90,8 @@ TEST_CASE("a running process's modules are identified", "[unit][process]") {
       Waiting w(copy);
       pid = w.pid();
     }
-    Identification id = identify_module(pid, "");
-    CHECK(id.refusal == Refusal::kNoProcess);
+    auto id = identify_module(pid, "");
+    REQUIRE_FALSE(id.ok());
+    CHECK(id.error().reason == "no_process");
   }
 }

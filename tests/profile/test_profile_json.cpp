@@ -123,6 +123,26 @@ TEST_CASE("corrupt profiles are refused", "[unit][json]") {
                     "corrupt profile"));
 }
 
+TEST_CASE("a refusal names the first bad field by its JSON path", "[unit][json]") {
+  json j = valid();
+  j["functions"][0]["instances"][0]["vaddr"] = "0x10";
+  j["types"][0]["size"] = -1;  // also bad, but after the first failure nothing is read
+  CHECK(error_of(j.dump()) ==
+        "corrupt profile: $.functions[0].instances[0].vaddr: expected a non-negative integer");
+  j = valid();
+  j["members"][0].erase("path");
+  CHECK(error_of(j.dump()) == "corrupt profile: $.members[0].path: missing");
+  j = valid();
+  j["functions"][0]["instances"][0]["params"] = json::array({1});
+  CHECK(error_of(j.dump()) ==
+        "corrupt profile: $.functions[0].instances[0].params[0]: expected an object");
+  auto set = parse_probe_set(
+      R"({"schema":"cephscope-probe-set","schema_version":1,"name":"x","objects":["a"],
+          "types":[{"name":"T","members":["a"]},{"name":"U","members":["a..b"]}]})");
+  REQUIRE_FALSE(set.ok());
+  CHECK(set.error().message == "probe set.types[1].members[0]: not a member path");
+}
+
 TEST_CASE("unknown schema versions are refused", "[unit][json]") {
   for (int v : {0, 2, 99}) {
     json j = valid();

@@ -9,7 +9,7 @@
 #include "uprobe_arg.h"
 
 const volatile int arg_kind = ARG_REGISTER;
-const volatile int arg_reg = 0;  /* DWARF register number */
+const volatile int arg_reg = 0; /* DWARF register number */
 const volatile long arg_offset = 0;
 
 __u64 hits = 0;
@@ -18,22 +18,38 @@ __u64 sum = 0;
 static __always_inline __u64 dwarf_reg(struct pt_regs *regs, int reg)
 {
 	switch (reg) {
-	case 0: return regs->ax;
-	case 1: return regs->dx;
-	case 2: return regs->cx;
-	case 3: return regs->bx;
-	case 4: return regs->si;
-	case 5: return regs->di;
-	case 6: return regs->bp;
-	case 7: return regs->sp;
-	case 8: return regs->r8;
-	case 9: return regs->r9;
-	case 10: return regs->r10;
-	case 11: return regs->r11;
-	case 12: return regs->r12;
-	case 13: return regs->r13;
-	case 14: return regs->r14;
-	case 15: return regs->r15;
+	case 0:
+		return regs->ax;
+	case 1:
+		return regs->dx;
+	case 2:
+		return regs->cx;
+	case 3:
+		return regs->bx;
+	case 4:
+		return regs->si;
+	case 5:
+		return regs->di;
+	case 6:
+		return regs->bp;
+	case 7:
+		return regs->sp;
+	case 8:
+		return regs->r8;
+	case 9:
+		return regs->r9;
+	case 10:
+		return regs->r10;
+	case 11:
+		return regs->r11;
+	case 12:
+		return regs->r12;
+	case 13:
+		return regs->r13;
+	case 14:
+		return regs->r14;
+	case 15:
+		return regs->r15;
 	}
 	return 0;
 }

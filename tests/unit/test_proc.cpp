@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "discovery/classify.h"
+#include "discovery/discovery.h"
 #include "discovery/proc.h"
 
 using namespace cephscope;
@@ -22,9 +23,17 @@ ProcessInfo must_read(const ProcReader& proc, pid_t pid) {
 }  // namespace
 
 TEST_CASE("every numeric entry is listed, nothing else", "[proc]") {
-  auto pids = ProcReader(kProc).list_pids();
+  auto listed = ProcReader(kProc).list_pids();
+  REQUIRE(listed.ok());
+  auto pids = *listed;
   std::sort(pids.begin(), pids.end());
   CHECK(pids == std::vector<pid_t>{2, 101, 102, 103, 104, 105, 106, 107, 108, 109, 110, 111, 112});
+}
+
+TEST_CASE("a proc root that cannot be listed is an error, not an empty list", "[proc]") {
+  auto listed = ProcReader(std::string(kProc) + "/no-such-dir").list_pids();
+  REQUIRE_FALSE(listed.ok());
+  CHECK(listed.error().message.find("no-such-dir") != std::string::npos);
 }
 
 TEST_CASE("a process is read from stat, cmdline and exe", "[proc]") {
@@ -167,4 +176,19 @@ TEST_CASE("files are read only inside the process's root", "[proc]") {
   auto capped = proc.read_in_root(101, "/var/lib/ceph/osd/ceph-3/ceph_fsid", 8);
   REQUIRE(capped.ok());
   CHECK(capped->size() == 8);
+}
+
+TEST_CASE("a scan that cannot list /proc forgets no tracked process", "[proc]") {
+  TargetRegistry registry(-1, std::chrono::seconds(10), 100);
+  Discovery discovery(ProcReader(std::string(kProc) + "/no-such-dir"), registry);
+  ProcessInfo info;
+  info.pid = 101;
+  info.start_time = 1000;
+  TargetIdentity osd;
+  osd.kind = TargetKind::kCephOsd;
+  osd.ceph_daemon = "osd.3";
+  const auto now = Clock::now();
+  REQUIRE(registry.track(info, osd, now).ok());
+  discovery.scan(now);
+  CHECK(registry.is_tracked(101, 1000));
 }

@@ -84,3 +84,34 @@ TEST_CASE("targets are labelled by ceph_daemon or by process", "[registry]") {
   client.process = "rados";
   CHECK(target_labels(client) == Labels{{"process", "rados"}});
 }
+
+TEST_CASE("the generation moves with every change a snapshot shows, and only then", "[registry]") {
+  TargetRegistry reg(-1, 10s, 100);
+  const auto t0 = Clock::now();
+  auto moved = [&reg, last = reg.generation()]() mutable {
+    const bool changed = reg.generation() != last;
+    last = reg.generation();
+    return changed;
+  };
+  REQUIRE(reg.track(process(100, 1), osd(0), t0).ok());
+  CHECK(moved());  // a new target
+  REQUIRE(reg.track(process(100, 1), osd(0), t0).ok());
+  CHECK_FALSE(moved());  // the same process again
+  REQUIRE(reg.track(process(101, 1), osd(0), t0).ok());
+  CHECK(moved());  // one more process of the target
+  reg.forget(101, t0 + 1s);
+  CHECK(moved());
+  reg.forget(101, t0 + 1s);
+  CHECK_FALSE(moved());  // already forgotten
+  reg.reconcile({100}, t0 + 1s);
+  reg.expire(t0 + 2s);
+  reg.set_ttl(5s);
+  CHECK_FALSE(moved());  // nothing gone, nothing expired
+  reg.reconcile({}, t0 + 3s);
+  CHECK(moved());
+  reg.expire(t0 + 4s);
+  CHECK_FALSE(moved());  // within the TTL
+  reg.expire(t0 + 9s);
+  CHECK(moved());
+  CHECK(reg.snapshot().empty());
+}

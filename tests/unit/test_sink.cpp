@@ -1,11 +1,11 @@
 #include <catch2/catch.hpp>
 
-#include "metrics/sink.h"
+#include "metrics/prometheus_sink.h"
 
 using namespace cephscope;
 
 TEST_CASE("series beyond the cap are left out and counted", "[sink]") {
-  MetricSink sink(3);
+  PrometheusSink sink(3);
   sink.counter("a_total", "a", {{"x", "1"}}, 1);
   sink.counter("a_total", "a", {{"x", "2"}}, 2);
   sink.gauge("b", "b", {}, 3);

@@ -1,6 +1,6 @@
-// Collects one scrape's metric families. The series cap protects the endpoint (and the
-// Prometheus behind it) from a cardinality blow-up: series beyond it are left out and
-// counted, never silently.
+// Collects one scrape's metric families for prometheus-cpp's text serialiser. The series cap
+// protects the endpoint (and the Prometheus behind it) from a cardinality blow-up: series
+// beyond it are left out and counted, never silently.
 #pragma once
 
 #include <prometheus/metric_family.h>
@@ -10,20 +10,21 @@
 #include <string>
 #include <vector>
 
-#include "metrics/histogram.h"
-#include "metrics/labels.h"
+#include "collectors/metric_sink.h"
+#include "core/labels.h"
 
 namespace cephscope {
 
-class MetricSink {
+class PrometheusSink final : public MetricSink {
  public:
-  explicit MetricSink(std::size_t max_series) : max_series_(max_series) {}
+  explicit PrometheusSink(std::size_t max_series) : max_series_(max_series) {}
 
   void counter(const std::string& name, const std::string& help, const Labels& labels,
-               double value);
-  void gauge(const std::string& name, const std::string& help, const Labels& labels, double value);
+               double value) override;
+  void gauge(const std::string& name, const std::string& help, const Labels& labels,
+             double value) override;
   void histogram(const std::string& name, const std::string& help, const Labels& labels,
-                 const struct hist& h);
+                 const struct hist& h) override;
 
   // Self-metrics bypass the cap: they must always be there to explain what was cut.
   void set_uncapped(bool uncapped) { uncapped_ = uncapped; }

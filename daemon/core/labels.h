@@ -1,3 +1,5 @@
+// Metric labels. In core because discovery names its targets with them before any metric
+// exists, and collectors and metrics write them.
 #pragma once
 
 #include <string>

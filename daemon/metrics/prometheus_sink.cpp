@@ -1,6 +1,6 @@
-#include "metrics/sink.h"
+#include "metrics/prometheus_sink.h"
 
-#include <spdlog/spdlog.h>
+#include "metrics/histogram.h"
 
 namespace cephscope {
 
@@ -15,8 +15,8 @@ prometheus::ClientMetric metric_with(const Labels& labels) {
   return m;
 }
 
-prometheus::MetricFamily& MetricSink::family(const std::string& name, const std::string& help,
-                                             prometheus::MetricType type) {
+prometheus::MetricFamily& PrometheusSink::family(const std::string& name, const std::string& help,
+                                                 prometheus::MetricType type) {
   auto it = index_.find(name);
   if (it != index_.end()) {
     return families_[it->second];
@@ -26,7 +26,7 @@ prometheus::MetricFamily& MetricSink::family(const std::string& name, const std:
   return families_.back();
 }
 
-bool MetricSink::admit(std::size_t series) {
+bool PrometheusSink::admit(std::size_t series) {
   if (!uncapped_ && series_ + series > max_series_) {
     dropped_ += series;
     return false;
@@ -35,8 +35,8 @@ bool MetricSink::admit(std::size_t series) {
   return true;
 }
 
-void MetricSink::counter(const std::string& name, const std::string& help, const Labels& labels,
-                         double value) {
+void PrometheusSink::counter(const std::string& name, const std::string& help, const Labels& labels,
+                             double value) {
   if (!admit(1)) {
     return;
   }
@@ -45,8 +45,8 @@ void MetricSink::counter(const std::string& name, const std::string& help, const
   family(name, help, prometheus::MetricType::Counter).metric.push_back(std::move(m));
 }
 
-void MetricSink::gauge(const std::string& name, const std::string& help, const Labels& labels,
-                       double value) {
+void PrometheusSink::gauge(const std::string& name, const std::string& help, const Labels& labels,
+                           double value) {
   if (!admit(1)) {
     return;
   }
@@ -55,8 +55,8 @@ void MetricSink::gauge(const std::string& name, const std::string& help, const L
   family(name, help, prometheus::MetricType::Gauge).metric.push_back(std::move(m));
 }
 
-void MetricSink::histogram(const std::string& name, const std::string& help, const Labels& labels,
-                           const struct hist& h) {
+void PrometheusSink::histogram(const std::string& name, const std::string& help,
+                               const Labels& labels, const struct hist& h) {
   if (!admit(HIST_SLOTS + 2)) {  // every bucket, _sum and _count
     return;
   }
@@ -65,7 +65,7 @@ void MetricSink::histogram(const std::string& name, const std::string& help, con
   family(name, help, prometheus::MetricType::Histogram).metric.push_back(std::move(m));
 }
 
-std::vector<prometheus::MetricFamily> MetricSink::take() {
+std::vector<prometheus::MetricFamily> PrometheusSink::take() {
   index_.clear();
   return std::move(families_);
 }

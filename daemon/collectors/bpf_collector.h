@@ -1,0 +1,86 @@
+// What every collector backed by one BPF object shares: owning the object and its links,
+// probe status, map usage, lost-event counters and program run time.
+#pragma once
+
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collectors/collector.h"
+#include "core/result.h"
+#include "libbpf/handles.h"
+#include "libbpf/maps.h"
+
+namespace cephscope {
+
+class BpfCollector : public Collector {
+ public:
+  [[nodiscard]] std::string hook() const override { return obj_ ? hook_ : "unavailable"; }
+  [[nodiscard]] std::string unavailable_reason() const override { return reason_; }
+  [[nodiscard]] std::vector<ProbeStatus> probes() const override { return probes_; }
+  [[nodiscard]] std::vector<MapUsage> maps() const override;
+  [[nodiscard]] std::vector<std::pair<std::string, ProgramStats>> programs() const override;
+  [[nodiscard]] Result<LostCounts> lost() const override;
+
+ protected:
+  // Takes ownership of a loaded skeleton: `destroy` runs after every link is gone.
+  void adopt(bpf_object* obj, std::function<void()> destroy, std::string hook);
+  // Attaches one program by its SEC() definition; the outcome is reported by probes().
+  void attach(bpf_program* prog, const std::string& probe);
+  // Marks the collector unavailable; every probe in `names` is reported with `reason`.
+  void unavailable(const std::string& reason, const std::vector<std::string>& names);
+  // Records a probe that was left out while the rest of the collector works.
+  void unavailable_probe(ProbeStatus status) { probes_.push_back(std::move(status)); }
+  [[nodiscard]] bool loaded() const { return obj_ != nullptr; }
+  // Registers a map keyed by target id (a Key with a `target` field): prune() deletes the
+  // entries of expired targets from it. Entries of untracked processes stay.
+  template <typename Key>
+  void prune_by_target(int map_fd) {
+    pruners_.push_back([map_fd](const TargetIds& live) {
+      return prune_keys<Key>(map_fd, [&](const Key& k) {
+        return k.target == CEPHSCOPE_UNTRACKED || live.contains(k.target);
+      });
+    });
+  }
+  void prune_maps(const TargetIds& live) override;
+
+ private:
+  struct Owner {
+    std::function<void()> destroy;
+    Owner() = default;
+    Owner(const Owner&) = delete;
+    Owner& operator=(const Owner&) = delete;
+    ~Owner() {
+      if (destroy) {
+        destroy();
+      }
+    }
+  };
+  // Declaration order matters: links_ is destroyed before owner_ closes the object.
+  Owner owner_;
+  std::vector<Link> links_;
+  bpf_object* obj_ = nullptr;
+  std::string hook_;
+  std::string reason_;
+  std::vector<ProbeStatus> probes_;
+  std::vector<std::function<Result<std::size_t>(const TargetIds&)>> pruners_;
+};
+
+// Makes a skeleton's tracked_tgids map the shared one (a no-op without one, in tests).
+Status reuse_tracked_map(bpf_map* map, int tracked_map_fd);
+
+// Opens a collector's skeleton with the shared tracked-process map.
+template <typename Skel, void (*Destroy)(Skel*)>
+Status open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), int tracked_map_fd) {
+  skel.reset(open());
+  if (!skel) {
+    const int err = errno;
+    return make_error(ErrorKind::kSystem,
+                      std::string("cannot open the BPF object: ") + std::strerror(err), err);
+  }
+  return reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd);
+}
+
+}  // namespace cephscope
