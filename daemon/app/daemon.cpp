@@ -232,6 +232,10 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
         spdlog::info("config reloaded from {}", config_path);
       }
     }
+    if (auto serving = (*server)->status(); !serving.ok()) {
+      spdlog::critical("{}", serving.error().message);
+      return 1;
+    }
     const auto now = Clock::now();
     discovery->recheck_due(now);
     if (now >= next_scan) {

@@ -4,7 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
-#include <stdexcept>
+#include <charconv>
+#include <limits>
 
 namespace cephscope {
 namespace {
@@ -55,14 +56,9 @@ double q_value(std::string_view params) {
     if (param.size() < 2 || lower(param.substr(0, 2)) != "q=") {
       continue;
     }
-    const std::string value(param.substr(2));
-    try {
-      std::size_t used = 0;
-      q = std::stod(value, &used);
-      if (used != value.size() || q < 0 || q > 1) {
-        return -1;
-      }
-    } catch (const std::exception&) {
+    const std::string_view value = param.substr(2);
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), q);
+    if (ec != std::errc() || end != value.data() + value.size() || !(q >= 0 && q <= 1)) {
       return -1;
     }
   }
@@ -155,12 +151,16 @@ bool accepts_gzip(std::string_view accept_encoding) {
   return gzip >= 0 ? gzip > 0 : any > 0;
 }
 
-std::string gzip_compress(std::string_view data) {
+Result<std::string> gzip_compress(std::string_view data) {
+  if (data.size() > std::numeric_limits<uInt>::max()) {
+    return make_error(ErrorKind::kInvalidInput, "gzip: " + std::to_string(data.size()) +
+                                                    " bytes are more than zlib takes at once");
+  }
   z_stream zs{};
   // 15 window bits + 16: a gzip header and trailer rather than zlib's. Fastest level: metric
   // text compresses about tenfold even so, and the scrape's CPU time stays small.
   if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw std::runtime_error("zlib: deflateInit2 failed");
+    return make_error(ErrorKind::kSystem, "gzip: deflateInit2 failed");
   }
   std::string out(deflateBound(&zs, data.size()), '\0');
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
@@ -171,7 +171,7 @@ std::string gzip_compress(std::string_view data) {
   out.resize(zs.total_out);
   deflateEnd(&zs);
   if (rc != Z_STREAM_END) {
-    throw std::runtime_error("zlib: deflate did not finish");
+    return make_error(ErrorKind::kSystem, "gzip: deflate returned " + std::to_string(rc));
   }
   return out;
 }

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/result.h"
+
 namespace cephscope {
 
 struct HttpRequest {
@@ -36,7 +38,7 @@ std::optional<HttpRequest> parse_request_head(std::string_view head);
 bool accepts_gzip(std::string_view accept_encoding);
 
 // `data` as a gzip member (RFC 1952).
-std::string gzip_compress(std::string_view data);
+Result<std::string> gzip_compress(std::string_view data);
 
 struct HttpResponse {
   int status = 200;

@@ -20,6 +20,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -123,8 +124,8 @@ Result<int> listen_socket(const std::string& listen) {
       continue;
     }
     const int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+        bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
       freeaddrinfo(found);
       return fd;
     }
@@ -156,6 +157,10 @@ struct HttpServer::Impl {
   std::mutex web_mu;
   std::shared_ptr<const WebConfig> web;
 
+  // Why the loop thread stopped on its own, when it did.
+  mutable std::mutex failure_mu;
+  std::optional<Error> failure;
+
   // Jobs for the workers, and their answers for the loop.
   std::mutex jobs_mu;
   std::condition_variable jobs_cv;
@@ -182,12 +187,20 @@ struct HttpServer::Impl {
     }
   }
 
+  // EAGAIN means the counter is already non-zero: the loop wakes anyway.
   void wake() const {
     const std::uint64_t one = 1;
-    [[maybe_unused]] const ssize_t n = write(wake_fd, &one, sizeof(one));
+    if (write(wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+      spdlog::error("http: eventfd write: {}", std::strerror(errno));
+    }
   }
 
   // ---- the loop thread ----
+
+  void fail(const std::string& call, int err) {
+    std::lock_guard lock(failure_mu);
+    failure = make_error(ErrorKind::kSystem, "http: " + call + ": " + std::strerror(err), err);
+  }
 
   void run_loop() {
     // Writing to a socket the client has closed raises SIGPIPE in the writing thread: keep it
@@ -195,12 +208,15 @@ struct HttpServer::Impl {
     sigset_t pipe;
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
+    if (const int err = pthread_sigmask(SIG_BLOCK, &pipe, nullptr); err != 0) {
+      fail("pthread_sigmask", err);
+      return;
+    }
     std::array<epoll_event, 64> events{};
     for (;;) {
       const int n = epoll_wait(epoll_fd, events.data(), events.size(), next_timeout_ms());
       if (n < 0 && errno != EINTR) {
-        spdlog::critical("http: epoll_wait: {}", std::strerror(errno));
+        fail("epoll_wait", errno);
         return;
       }
       for (int i = 0; i < n; ++i) {
@@ -209,7 +225,10 @@ struct HttpServer::Impl {
           accept_all();
         } else if (key == kWakeKey) {
           std::uint64_t count = 0;
-          [[maybe_unused]] const ssize_t r = read(wake_fd, &count, sizeof(count));
+          if (read(wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN) {
+            fail("eventfd read", errno);
+            return;
+          }
           if (take_answers()) {
             return;  // stopping
           }
@@ -263,8 +282,13 @@ struct HttpServer::Impl {
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.u64 = kListenKey;
-      epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev);
-      accept_paused = false;
+      if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev) == 0) {
+        accept_paused = false;
+      } else {
+        spdlog::error("http: epoll_ctl: {}; accepting again in {} s", std::strerror(errno),
+                      kAcceptPause.count());
+        accept_resume = now + kAcceptPause;
+      }
     }
   }
 
@@ -275,7 +299,11 @@ struct HttpServer::Impl {
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
           spdlog::warn("http: cannot accept: {}; pausing for {} s", std::strerror(errno),
                        kAcceptPause.count());
-          epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr);
+          if (epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr) != 0) {
+            // Still watched: the loop sees the listener again at once and retries.
+            spdlog::error("http: epoll_ctl: {}", std::strerror(errno));
+            return;
+          }
           accept_paused = true;
           accept_resume = Clock::now() + kAcceptPause;
         }
@@ -443,7 +471,10 @@ struct HttpServer::Impl {
               SSL_shutdown(c.ssl);  // sends close_notify; the client's is not awaited
               ERR_clear_error();
             }
-            shutdown(c.fd, SHUT_WR);
+            if (shutdown(c.fd, SHUT_WR) != 0) {
+              conns.erase(key);  // the client went away: nothing left to linger for
+              return;
+            }
             c.state = State::kLinger;
             c.deadline = Clock::now() + kLinger;
           }
@@ -531,8 +562,12 @@ struct HttpServer::Impl {
     HttpResponse r = route(req, web_config);
     r.headers.emplace_back("Vary", "Accept-Encoding");
     if (!r.body.empty() && accepts_gzip(req.header("accept-encoding").value_or(""))) {
-      r.body = gzip_compress(r.body);
-      r.headers.emplace_back("Content-Encoding", "gzip");
+      if (auto gz = gzip_compress(r.body); gz.ok()) {
+        r.body = std::move(*gz);
+        r.headers.emplace_back("Content-Encoding", "gzip");
+      } else {
+        spdlog::warn("http: sending uncompressed: {}", gz.error().message);
+      }
     }
     return serialize_response(r, req.method == "HEAD");
   }
@@ -623,17 +658,26 @@ HttpServer::~HttpServer() {
   impl_->conns.clear();
 }
 
+Status HttpServer::status() const {
+  std::lock_guard lock(impl_->failure_mu);
+  if (impl_->failure) {
+    return *impl_->failure;
+  }
+  return ok_status();
+}
+
 void HttpServer::set_web_config(WebConfig web) {
   auto fresh = std::make_shared<const WebConfig>(std::move(web));
   std::lock_guard lock(impl_->web_mu);
   impl_->web = std::move(fresh);
 }
 
-int HttpServer::port() const {
+Result<int> HttpServer::port() const {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
   if (getsockname(impl_->listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return -1;
+    return make_error(ErrorKind::kSystem, std::string("http: getsockname: ") + std::strerror(errno),
+                      errno);
   }
   if (addr.ss_family == AF_INET6) {
     return ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);

@@ -42,8 +42,11 @@ class HttpServer {
 
   // New connections use `web` (TLS and users); the ones already open finish with theirs.
   void set_web_config(WebConfig web);
+  // An error once the loop thread has stopped on a failed system call: the endpoint no longer
+  // answers, and the daemon should exit rather than run unseen.
+  [[nodiscard]] Status status() const;
   // The port listened on (the one picked when the listen address asked for port 0).
-  [[nodiscard]] int port() const;
+  [[nodiscard]] Result<int> port() const;
 
  private:
   struct Impl;

@@ -158,7 +158,9 @@ struct Served {
     auto s = HttpServer::start(options, std::move(web), std::move(render), ready);
     REQUIRE(s.ok());
     server = std::move(*s);
-    port = server->port();
+    auto bound = server->port();
+    REQUIRE(bound.ok());
+    port = *bound;
     REQUIRE(port > 0);
   }
 };
