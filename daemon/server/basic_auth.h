@@ -31,7 +31,7 @@ class BasicAuth {
   [[nodiscard]] bool check(std::string_view authorization) const;
 
   // The challenge sent with a 401.
-  static constexpr const char* kChallenge = "Basic realm=\"cephscope\", charset=\"UTF-8\"";
+  static constexpr const char* kChallenge = R"(Basic realm="cephscope", charset="UTF-8")";
 
  private:
   std::map<std::string, std::string> users_;

@@ -204,7 +204,7 @@ std::string serialize_response(const HttpResponse& response, bool head_only) {
                     status_text(response.status) + "\r\nContent-Type: " + response.content_type +
                     "\r\nContent-Length: " + std::to_string(response.body.size()) + "\r\n";
   for (const auto& [name, value] : response.headers) {
-    out += name + ": " + value + "\r\n";
+    out.append(name).append(": ").append(value).append("\r\n");
   }
   out += "Connection: close\r\n\r\n";
   if (!head_only) {

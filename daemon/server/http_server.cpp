@@ -177,8 +177,8 @@ struct HttpServer::Impl {
   std::thread loop_thread;
   std::vector<std::thread> worker_threads;
 
-  Impl(const Options& o, Render m, const std::atomic<bool>& r)
-      : options(o), metrics(std::move(m)), ready(r) {}
+  Impl(Options o, Render m, const std::atomic<bool>& r)
+      : options(std::move(o)), metrics(std::move(m)), ready(r) {}
   ~Impl() {
     for (int fd : {listen_fd, epoll_fd, wake_fd}) {
       if (fd >= 0) {

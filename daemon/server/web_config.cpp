@@ -44,7 +44,7 @@ void check_keys(const YAML::Node& node, const std::string& parent,
                 const std::set<std::string>& known, const std::set<std::string>& unsupported) {
   for (const auto& item : node) {
     const auto name = item.first.as<std::string>();
-    const std::string key = parent.empty() ? name : parent + "." + name;
+    const std::string key = parent.empty() ? name : std::string(parent).append(".").append(name);
     if (unsupported.contains(name)) {
       throw WebConfigProblem{line_of(item.first), key, "not supported by cephscope"};
     }
@@ -158,7 +158,7 @@ std::map<std::string, std::string> parse_users(const YAML::Node& node) {
   std::map<std::string, std::string> users;
   for (const auto& item : node) {
     const std::string user = scalar(item.first, key);
-    const std::string user_key = key + "." + user;
+    const std::string user_key = std::string(key).append(".").append(user);
     if (user.empty() || user.find(':') != std::string::npos) {
       throw WebConfigProblem{line_of(item.first), user_key,
                              "a user name must be non-empty and have no ':'"};

@@ -79,6 +79,7 @@ TEST_CASE(
 
   const auto first_connect = Clock::now();
   std::vector<int> fds;
+  fds.reserve(32);
   for (int i = 0; i < 32; ++i) {
     fds.push_back(half_open(daemon.port()));
   }
@@ -104,6 +105,7 @@ TEST_CASE(
   const auto give_up = Clock::now() + std::chrono::seconds(40);
   while (std::count(closed_ms.begin(), closed_ms.end(), -1.0) > 0 && Clock::now() < give_up) {
     std::vector<pollfd> polled;
+    polled.reserve(fds.size());
     for (int fd : fds) {
       polled.push_back({fd, POLLIN, 0});
     }

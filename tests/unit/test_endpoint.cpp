@@ -311,6 +311,7 @@ TEST_CASE(
   const auto give_up = Clock::now() + 30s;
   while (std::count(closed_ms.begin(), closed_ms.end(), -1.0) > 0 && Clock::now() < give_up) {
     std::vector<pollfd> fds;
+    fds.reserve(half_open.size());
     for (int fd : half_open) {
       fds.push_back({fd, POLLIN, 0});
     }
@@ -357,7 +358,7 @@ TEST_CASE("a full endpoint closes the connection that has waited longest for its
 }
 
 TEST_CASE("a client that does not read its response holds up no other scrape", "[endpoint]") {
-  const std::string big(16 << 20, 'x');
+  std::string big(16 << 20, 'x');
   HttpServer::Options options;
   options.write_timeout = 2s;
   Served s(options, {}, [&] { return big; });
@@ -439,6 +440,7 @@ TEST_CASE("TLS with a certificate made by openssl, and basic auth inside it", "[
 
   // TCP connections that never start the handshake sit beside the scrapes.
   std::vector<int> half_open;
+  half_open.reserve(8);
   for (int i = 0; i < 8; ++i) {
     half_open.push_back(connect_local(s.port));
   }
