@@ -1,5 +1,6 @@
 #include "app/daemon.h"
 
+#include <linux/capability.h>
 #include <sys/epoll.h>
 
 #include <spdlog/spdlog.h>
@@ -12,6 +13,7 @@
 #include <iostream>
 
 #include "app/event_fds.h"
+#include "app/privileges.h"
 #include "app/target_sync.h"
 #include "collectors/collector.h"
 #include "collectors/osd_probes.h"
@@ -44,6 +46,16 @@ Kernel prepare_kernel(const Config& config) {
   return k;
 }
 
+// Start-up is over once the kernel is prepared: what only it needed goes, before any thread
+// starts (capabilities are per thread) and before the first target's files are read.
+CapabilityMask capabilities_to_keep() {
+  CapabilityMask keep = running_set();
+  if (perf_events_need_sys_admin()) {
+    keep |= capability_bit(CAP_SYS_ADMIN);
+  }
+  return keep;
+}
+
 std::string describe(const Feature& f) {
   return f.available ? "yes" : "no (" + f.reason + ")";
 }
@@ -72,6 +84,11 @@ int run_check(const Config& config) {
             << "feature kprobe: " << describe(features.kprobe) << "\n"
             << "feature bpf_stats: " << describe(features.bpf_stats) << "\n"
             << "feature bpf_memory: " << describe(features.bpf_memory) << "\n";
+  const CapabilityMask held = effective_capabilities();
+  const CapabilityMask keep = capabilities_to_keep();
+  std::cout << "capabilities held=" << capability_names(held)
+            << " kept_once_started=" << capability_names(held & keep)
+            << " missing=" << capability_names(running_set() & ~held) << "\n";
   auto events = ProcessEvents::start([](pid_t, bool) {});
   if (!events.ok()) {
     std::cout << "discovery: unavailable (" << events.error().message << ")\n";
@@ -108,6 +125,16 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   if (!features.bpf_memory.available) {
     spdlog::warn("{}", features.bpf_memory.reason);
   }
+  auto dropped = drop_to(capabilities_to_keep());
+  if (!dropped.ok()) {
+    spdlog::critical("dropping the capabilities start-up needed: {}", dropped.error().message);
+    return 1;
+  }
+  spdlog::info("capabilities kept: {}{}; dropped: {}", capability_names(dropped->kept),
+               (dropped->kept & capability_bit(CAP_SYS_ADMIN)) != 0
+                   ? " (sys_admin: this kernel's perf_event_paranoid needs it for every attach)"
+                   : "",
+               capability_names(dropped->dropped));
 
   // Before any thread starts, so that every thread leaves the signals to the signalfd.
   auto sigfd = open_signal_fd();

@@ -1,9 +1,11 @@
 #include "kernel/io_workload.h"
 
 #include <fcntl.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
@@ -116,6 +118,16 @@ pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io) {
   std::filesystem::remove(dir + "/tracked.dat");
   std::filesystem::remove(dir + "/other.dat");
   return tracked.pid();
+}
+
+bool kernel_charges_memlock() {
+  utsname u{};
+  int major = 0;
+  int minor = 0;
+  if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2) {
+    return false;
+  }
+  return major < 5 || (major == 5 && minor < 11);
 }
 
 }  // namespace cephscope::test

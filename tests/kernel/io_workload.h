@@ -33,6 +33,9 @@ std::set<std::string> require_block_device(const std::string& dir);
 // Runs the pattern; returns the tracked driver's pid once both copies exited cleanly.
 pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io);
 
+// Linux before 5.11 charges BPF memory to RLIMIT_MEMLOCK, later ones to the memory cgroup.
+bool kernel_charges_memlock();
+
 // Polls /metrics until pred holds; false on timeout.
 bool wait_for(Daemon& daemon, const std::function<bool(const Metrics&)>& pred,
               std::chrono::milliseconds timeout);

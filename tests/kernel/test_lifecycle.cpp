@@ -2,7 +2,6 @@
 // that leaves nothing attached in the kernel.
 #include <bpf/bpf.h>
 #include <signal.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -17,71 +16,9 @@
 
 #include "kernel/io_workload.h"
 #include "libbpf/tracefs.h"
+#include "support/bpf_held.h"
 
 using namespace cephscope::test;
-
-namespace {
-
-std::set<__u32> link_ids() {
-  std::set<__u32> ids;
-  __u32 id = 0;
-  while (bpf_link_get_next_id(id, &id) == 0) {
-    ids.insert(id);
-  }
-  return ids;
-}
-
-// The programs and links a process holds open: the "prog_id:" and "link_id:" lines of its
-// fdinfo (a link's names its program too). Whatever else runs BPF on the machine is not in it.
-struct HeldIds {
-  std::set<__u32> progs;
-  std::set<__u32> links;
-};
-
-HeldIds held_by(pid_t pid) {
-  HeldIds out;
-  std::error_code ec;
-  for (const auto& fd :
-       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fdinfo", ec)) {
-    std::ifstream in(fd.path());
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream fields(line);
-      std::string key;
-      __u32 id = 0;
-      if (!(fields >> key >> id)) {
-        continue;
-      }
-      if (key == "prog_id:") {
-        out.progs.insert(id);
-      } else if (key == "link_id:") {
-        out.links.insert(id);
-      }
-    }
-  }
-  return out;
-}
-
-bool prog_exists(__u32 id) {
-  const int fd = bpf_prog_get_fd_by_id(id);
-  if (fd >= 0) {
-    close(fd);
-    return true;
-  }
-  return errno != ENOENT;
-}
-
-bool log_has(const Daemon& d, const std::string& text, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (d.log().find(text) != std::string::npos) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return false;
-}
-
-}  // namespace
 
 TEST_CASE("shutdown on SIGTERM leaves no program or link of ours in the kernel",
           "[kernel][lifecycle]") {
@@ -125,7 +62,7 @@ TEST_CASE("SIGHUP reloads the config; a bad one is rejected and the old one stay
 
   std::ofstream(daemon.config_path()) << good << "discovery:\n  scan_interval: soon\n";
   kill(daemon.pid(), SIGHUP);
-  REQUIRE(log_has(daemon, "reload rejected", std::chrono::seconds(5)));
+  REQUIRE(daemon.log_has("reload rejected", std::chrono::seconds(5)));
   CHECK(daemon.log().find("discovery.scan_interval") != std::string::npos);
   CHECK(daemon.scrape().sum("cephscope_collector_up", {{"collector", "syscall"}}) == 1);
 
@@ -133,7 +70,7 @@ TEST_CASE("SIGHUP reloads the config; a bad one is rejected and the old one stay
   std::ofstream(daemon.config_path())
       << good << tracking_config() << "    - {comm: \"^io_other$\"}\n";
   kill(daemon.pid(), SIGHUP);
-  REQUIRE(log_has(daemon, "config reloaded", std::chrono::seconds(5)));
+  REQUIRE(daemon.log_has("config reloaded", std::chrono::seconds(5)));
   run_io(daemon, dir, IoPattern{4, 4096, 1, 1});
   const Metrics m = daemon.scrape();
   CHECK(m.sum("cephscope_syscall_seconds_count",
@@ -159,118 +96,6 @@ TEST_CASE("--check prints what will and will not work on this kernel", "[kernel]
         std::string::npos);
   CHECK(out.find("osd probe=\"BlueStore::_txc_finish_io\" program=osd_txc_finish_io off "
                  "instead_of=osd_txc_io_done\n") != std::string::npos);
-}
-
-namespace {
-
-// Debian's kernels add perf_event_paranoid=3 (their default), where perf_event_open, and so
-// every tracepoint attach, needs CAP_SYS_ADMIN; at 2 and below CAP_PERFMON is enough.
-std::string paranoid_caps() {
-  int level = 2;
-  std::ifstream("/proc/sys/kernel/perf_event_paranoid") >> level;
-  return level >= 3 ? ",+sys_admin" : "";
-}
-
-// Linux before 5.11 charges BPF memory to RLIMIT_MEMLOCK: there the documented set comes
-// with LimitMEMLOCK=infinity (deploy/systemd/cephscope.service). 5.11 and later need none.
-bool memlock_charged() {
-  utsname u{};
-  int major = 0;
-  int minor = 0;
-  if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2) {
-    return false;
-  }
-  return major < 5 || (major == 5 && minor < 11);
-}
-
-std::string documented_memlock() {
-  return memlock_charged() ? "unlimited" : "";
-}
-
-// The documented set has CAP_SYS_ADMIN only where perf_event_paranoid is 3: elsewhere the
-// daemon cannot mount tracefs itself, and a fresh host may not have it mounted. Mounted here,
-// as root, as an operator (or a root daemon) would have done.
-void require_tracefs() {
-  const auto dir = cephscope::ensure_tracefs(true);
-  INFO((dir.ok() ? *dir : dir.error().message));
-  REQUIRE(dir.ok());
-}
-
-// The daemon as user nobody holding exactly `caps` (setpriv: ambient, inheritable, bounding),
-// with RLIMIT_MEMLOCK set to `memlock` (prlimit: bytes or "unlimited"; empty: inherited).
-std::vector<std::string> as_nobody_with(std::string caps,
-                                        const std::string& memlock = documented_memlock()) {
-  require_tracefs();
-  caps += paranoid_caps();
-  std::vector<std::string> argv;
-  if (!memlock.empty()) {
-    argv = {"/usr/bin/prlimit", "--memlock=" + memlock + ":" + memlock, "--"};
-  }
-  for (std::string arg : {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}) {
-    argv.push_back(arg);
-  }
-  for (const char* set : {"--inh-caps=-all,", "--ambient-caps=-all,", "--bounding-set=-all,"}) {
-    argv.push_back(set + caps);
-  }
-  return argv;
-}
-
-}  // namespace
-
-TEST_CASE("the documented capabilities are enough, as an unprivileged user",
-          "[kernel][lifecycle][caps]") {
-  const std::string dir = fresh_dir();
-  require_block_device(dir);
-  std::filesystem::permissions(
-      dir, std::filesystem::perms::all);  // nobody reads the config, io_driver writes
-  Daemon daemon(dir, tracking_config(),
-                as_nobody_with("+bpf,+perfmon,+sys_ptrace,+dac_read_search"));
-  const bool ready = daemon.wait_ready();
-  INFO("daemon log at start:\n" << daemon.log());
-  REQUIRE(ready);
-  const IoPattern io{16, 4096, 2, 4};
-  run_io(daemon, dir, io);  // io_driver runs as root: another user's process
-  const Metrics m = daemon.scrape();
-  INFO("daemon log:\n" << daemon.log());
-  CHECK(m.sum("cephscope_collector_up", {{"collector", "syscall"}}) == 1);
-  CHECK(m.sum("cephscope_collector_up", {{"collector", "block"}}) == 1);
-  CHECK(m.sum("cephscope_syscall_seconds_count",
-              {{"process", "io_driver"}, {"syscall", "pwrite64"}}) == io.writes);
-  CHECK(m.sum("cephscope_block_target_bytes_total", {{"process", "io_driver"}, {"op", "write"}}) >=
-        io.writes * io.size);
-}
-
-TEST_CASE("a missing capability is named in the log", "[kernel][lifecycle][caps]") {
-  const std::string dir = fresh_dir();
-  std::filesystem::permissions(dir, std::filesystem::perms::all);
-  SECTION("without CAP_SYS_PTRACE other users' processes are invisible, and the log says why") {
-    Daemon daemon(dir, tracking_config(), as_nobody_with("+bpf,+perfmon,+dac_read_search"));
-    const bool ready = daemon.wait_ready();
-    INFO("daemon log:\n" << daemon.log());
-    REQUIRE(ready);
-    CHECK(log_has(daemon, "without CAP_SYS_PTRACE", std::chrono::seconds(5)));
-  }
-  SECTION("without CAP_DAC_READ_SEARCH tracefs is unreadable, and the log says so") {
-    Daemon daemon(dir, tracking_config(), as_nobody_with("+bpf,+perfmon,+sys_ptrace"));
-    const bool named = log_has(daemon, "needs CAP_DAC_READ_SEARCH", std::chrono::seconds(10));
-    INFO("daemon log:\n" << daemon.log());
-    CHECK(named);
-  }
-  SECTION("a 64 KiB RLIMIT_MEMLOCK is named in the log before 5.11, and is enough after") {
-    Daemon daemon(dir, tracking_config(),
-                  as_nobody_with("+bpf,+perfmon,+sys_ptrace,+dac_read_search", "65536"));
-    if (memlock_charged()) {
-      const bool named = log_has(daemon, "needs CAP_SYS_RESOURCE or LimitMEMLOCK=infinity",
-                                 std::chrono::seconds(10));
-      INFO("daemon log:\n" << daemon.log());
-      CHECK(named);
-    } else {
-      const bool ready = daemon.wait_ready();
-      INFO("daemon log:\n" << daemon.log());
-      CHECK(ready);
-      CHECK(daemon.log().find("RLIMIT_MEMLOCK") == std::string::npos);
-    }
-  }
 }
 
 namespace {
@@ -326,7 +151,7 @@ struct MemoryCgroup {
 
 TEST_CASE("an OSD collector that cannot load is unavailable, and SIGTERM still ends the daemon",
           "[kernel][lifecycle][cgroup]") {
-  if (memlock_charged()) {
+  if (kernel_charges_memlock()) {
     WARN("before 5.11 BPF maps are charged to RLIMIT_MEMLOCK, not to the memory cgroup");
     return;
   }

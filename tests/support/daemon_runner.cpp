@@ -72,11 +72,27 @@ std::optional<int> Daemon::stop(std::chrono::milliseconds timeout) {
   return process_->wait(timeout);
 }
 
+std::optional<int> Daemon::kill_hard(std::chrono::milliseconds timeout) {
+  process_->signal(SIGKILL);
+  return process_->wait(timeout);
+}
+
 std::string Daemon::log() const {
   std::ifstream in(log_);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+bool Daemon::log_has(const std::string& text, std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (log().find(text) != std::string::npos) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
 }
 
 DaemonLogOnFailure::~DaemonLogOnFailure() {

@@ -30,11 +30,15 @@ class Daemon {
   Metrics scrape() { return Metrics::parse(scrape_text()); }
   // SIGTERM and the exit status; nullopt when it did not stop in time.
   std::optional<int> stop(std::chrono::milliseconds timeout = std::chrono::seconds(20));
+  // SIGKILL, as the OOM killer or an operator's kill -9 would; the exit status (128 + 9).
+  std::optional<int> kill_hard(std::chrono::milliseconds timeout = std::chrono::seconds(20));
   [[nodiscard]] pid_t pid() const { return process_->pid(); }
   [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] const std::string& log_path() const { return log_; }
   [[nodiscard]] const std::string& config_path() const { return config_; }
   [[nodiscard]] std::string log() const;
+  // Polls the log until it holds `text`; false when it did not within `timeout`.
+  [[nodiscard]] bool log_has(const std::string& text, std::chrono::milliseconds timeout) const;
 
  private:
   int port_;

@@ -1,0 +1,260 @@
+// e2e (root, live test cluster): kill -9 of the daemon while its uprobes sit in loaded OSDs.
+//
+// A daemon with only the osd collector attaches its probes to the cluster's three OSDs. While a
+// 4 KiB rados bench writes, the test kills it with SIGKILL, so no destructor and no cleanup of
+// its own runs. Then:
+//   - none of the programs and links it held exists any more (their ids, from its fdinfo);
+//   - no uprobe of it remains in any OSD: each OSD's executable code in memory is byte for byte
+//     the code in its files again (a uprobe is an int3, 0xcc, written into the process's copy of
+//     the page; while the daemon is attached there is one per probe);
+//   - the bench ends without an error and every OSD still runs: the OSDs kept serving;
+//   - a daemon started again attaches its probes again and counts the next bench's writes.
+// The times from SIGKILL to the kernel's cleanup and from the restart to attachment are printed.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ceph_harness.h"
+#include "osd_control.h"
+#include "support/bpf_held.h"
+#include "support/daemon_runner.h"
+#include "support/metrics_text.h"
+
+using namespace cephscope::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string osd_name(int id) {
+  return "osd." + std::to_string(id);
+}
+
+std::string daemon_config() {
+  return "log_level: info\n"
+         "discovery:\n"
+         "  scan_interval: 1s\n"
+         "  ceph_osd: true\n"
+         "  rados_clients: false\n"
+         "collectors:\n"
+         "  syscall: {enabled: false}\n"
+         "  block: {enabled: false}\n"
+         "  vfs: {enabled: false}\n"
+         "  osd: {enabled: true}\n";
+}
+
+// Bytes of a process's executable mappings that differ from its files and are int3 there:
+// the uprobes installed in it. Reads /proc/PID/mem against /proc/PID/map_files.
+std::size_t breakpoints_in(pid_t pid) {
+  const std::string proc = "/proc/" + std::to_string(pid);
+  std::ifstream maps(proc + "/maps");
+  const int mem = open((proc + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(mem >= 0);
+  std::size_t found = 0;
+  std::vector<unsigned char> live, file;
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream f(line);
+    std::string range, perms, offset_hex, dev, inode, path;
+    f >> range >> perms >> offset_hex >> dev >> inode >> path;
+    if (perms.size() < 3 || perms[2] != 'x' || path.empty() || path[0] != '/') {
+      continue;
+    }
+    const auto dash = range.find('-');
+    const std::uint64_t start = std::stoull(range.substr(0, dash), nullptr, 16);
+    const std::uint64_t end = std::stoull(range.substr(dash + 1), nullptr, 16);
+    const auto offset = static_cast<off_t>(std::stoull(offset_hex, nullptr, 16));
+    const int backing = open((proc + "/map_files/" + range).c_str(), O_RDONLY | O_CLOEXEC);
+    if (backing < 0) {
+      continue;  // the file is gone (an upgraded package): nothing to compare with
+    }
+    const std::size_t size = end - start;
+    live.resize(size);
+    file.resize(size);
+    const auto got_live = pread(mem, live.data(), size, static_cast<off_t>(start));
+    const auto got_file = pread(backing, file.data(), size, offset);
+    close(backing);
+    const std::size_t n =
+        static_cast<std::size_t>(std::max<ssize_t>(0, std::min(got_live, got_file)));
+    for (std::size_t i = 0; i < n; ++i) {
+      if (live[i] != file[i] && live[i] == 0xcc) {
+        ++found;
+      }
+    }
+  }
+  close(mem);
+  return found;
+}
+
+std::map<int, std::size_t> breakpoints(const ClusterInfo& cluster) {
+  std::map<int, std::size_t> out;
+  for (const auto& o : cluster.osds) {
+    out[o.id] = breakpoints_in(o.pid);
+  }
+  return out;
+}
+
+void print_breakpoints(const char* when, const std::map<int, std::size_t>& b) {
+  std::printf("uprobes in the OSDs %s:", when);
+  for (const auto& [id, n] : b) {
+    std::printf(" %s %zu", osd_name(id).c_str(), n);
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+// Every osd probe of every OSD reports attached ("ok"), and each OSD has at least one.
+bool all_probes_attached(const ClusterInfo& cluster, const Metrics& m) {
+  for (const auto& o : cluster.osds) {
+    const auto series =
+        m.find("cephscope_probe_attached", {{"collector", "osd"}, {"target", osd_name(o.id)}});
+    if (series.empty()) {
+      return false;
+    }
+    for (const auto& s : series) {
+      if (s.labels.at("reason") != "ok" || s.value != 1) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+double writes_counted(const ClusterInfo& cluster, const Metrics& m) {
+  double n = 0;
+  for (const auto& o : cluster.osds) {
+    n +=
+        m.sum("cephscope_osd_op_seconds_count", {{"ceph_daemon", osd_name(o.id)}, {"op", "write"}});
+  }
+  return n;
+}
+
+BenchSummary write_bench(const ClusterInfo& cluster, int seconds) {
+  BenchOptions opt;
+  opt.mode = BenchMode::kWrite;
+  opt.seconds = seconds;
+  opt.block_size = 4096;
+  opt.no_cleanup = true;
+  return run_rados_bench(cluster, opt);
+}
+
+}  // namespace
+
+TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving",
+          "[e2e][ceph][daemon]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.osds.size() == 3);
+  rados_cleanup(cluster);
+
+  const auto before = breakpoints(cluster);
+  print_breakpoints("before the daemon", before);
+  for (const auto& [id, n] : before) {
+    INFO(osd_name(id) << ": another tracer's uprobes are in it; this test cannot tell them apart");
+    REQUIRE(n == 0);
+  }
+
+  const std::string dir = test_dir(cluster.dir);
+  HeldIds held;
+  {
+    Daemon daemon(dir, daemon_config());
+    DaemonLogOnFailure print_log{daemon};
+    REQUIRE(daemon.wait_ready(60s));
+    const auto attached =
+        poll_until([&] { return all_probes_attached(cluster, daemon.scrape()); }, 180s, 200ms);
+    REQUIRE(attached.has_value());
+    std::printf("osd probes attached %.1f s after /readyz\n", *attached);
+    const auto during = breakpoints(cluster);
+    print_breakpoints("while attached", during);
+    for (const auto& [id, n] : during) {
+      INFO(osd_name(id));
+      CHECK(n > 0);
+    }
+    held = held_by(daemon.pid());
+    REQUIRE(!held.progs.empty());
+    REQUIRE(!held.links.empty());
+
+    auto bench = std::async(std::launch::async, [&] { return write_bench(cluster, 10); });
+    std::this_thread::sleep_for(3s);
+    const auto t_kill = std::chrono::steady_clock::now();
+    const auto rc = daemon.kill_hard(10s);
+    REQUIRE(rc == 128 + SIGKILL);
+
+    // The kernel frees what a killed process held as its files close; give RCU a moment.
+    const auto clean = poll_until(
+        [&] {
+          for (auto id : held.progs) {
+            if (prog_exists(id)) {
+              return false;
+            }
+          }
+          for (auto id : link_ids()) {
+            if (held.links.contains(id)) {
+              return false;
+            }
+          }
+          for (const auto& [id, n] : breakpoints(cluster)) {
+            if (n != 0) {
+              return false;
+            }
+          }
+          return true;
+        },
+        30s, 100ms);
+    std::printf("after SIGKILL: %zu programs, %zu links and every uprobe gone in %.2f s\n",
+                held.progs.size(), held.links.size(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_kill).count());
+    for (auto id : held.progs) {
+      INFO("program id " << id);
+      CHECK_FALSE(prog_exists(id));
+    }
+    print_breakpoints("after SIGKILL", breakpoints(cluster));
+    REQUIRE(clean.has_value());
+
+    const auto served = bench.get();  // throws when rados bench failed
+    std::printf("rados bench across the kill: %llu writes, %.0f IOPS\n",
+                static_cast<unsigned long long>(served.total_ops), served.avg_iops);
+    CHECK(served.total_ops > 0);
+    for (const auto& o : cluster.osds) {
+      INFO(osd_name(o.id) << " pid " << o.pid);
+      CHECK(alive(o.pid));
+    }
+  }
+
+  // A new daemon attaches again and counts.
+  Daemon again(dir, daemon_config());
+  DaemonLogOnFailure print_log{again};
+  REQUIRE(again.wait_ready(60s));
+  const auto reattached =
+      poll_until([&] { return all_probes_attached(cluster, again.scrape()); }, 180s, 200ms);
+  REQUIRE(reattached.has_value());
+  std::printf("restarted daemon: osd probes attached %.1f s after /readyz\n", *reattached);
+  print_breakpoints("after the restart", breakpoints(cluster));
+  const double w0 = writes_counted(cluster, again.scrape());
+  const auto w = write_bench(cluster, 4);
+  std::this_thread::sleep_for(1500ms);
+  const double w1 = writes_counted(cluster, again.scrape());
+  std::printf("restarted daemon counted %.0f write ops for rados bench's %llu writes\n", w1 - w0,
+              static_cast<unsigned long long>(w.total_ops));
+  CHECK(w1 - w0 >= static_cast<double>(w.total_ops));
+  const auto rc = again.stop(20s);
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+  for (const auto& [id, n] : breakpoints(cluster)) {
+    INFO(osd_name(id) << " after SIGTERM");
+    CHECK(n == 0);
+  }
+  rados_cleanup(cluster);
+}
