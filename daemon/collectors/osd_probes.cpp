@@ -60,14 +60,15 @@ std::string probe_table_markdown() {
   for (const auto& u : kUprobes) {
     std::string where = std::string("`") + u.function + "`";
     if (u.callee != nullptr) {
-      where = std::string("the call to `") + u.callee + "` in " + where;
+      where.insert(0, std::string("the call to `") + u.callee + "` in ");
     }
     std::string when = u.bluestore ? "with the BlueStore stages" : "always";
     if (u.instead_of != nullptr) {
       when += std::string(", instead of `") + u.instead_of + "`";
     }
-    out += std::string("| `") + u.program + "` | " + where + " | " + u.fires + " | " +
-           groups(u.needs) + " | " + when + " |\n";
+    out.append("| `").append(u.program).append("` | ").append(where).append(" | ");
+    out.append(u.fires).append(" | ").append(groups(u.needs)).append(" | ").append(when);
+    out += " |\n";
   }
   out += "\nMembers read: ";
   for (std::size_t i = 0; i < kMembers.size(); ++i) {
@@ -78,7 +79,7 @@ std::string probe_table_markdown() {
 
 namespace {
 
-constexpr std::size_t kMaxFunctionBytes = 256 * 1024;
+constexpr std::size_t kMaxFunctionBytes = std::size_t{256} * 1024;
 
 // The byte range of one object that the probes read, grown member by member; a member whose
 // group the build lacks is not read, so it does not count.
@@ -305,7 +306,7 @@ std::array<std::string, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
   const char* io_done = attached.contains(kTxcIoDone) ? kTxcIoDone : kTxcFinishIo;
   std::array<std::string, OSD_STAGE_COUNT> out;
   const std::string no_end = done ? "" : "probes osd_op_done and osd_subop_done not attached";
-  auto with_end = [&](std::string why) {
+  auto with_end = [&](const std::string& why) {
     return no_end.empty() ? why : why + (why.empty() ? "" : "; ") + no_end;
   };
   out[OSD_STAGE_THROTTLE] = with_end(gap(OSD_HAVE_STAMPS, {}));

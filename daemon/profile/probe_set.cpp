@@ -116,7 +116,7 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
     return header.error();
   }
   if (schema != "cephscope-probe-set") {
-    return bad("schema is \"" + schema + "\", expected \"cephscope-probe-set\"");
+    return bad("schema is \"" + schema + R"(", expected "cephscope-probe-set")");
   }
   if (version != kProbeSetSchemaVersion) {
     return bad("unknown schema_version " + std::to_string(version));

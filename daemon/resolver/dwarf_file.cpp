@@ -194,7 +194,7 @@ Result<MappedBuffer> build_image(const ElfFile& file, std::vector<Piece>& pieces
   ehdr.e_shnum = static_cast<uint16_t>(shnum);
   ehdr.e_shstrndx = static_cast<uint16_t>(shnum - 1);
   std::memcpy(base, &ehdr, sizeof ehdr);
-  std::memcpy(base + shstrtab_off, shstrtab.data(), shstrtab.size());  // NUL-separated names
+  std::copy(shstrtab.begin(), shstrtab.end(), base + shstrtab_off);  // NUL-separated names
 
   std::vector<Elf64_Shdr> shdrs(shnum);
   for (size_t i = 0; i < pieces.size(); ++i) {
@@ -261,7 +261,7 @@ std::string debugaltlink_name(Elf* elf) {
       Elf_Data* d = elf_getdata(scn, nullptr);
       if (d != nullptr && d->d_size > 0) {
         const auto* s = static_cast<const char*>(d->d_buf);
-        return std::string(s, strnlen(s, d->d_size));
+        return {s, strnlen(s, d->d_size)};
       }
     }
   }

@@ -134,7 +134,7 @@ struct MemoryCgroup {
   }
   // Runs the daemon inside this cgroup.
   [[nodiscard]] std::vector<std::string> wrapper() const {
-    return {"/bin/sh", "-c", "echo $$ > " + path + "/cgroup.procs && exec \"$0\" \"$@\""};
+    return {"/bin/sh", "-c", "echo $$ > " + path + R"(/cgroup.procs && exec "$0" "$@")"};
   }
   // The most memory charged so far; 0 when the kernel does not say (cgroup v2 before 5.19).
   [[nodiscard]] std::uint64_t peak() const {

@@ -23,7 +23,7 @@ namespace {
 // A resolver that records its capabilities and then its pid, so that its capabilities are
 // there once its pid is, then hangs.
 std::string hanging_resolver(const std::string& dir) {
-  const std::string path = dir + "/hanging-resolver";
+  std::string path = dir + "/hanging-resolver";
   std::ofstream(path) << "#!/bin/sh\ngrep CapEff /proc/self/status > " << dir
                       << "/resolver-caps\necho $$ >> " << dir << "/resolver-pids\n"
                       << "exec sleep 600\n";

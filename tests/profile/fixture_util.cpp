@@ -73,6 +73,7 @@ ReadyProcess::ReadyProcess(const std::vector<std::string>& argv) {
     throw std::runtime_error("ReadyProcess: no command or no pipe");
   }
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) {
     args.push_back(const_cast<char*>(a.c_str()));
   }

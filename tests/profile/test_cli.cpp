@@ -43,7 +43,7 @@ TEST_CASE("profile generate and show", "[unit][cli]") {
   CHECK(contains(text, "fx::Derived::scale"));
   CHECK(contains(text, "inlined_only"));
 
-  test::write_file(dir / "bad.json", "{\"schema\": \"cephscope-profile\", \"schema_version\": 9}");
+  test::write_file(dir / "bad.json", R"({"schema": "cephscope-profile", "schema_version": 9})");
   text = cli("profile show " + (dir / "bad.json"), &status);
   CHECK(status == 1);
   CHECK(contains(text, "unsupported profile schema_version 9"));

@@ -213,7 +213,7 @@ class DebuginfodServer {
   [[nodiscard]] std::string log() const { return test::read_file(log_); }
 
   // Waits until the initial scan has indexed BUILD_ID: the server then serves its debuginfo.
-  bool wait_indexed(const std::string& build_id, std::chrono::seconds limit) const {
+  [[nodiscard]] bool wait_indexed(const std::string& build_id, std::chrono::seconds limit) const {
     const auto deadline = Clock::now() + limit;
     while (Clock::now() < deadline) {
       if (http_status(port_, "/buildid/" + build_id + "/debuginfo") == 200) {

@@ -26,7 +26,7 @@ ProbeSet fixture_set() {
 
 // An executable shell script in DIR that stands in for the resolver.
 std::string stand_in(const test::TempDir& dir, const std::string& name, const std::string& body) {
-  const std::string path = dir / name;
+  std::string path = dir / name;
   test::write_file(path, "#!/bin/sh\n" + body + "\n");
   fs::permissions(path, fs::perms::owner_all);
   return path;

@@ -50,8 +50,7 @@ std::string verdict(const std::string& log) {
       lines.push_back(l);
   }
   std::string last;
-  for (size_t i = 0; i < lines.size(); i++) {
-    const auto& l = lines[i];
+  for (const auto& l : lines) {
     if (l.find("-- END PROG LOAD LOG --") != std::string::npos)
       break;
     if (l.rfind("verification time", 0) == 0 || l.rfind("processed ", 0) == 0)
