@@ -8,6 +8,7 @@
 #include "app/daemon.h"
 #include "app/profile_cli.h"
 #include "config/config.h"
+#include "server/web_config.h"
 
 namespace {
 
@@ -23,6 +24,9 @@ int run(int argc, char** argv) {
                  "HOST:PORT to serve /metrics on (overrides the config)");
   app.add_option("--log-level", overrides.log_level,
                  "trace, debug, info, warn, error (overrides the config)");
+  app.add_option("--web.config.file", overrides.web_config_file,
+                 "TLS and basic auth for the endpoint, in the Prometheus exporter toolkit's "
+                 "format (overrides the config's web_config_file)");
   app.add_flag("--check", check,
                "Validate the config, probe the kernel, print what will work, and exit");
   CLI::App* profile_command = profile::add_profile_commands(app);
@@ -43,6 +47,10 @@ int run(int argc, char** argv) {
     return 2;
   }
   spdlog::set_level(spdlog::level::from_str(config->log_level));
+  if (auto web = load_web_config(config->web_config_file); !web.ok()) {
+    std::cerr << "cephscope: " << web.error().message << "\n";
+    return 2;
+  }
   return check ? run_check(*config) : run_daemon(config_path, *config, overrides);
 }
 

@@ -70,6 +70,9 @@ void apply_overrides(Config& config, const Overrides& overrides) {
   if (overrides.log_level) {
     config.log_level = *overrides.log_level;
   }
+  if (overrides.web_config_file) {
+    config.web_config_file = *overrides.web_config_file;
+  }
 }
 
 int run_check(const Config& config) {
@@ -183,13 +186,19 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   Exporter exporter(registry, collectors, events->get(), features);
   exporter.set_max_series(config.limits.max_series);
   std::atomic<bool> ready{false};
+  auto web = load_web_config(config.web_config_file);
+  if (!web.ok()) {
+    spdlog::critical("{}", web.error().message);
+    return 2;
+  }
+  const std::string security = web->summary();
   auto server = HttpServer::start(
-      config.listen, [&] { return exporter.render(); }, ready);
+      {.listen = config.listen}, std::move(*web), [&] { return exporter.render(); }, ready);
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message);
     return 1;
   }
-  spdlog::info("serving /metrics on {}", config.listen);
+  spdlog::info("serving /metrics on {}: {}", config.listen, security);
 
   auto epfd = watch_inputs({sigfd->get(), (*events)->poll_fd()});
   if (!epfd.ok()) {
@@ -237,6 +246,14 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
           continue;
         }
         apply_overrides(*fresh, overrides);
+        auto fresh_web = load_web_config(fresh->web_config_file);
+        if (!fresh_web.ok()) {
+          spdlog::error("reload rejected, the running config stays in force: {}",
+                        fresh_web.error().message);
+          continue;
+        }
+        spdlog::info("endpoint: {}", fresh_web->summary());
+        (*server)->set_web_config(std::move(*fresh_web));
         if (fresh->listen != config.listen) {
           spdlog::warn("reload: listen changes at the next restart");
         }
@@ -250,6 +267,10 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
         next_scan = Clock::now();
         spdlog::info("config reloaded from {}", config_path);
       }
+    }
+    if (auto serving = (*server)->status(); !serving.ok()) {
+      spdlog::critical("{}", serving.error().message);
+      return 1;
     }
     const auto now = Clock::now();
     discovery->recheck_due(now);

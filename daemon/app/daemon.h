@@ -12,6 +12,7 @@ namespace cephscope {
 struct Overrides {
   std::optional<std::string> listen;
   std::optional<std::string> log_level;
+  std::optional<std::string> web_config_file;
 };
 
 // Applies flag overrides on top of a loaded config.

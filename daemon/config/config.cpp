@@ -215,7 +215,7 @@ Config parse_root(const YAML::Node& root) {
   require_map(root, "(top level)");
   check_keys(root, "",
              {"listen", "log_level", "mount_tracefs", "strict_attach", "discovery", "collectors",
-              "limits", "profiles"});
+              "limits", "profiles", "web_config_file"});
   if (root["listen"]) {
     cfg.listen = scalar(root["listen"], "listen");
     const auto colon = cfg.listen.rfind(':');
@@ -239,6 +239,9 @@ Config parse_root(const YAML::Node& root) {
   }
   if (root["strict_attach"]) {
     cfg.strict_attach = boolean(root["strict_attach"], "strict_attach");
+  }
+  if (root["web_config_file"]) {
+    cfg.web_config_file = absolute_path(root["web_config_file"], "web_config_file");
   }
   if (root["discovery"]) {
     parse_discovery(root["discovery"], cfg.discovery);

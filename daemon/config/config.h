@@ -31,6 +31,8 @@ struct Config {
   std::string log_level = "info";
   bool mount_tracefs = true;
   bool strict_attach = false;  // exit when a probe fails to attach, instead of reporting it
+  // TLS and basic auth for the endpoint, in the exporter toolkit's format; "" for plain HTTP
+  std::string web_config_file;
 
   struct Discovery {
     std::chrono::milliseconds scan_interval{10'000};

@@ -1,15 +1,24 @@
-// /metrics, /healthz and /readyz over HTTP (civetweb, as prometheus-cpp uses).
+// /metrics, /healthz and /readyz over HTTP or HTTPS, with optional basic auth.
+//
+// One event-loop thread owns every socket: it accepts, runs TLS handshakes, reads request
+// heads and writes responses, all non-blocking, so a client that sends nothing, or half a
+// head, or reads slowly holds a connection slot and no thread. Each connection has a deadline
+// (the head must be complete within header_timeout of the accept, the response sent within
+// write_timeout) and is closed when it passes. When max_connections are open, a new
+// connection pushes out the one that has waited longest for its head. The work that takes
+// CPU (the bcrypt check, rendering, gzip) runs on a few worker threads, so the loop never
+// waits for a scrape and a health check never waits for the loop.
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
 
 #include "core/result.h"
-
-struct mg_context;
-struct mg_connection;
+#include "server/web_config.h"
 
 namespace cephscope {
 
@@ -17,21 +26,32 @@ class HttpServer {
  public:
   using Render = std::function<std::string()>;
 
-  // listen: "PORT" or "HOST:PORT".
-  static Result<std::unique_ptr<HttpServer>> start(const std::string& listen, Render metrics,
-                                                   const std::atomic<bool>& ready);
-  ~HttpServer();
+  struct Options {
+    std::string listen = "0.0.0.0:9488";  // "PORT", "HOST:PORT" or "[V6]:PORT"; port 0 picks one
+    std::chrono::milliseconds header_timeout{10'000};  // accept to a whole head, TLS included
+    std::chrono::milliseconds write_timeout{30'000};   // to send one response
+    std::size_t max_connections = 128;
+    std::size_t workers = 2;  // threads that check credentials, render and compress
+  };
+
+  static Result<std::unique_ptr<HttpServer>> start(const Options& options, WebConfig web,
+                                                   Render metrics, const std::atomic<bool>& ready);
+  ~HttpServer();  // closes every connection; waits for a render under way
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
- private:
-  HttpServer(Render metrics, const std::atomic<bool>& ready)
-      : metrics_(std::move(metrics)), ready_(ready) {}
-  static int handle(::mg_connection* conn, void* self);
+  // New connections use `web` (TLS and users); the ones already open finish with theirs.
+  void set_web_config(WebConfig web);
+  // An error once the loop thread has stopped on a failed system call: the endpoint no longer
+  // answers, and the daemon should exit rather than run unseen.
+  [[nodiscard]] Status status() const;
+  // The port listened on (the one picked when the listen address asked for port 0).
+  [[nodiscard]] Result<int> port() const;
 
-  Render metrics_;
-  const std::atomic<bool>& ready_;
-  mg_context* ctx_ = nullptr;
+ private:
+  struct Impl;
+  explicit HttpServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace cephscope

@@ -1,0 +1,216 @@
+#include "server/http_message.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <limits>
+
+namespace cephscope {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+// RFC 9110 token characters: what a method or a header name may contain.
+bool is_token(std::string_view s) {
+  static constexpr std::string_view kExtra = "!#$%&'*+-.^_`|~";
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) {
+    return std::isalnum(c) != 0 || kExtra.find(static_cast<char>(c)) != std::string_view::npos;
+  });
+}
+
+// Splits off the next line (without its CR LF or LF) from `rest`.
+std::string_view next_line(std::string_view& rest) {
+  const auto nl = rest.find('\n');
+  std::string_view line = rest.substr(0, nl);
+  rest.remove_prefix(nl == std::string_view::npos ? rest.size() : nl + 1);
+  if (!line.empty() && line.back() == '\r') {
+    line.remove_suffix(1);
+  }
+  return line;
+}
+
+// A q-value of an Accept-Encoding element ("q=0.5"); 1 when absent, -1 when malformed.
+double q_value(std::string_view params) {
+  double q = 1;
+  while (!params.empty()) {
+    const auto semi = params.find(';');
+    const std::string_view param = trim(params.substr(0, semi));
+    params.remove_prefix(semi == std::string_view::npos ? params.size() : semi + 1);
+    if (param.size() < 2 || lower(param.substr(0, 2)) != "q=") {
+      continue;
+    }
+    const std::string_view value = param.substr(2);
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), q);
+    if (ec != std::errc() || end != value.data() + value.size() || !(q >= 0 && q <= 1)) {
+      return -1;
+    }
+  }
+  return q;
+}
+
+}  // namespace
+
+std::optional<std::string_view> HttpRequest::header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (key == name) {
+      return std::string_view(value);
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::size_t> request_head_end(std::string_view data) {
+  // Leading empty lines are allowed before the request line (RFC 9112 2.2).
+  std::size_t start = 0;
+  while (start < data.size() && (data[start] == '\r' || data[start] == '\n')) {
+    ++start;
+  }
+  for (std::size_t i = start; i < data.size(); ++i) {
+    if (data[i] != '\n') {
+      continue;
+    }
+    if (i + 1 < data.size() && data[i + 1] == '\n') {
+      return i + 2;
+    }
+    if (i + 2 < data.size() && data[i + 1] == '\r' && data[i + 2] == '\n') {
+      return i + 3;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<HttpRequest> parse_request_head(std::string_view head) {
+  while (!head.empty() && (head.front() == '\r' || head.front() == '\n')) {
+    head.remove_prefix(1);
+  }
+  const std::string_view request_line = next_line(head);
+  const auto sp1 = request_line.find(' ');
+  const auto sp2 = request_line.rfind(' ');
+  if (sp1 == std::string_view::npos || sp2 == sp1) {
+    return std::nullopt;
+  }
+  HttpRequest req;
+  req.method = request_line.substr(0, sp1);
+  req.target = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
+  req.version = request_line.substr(sp2 + 1);
+  if (!is_token(req.method) || req.target.empty() || req.target.front() != '/' ||
+      req.target.find_first_of(" \t") != std::string::npos ||
+      (req.version != "HTTP/1.1" && req.version != "HTTP/1.0")) {
+    return std::nullopt;
+  }
+  req.path = req.target.substr(0, req.target.find_first_of("?#"));
+  while (!head.empty()) {
+    const std::string_view line = next_line(head);
+    if (line.empty()) {
+      break;  // the blank line that ends the head
+    }
+    const auto colon = line.find(':');
+    // A line starting with white space is obsolete folding, which RFC 9112 lets a server reject.
+    if (colon == std::string_view::npos || !is_token(line.substr(0, colon))) {
+      return std::nullopt;
+    }
+    req.headers.emplace_back(lower(line.substr(0, colon)), trim(line.substr(colon + 1)));
+  }
+  return req;
+}
+
+bool accepts_gzip(std::string_view accept_encoding) {
+  double gzip = -1;
+  double any = -1;
+  while (!accept_encoding.empty()) {
+    const auto comma = accept_encoding.find(',');
+    const std::string_view element = trim(accept_encoding.substr(0, comma));
+    accept_encoding.remove_prefix(comma == std::string_view::npos ? accept_encoding.size()
+                                                                  : comma + 1);
+    const auto semi = element.find(';');
+    const std::string coding = lower(trim(element.substr(0, semi)));
+    const double q = semi == std::string_view::npos ? 1.0 : q_value(element.substr(semi + 1));
+    if (coding == "gzip" || coding == "x-gzip") {
+      gzip = std::max(gzip, q);
+    } else if (coding == "*") {
+      any = std::max(any, q);
+    }
+  }
+  return gzip >= 0 ? gzip > 0 : any > 0;
+}
+
+Result<std::string> gzip_compress(std::string_view data) {
+  if (data.size() > std::numeric_limits<uInt>::max()) {
+    return make_error(ErrorKind::kInvalidInput, "gzip: " + std::to_string(data.size()) +
+                                                    " bytes are more than zlib takes at once");
+  }
+  z_stream zs{};
+  // 15 window bits + 16: a gzip header and trailer rather than zlib's. Fastest level: metric
+  // text compresses about tenfold even so, and the scrape's CPU time stays small.
+  if (deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    return make_error(ErrorKind::kSystem, "gzip: deflateInit2 failed");
+  }
+  std::string out(deflateBound(&zs, data.size()), '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&zs, Z_FINISH);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) {
+    return make_error(ErrorKind::kSystem, "gzip: deflate returned " + std::to_string(rc));
+  }
+  return out;
+}
+
+const char* status_text(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
+  }
+}
+
+std::string serialize_response(const HttpResponse& response, bool head_only) {
+  std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " +
+                    status_text(response.status) + "\r\nContent-Type: " + response.content_type +
+                    "\r\nContent-Length: " + std::to_string(response.body.size()) + "\r\n";
+  for (const auto& [name, value] : response.headers) {
+    out.append(name).append(": ").append(value).append("\r\n");
+  }
+  out += "Connection: close\r\n\r\n";
+  if (!head_only) {
+    out += response.body;
+  }
+  return out;
+}
+
+}  // namespace cephscope
