@@ -243,6 +243,14 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
                    bool store_stages) {
   BuildPlan plan;
   plan.layout = layout_of(prof, plan.missing_members);
+  // Why the resolver had no DWARF, when it said (a refused debug file): once, at the end.
+  for (const auto& m : prof.members) {
+    if (!plan.missing_members.empty() && m.status == profile::ItemStatus::kNoDebuginfo &&
+        m.message.starts_with("no DWARF: ")) {
+      plan.missing_members += " (" + m.message + ")";
+      break;
+    }
+  }
   auto add = [&](const std::string& function, const char* program, std::uint32_t needs,
                  const Result<std::uint64_t>& offset) {
     if (!offset.ok()) {

@@ -122,10 +122,17 @@ OsdArgs parse_osd_args(const std::vector<std::string>& argv) {
   return out;
 }
 
-std::string find_fsid(const ProcReader& proc, pid_t pid, const OsdArgs& args) {
+FsidLookup find_fsid(const ProcReader& proc, pid_t pid, const OsdArgs& args) {
+  FsidLookup out;
   if (is_uuid(args.fsid)) {
-    return args.fsid;
+    out.fsid = args.fsid;
+    return out;
   }
+  auto note = [&](const Error& e) {
+    if (e.reason != "not_found") {
+      out.refusals.push_back(e);
+    }
+  };
   const std::string cluster = args.cluster.empty() ? "ceph" : args.cluster;
   std::vector<std::string> data_dirs;
   if (!args.osd_data.empty()) {
@@ -135,19 +142,25 @@ std::string find_fsid(const ProcReader& proc, pid_t pid, const OsdArgs& args) {
     data_dirs.push_back("/var/lib/ceph/osd/" + cluster + "-" + std::to_string(*args.id));
   }
   for (const auto& dir : data_dirs) {
-    if (auto text = proc.read_in_root(pid, dir + "/ceph_fsid", 64); text.ok()) {
-      auto fsid = trimmed(*text);
-      if (is_uuid(fsid)) {
-        return fsid;
-      }
+    auto text = proc.read_in_root(pid, dir + "/ceph_fsid", kMaxFsidFileBytes);
+    if (!text.ok()) {
+      note(text.error());
+      continue;
+    }
+    if (auto fsid = trimmed(*text); is_uuid(fsid)) {
+      out.fsid = fsid;
+      return out;
     }
   }
   const std::string conf =
       args.conf_path.empty() ? "/etc/ceph/" + cluster + ".conf" : args.conf_path;
-  if (auto text = proc.read_in_root(pid, conf, std::size_t{256} * 1024); text.ok()) {
-    return fsid_from_conf(*text);
+  auto text = proc.read_in_root(pid, conf, kMaxConfBytes);
+  if (!text.ok()) {
+    note(text.error());
+    return out;
   }
-  return "";
+  out.fsid = fsid_from_conf(*text);
+  return out;
 }
 
 std::optional<TargetIdentity> Classifier::classify(const ProcessInfo& info) const {
@@ -163,7 +176,9 @@ std::optional<TargetIdentity> Classifier::classify(const ProcessInfo& info) cons
       t.ceph_daemon = "osd." + std::to_string(*args.id);
       t.cluster = args.cluster;
       t.conf_path = args.conf_path;
-      t.fsid = find_fsid(proc_, info.pid, args);
+      if (is_uuid(args.fsid)) {
+        t.fsid = args.fsid;  // otherwise find_fsid(), off the daemon loop
+      }
       return t;
     }
   }

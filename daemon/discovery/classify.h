@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/result.h"
 #include "discovery/proc.h"
 
 namespace cephscope {
@@ -38,14 +39,27 @@ OsdArgs parse_osd_args(const std::vector<std::string>& argv);
 
 bool is_uuid(const std::string& text);
 
+// The caps on the files find_fsid() reads: a ceph_fsid is 37 bytes, a ceph.conf a few KiB.
+inline constexpr std::size_t kMaxFsidFileBytes = 64;
+inline constexpr std::size_t kMaxConfBytes = std::size_t{256} * 1024;
+
+struct FsidLookup {
+  std::string fsid;             // validated UUID, or "" when unknown
+  std::vector<Error> refusals;  // files refused on the way (reason set); absent ones are not
+};
+
 // Reads the fsid a ceph-osd runs with: --fsid, else its data dir's ceph_fsid, else its
-// ceph.conf; every file read through the process's own root and validated.
-std::string find_fsid(const ProcReader& proc, pid_t pid, const OsdArgs& args);
+// ceph.conf; every file read inside the process's own root (ProcReader::read_in_root) and
+// validated. The files are the target's choice, and reading them may wait on its file system:
+// the daemon loop never calls this (Discovery runs it on a thread of its own).
+FsidLookup find_fsid(const ProcReader& proc, pid_t pid, const OsdArgs& args);
 
 class Classifier {
  public:
   Classifier(const ProcReader& proc, const Config::Discovery& config)
       : proc_(proc), config_(config) {}
+  // Reads only /proc (argv, exe, maps), never a file the process names: an OSD's fsid is
+  // set here only from --fsid (find_fsid() does the rest).
   [[nodiscard]] std::optional<TargetIdentity> classify(const ProcessInfo& info) const;
 
  private:

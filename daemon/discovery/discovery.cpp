@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <thread>
 #include <unordered_set>
 
 namespace cephscope {
@@ -25,9 +26,22 @@ bool Discovery::consider(pid_t pid, Clock::time_point now, bool* denied) {
   if (registry_.is_tracked(pid, info->start_time)) {
     return true;
   }
+  if (registry_.is_contested(pid, info->start_time)) {
+    return false;  // reported once, never tracked
+  }
+  if (auto it = lookups_.find(pid); it != lookups_.end()) {
+    if (it->second->info.start_time == info->start_time) {
+      return false;  // its fsid lookup is under way
+    }
+    lookups_.erase(it);  // a reused pid: the old lookup's result is of no use
+  }
   const Classifier classifier(proc_, config_);
   auto identity = classifier.classify(*info);
   if (!identity) {
+    return false;
+  }
+  if (identity->kind == TargetKind::kCephOsd && identity->fsid.empty()) {
+    start_lookup(*info, std::move(*identity), now);
     return false;
   }
   if (auto st = registry_.track(*info, *identity, now); !st.ok()) {
@@ -74,7 +88,71 @@ void Discovery::on_exec(pid_t pid, Clock::time_point now) {
   }
 }
 
+void Discovery::start_lookup(const ProcessInfo& info, TargetIdentity identity,
+                             Clock::time_point now) {
+  if (running_->load() >= kMaxLookups) {
+    // Earlier lookups are stuck in their file systems: track without an fsid rather than
+    // pile up threads.
+    spdlog::warn("pid {} ({}): fsid not looked up: {} earlier lookups have not returned", info.pid,
+                 identity.ceph_daemon, running_->load());
+    registry_.note_refusal("lookups_stalled");
+    if (auto st = registry_.track(info, identity, now); !st.ok()) {
+      spdlog::warn("{}", st.error().message);
+    }
+    return;
+  }
+  auto lookup = std::make_shared<Lookup>();
+  lookup->info = info;
+  lookup->identity = std::move(identity);
+  lookup->started = now;
+  running_->fetch_add(1);
+  try {
+    std::thread([lookup, running = running_, proc = proc_] {
+      lookup->result = find_fsid(proc, lookup->info.pid, parse_osd_args(lookup->info.argv));
+      lookup->done.store(true, std::memory_order_release);
+      running->fetch_sub(1);
+    }).detach();
+  } catch (const std::system_error& e) {
+    running_->fetch_sub(1);
+    spdlog::warn("pid {}: fsid not looked up: {}", info.pid, e.what());
+    lookup->done.store(true, std::memory_order_release);
+  }
+  lookups_[info.pid] = std::move(lookup);
+}
+
+void Discovery::finish(Lookup& lookup, Clock::time_point now, bool timed_out) {
+  const pid_t pid = lookup.info.pid;
+  if (timed_out) {
+    spdlog::warn(
+        "pid {} ({}): fsid lookup refused: its files did not answer within {} ms (a stalled "
+        "file system?); tracked without an fsid",
+        pid, lookup.identity.ceph_daemon, kLookupTimeout.count());
+    registry_.note_refusal("timeout");
+  } else {
+    for (const Error& e : lookup.result.refusals) {
+      spdlog::warn("pid {} ({}): file refused ({}): {}", pid, lookup.identity.ceph_daemon, e.reason,
+                   e.message);
+      registry_.note_refusal(e.reason);
+    }
+    lookup.identity.fsid = lookup.result.fsid;
+  }
+  if (auto st = registry_.track(lookup.info, lookup.identity, now); !st.ok()) {
+    spdlog::warn("{}", st.error().message);
+  }
+}
+
 void Discovery::recheck_due(Clock::time_point now) {
+  for (auto it = lookups_.begin(); it != lookups_.end();) {
+    Lookup& l = *it->second;
+    const bool done = l.done.load(std::memory_order_acquire);
+    const bool late = !done && now - l.started >= kLookupTimeout;
+    if (done || late) {
+      finish(l, now, late);
+      it = lookups_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   // Entries are queued in time order per exec; a full pass keeps it simple and bounded.
   std::deque<std::pair<Clock::time_point, pid_t>> later;
   for (const auto& [when, pid] : recheck_) {

@@ -1,13 +1,21 @@
 // Finds targets: a full /proc scan at an interval, plus prompt checks of processes the
 // kernel reports as just exec'd. A process that execs before it maps librados is checked
 // again shortly after, since the dynamic loader maps libraries after exec.
+//
+// The daemon loop reads only /proc here. An OSD's fsid comes from files the OSD names
+// (find_fsid()), which may sit on a file system that does not answer (NFS, a container's
+// FUSE): they are read on a thread of their own per OSD process, at most kMaxLookups at a
+// time, and an OSD whose lookup takes longer than kLookupTimeout is tracked with no fsid
+// (the thread is left to finish, or to end with the daemon).
 #pragma once
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <unordered_map>
 
 #include "config/config.h"
 #include "discovery/classify.h"
@@ -18,6 +26,9 @@ namespace cephscope {
 
 class Discovery {
  public:
+  static constexpr std::chrono::milliseconds kLookupTimeout{2000};
+  static constexpr int kMaxLookups = 8;
+
   Discovery(ProcReader proc, TargetRegistry& registry)
       : proc_(std::move(proc)), registry_(registry) {}
 
@@ -25,14 +36,31 @@ class Discovery {
   // Full pass over /proc: track new targets, forget vanished ones, expire old series.
   void scan(Clock::time_point now);
   void on_exec(pid_t pid, Clock::time_point now);
-  void on_exit(pid_t pid, Clock::time_point now) { registry_.forget(pid, now); }
+  void on_exit(pid_t pid, Clock::time_point now) {
+    lookups_.erase(pid);
+    registry_.forget(pid, now);
+  }
   // Re-checks recently exec'd processes whose time has come.
+  // Also tracks OSDs whose fsid lookup has ended (or timed out).
   void recheck_due(Clock::time_point now);
+  // Lookups whose thread has not returned yet, the timed-out ones included.
+  [[nodiscard]] int lookups_running() const { return running_->load(); }
   [[nodiscard]] std::uint64_t scans() const { return scans_; }
 
  private:
   // Whether the process is tracked now; *denied set when /proc hid its executable.
   bool consider(pid_t pid, Clock::time_point now, bool* denied = nullptr);
+
+  struct Lookup {
+    ProcessInfo info;
+    TargetIdentity identity;
+    Clock::time_point started;
+    std::atomic<bool> done{false};
+    FsidLookup result;  // written by the lookup thread before `done`
+  };
+  // Tracks an OSD with the lookup's outcome, reporting the files it refused.
+  void finish(Lookup& lookup, Clock::time_point now, bool timed_out);
+  void start_lookup(const ProcessInfo& info, TargetIdentity identity, Clock::time_point now);
 
   ProcReader proc_;
   TargetRegistry& registry_;
@@ -40,6 +68,8 @@ class Discovery {
   std::deque<std::pair<Clock::time_point, pid_t>> recheck_;
   std::uint64_t scans_ = 0;
   bool warned_denied_ = false;
+  std::unordered_map<pid_t, std::shared_ptr<Lookup>> lookups_;
+  std::shared_ptr<std::atomic<int>> running_ = std::make_shared<std::atomic<int>>(0);
 };
 
 }  // namespace cephscope

@@ -1,11 +1,17 @@
 #include "discovery/proc.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "core/safe_file.h"
+#include "core/unique_fd.h"
 
 namespace cephscope {
 namespace {
@@ -49,6 +55,10 @@ bool parse_stat(const std::string& text, ProcessInfo& out) {
     return false;
   }
   out.state = fields[0][0];
+  if (std::from_chars(fields[1].data(), fields[1].data() + fields[1].size(), out.ppid).ec !=
+      std::errc{}) {
+    return false;
+  }
   std::uint64_t flags = 0;
   const auto& f = fields[6];
   if (std::from_chars(f.data(), f.data() + f.size(), flags).ec != std::errc{}) {
@@ -138,16 +148,17 @@ bool ProcReader::maps_library(pid_t pid, const std::vector<std::string>& prefixe
 
 Result<std::string> ProcReader::read_in_root(pid_t pid, const std::string& path,
                                              std::size_t max_bytes) const {
-  if (path.empty() || path[0] != '/' || path.find("/../") != std::string::npos ||
-      path.ends_with("/..")) {
-    return make_error(ErrorKind::kInvalidInput, "refusing path '" + path + "'");
+  const std::string root = root_ + "/" + std::to_string(pid) + "/root";
+  // O_PATH on the root touches no file system; everything below it is resolved inside it.
+  const UniqueFd root_fd(::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd.valid()) {
+    const int err = errno;
+    Error e = make_error(ErrorKind::kNotFound,
+                         "root of process " + std::to_string(pid) + ": " + std::strerror(err), err);
+    e.reason = err == EACCES || err == EPERM ? "no_access" : "not_found";
+    return e;
   }
-  auto text = read_file(root_ + "/" + std::to_string(pid) + "/root" + path, max_bytes);
-  if (!text.ok()) {
-    return make_error(ErrorKind::kNotFound,
-                      path + ": not readable in process " + std::to_string(pid));
-  }
-  return text;
+  return cephscope::read_in_root(root_fd.get(), path, max_bytes, walk_);
 }
 
 }  // namespace cephscope

@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "core/result.h"
+#include "core/safe_file.h"
 
 namespace cephscope {
 
 struct ProcessInfo {
   pid_t pid = 0;
+  pid_t ppid = 0;
   std::string comm;
   char state = '?';
   std::uint64_t start_time = 0;  // clock ticks after boot: tells a reused pid apart
@@ -36,13 +38,18 @@ class ProcReader {
   [[nodiscard]] Result<ProcessInfo> read(pid_t pid) const;
   // Whether the process maps a file whose name starts with one of `prefixes`.
   [[nodiscard]] bool maps_library(pid_t pid, const std::vector<std::string>& prefixes) const;
-  // Reads a file as the process sees it (through /proc/PID/root), at most max_bytes.
+  // Reads a file as the process sees it, resolved inside its root (core/safe_file.h): a
+  // regular file of at most max_bytes, else a refusal whose reason says why. The target
+  // names these files: a FIFO, a device or a symlink out of its root is never opened.
   [[nodiscard]] Result<std::string> read_in_root(pid_t pid, const std::string& path,
                                                  std::size_t max_bytes) const;
+  // Tests: the component walk used where openat2 is missing.
+  void set_root_walk(RootWalk walk) { walk_ = walk; }
   [[nodiscard]] const std::string& root() const { return root_; }
 
  private:
   std::string root_;
+  RootWalk walk_ = RootWalk::kAuto;
 };
 
 // Parses the content of /proc/PID/stat; false when malformed.

@@ -29,7 +29,30 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
     }
     forget_locked(info.pid, now);  // the pid was reused by a new process
   }
+  if (auto c = contested_.find(info.pid); c != contested_.end()) {
+    if (c->second.start_time == info.start_time) {
+      return ok_status();  // reported when it claimed; never tracked
+    }
+    contested_.erase(c);
+  }
   auto it = targets_.find(identity.key());
+  if (it != targets_.end() && identity.kind == TargetKind::kCephOsd && !it->second.pids.empty() &&
+      !it->second.pids.contains(info.ppid)) {
+    // A second live claimant of osd.N, not a fork of the holder.
+    const Target& holder = it->second;
+    contested_[info.pid] = Contender{info.start_time, identity.ceph_daemon};
+    std::vector<pid_t> holders(holder.pids.begin(), holder.pids.end());
+    std::sort(holders.begin(), holders.end());
+    const bool same_cluster = identity.fsid.empty() || holder.identity.fsid.empty() ||
+                              identity.fsid == holder.identity.fsid;
+    spdlog::warn(
+        "identity conflict: pid {} ({}, fsid {}) claims {}, held by pid {} (fsid {}){}; pid {} "
+        "is not tracked",
+        info.pid, info.exe, identity.fsid.empty() ? "unknown" : identity.fsid, identity.ceph_daemon,
+        holders.front(), holder.identity.fsid.empty() ? "unknown" : holder.identity.fsid,
+        same_cluster ? "" : ", another cluster", info.pid);
+    return ok_status();
+  }
   if (it == targets_.end()) {
     if (targets_.size() >= max_targets_) {
       return make_error(ErrorKind::kInvalidInput,
@@ -40,8 +63,15 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
     spdlog::info("new target {} ({}) id {}",
                  identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon,
                  to_string(identity.kind), it->second.id);
-  } else if (!identity.fsid.empty()) {
-    it->second.identity.fsid = identity.fsid;  // a restarted OSD may now know its fsid
+  } else if (!identity.fsid.empty() && identity.fsid != it->second.identity.fsid &&
+             it->second.pids.empty()) {
+    // A restarted OSD may now know its fsid; a claimant while the holder lives never gets
+    // here, and a fork of the holder is the holder.
+    if (!it->second.identity.fsid.empty()) {
+      spdlog::warn("{} restarted with fsid {} (was {})", identity.ceph_daemon, identity.fsid,
+                   it->second.identity.fsid);
+    }
+    it->second.identity.fsid = identity.fsid;
   }
   ++generation_;
   Target& target = it->second;
@@ -64,6 +94,7 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
 }
 
 void TargetRegistry::forget_locked(pid_t pid, Clock::time_point now) {
+  contested_.erase(pid);
   auto it = processes_.find(pid);
   if (it == processes_.end()) {
     return;
@@ -103,6 +134,7 @@ void TargetRegistry::reconcile(const std::unordered_set<pid_t>& alive, Clock::ti
       gone.push_back(pid);
     }
   }
+  std::erase_if(contested_, [&](const auto& item) { return !alive.contains(item.first); });
   for (pid_t pid : gone) {
     forget_locked(pid, now);
   }
@@ -131,6 +163,31 @@ bool TargetRegistry::is_tracked(pid_t pid, std::uint64_t start_time) const {
   std::lock_guard lock(mu_);
   auto it = processes_.find(pid);
   return it != processes_.end() && it->second.start_time == start_time;
+}
+
+bool TargetRegistry::is_contested(pid_t pid, std::uint64_t start_time) const {
+  std::lock_guard lock(mu_);
+  auto it = contested_.find(pid);
+  return it != contested_.end() && it->second.start_time == start_time;
+}
+
+std::map<std::string, std::size_t> TargetRegistry::conflicts() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, std::size_t> out;
+  for (const auto& [pid, c] : contested_) {
+    ++out[c.ceph_daemon];
+  }
+  return out;
+}
+
+void TargetRegistry::note_refusal(const std::string& reason) {
+  std::lock_guard lock(mu_);
+  ++refusals_[reason];
+}
+
+std::map<std::string, std::uint64_t> TargetRegistry::refusals() const {
+  std::lock_guard lock(mu_);
+  return refusals_;
 }
 
 std::vector<TargetView> TargetRegistry::snapshot() const {

@@ -2,6 +2,14 @@
 // which target id, and with which labels. Target ids are never reused, so map entries of an
 // expired target are known to be stale. A target whose processes all exited keeps its series
 // for the configured TTL (an OSD restarted within it continues the same series).
+//
+// Identity (docs/operations.md#identity): anything can call itself ceph-osd and say -i N. The
+// first live process to claim osd.N holds it; a process forked by the holder (ceph-osd
+// daemonising) joins it. Any other live process claiming osd.N while the holder lives, from
+// the same cluster or another, is contested: logged once, counted on
+// cephscope_osd_identity_conflict, never tracked (no series of its own, none merged into the
+// holder's), and it stays contested for its whole life, so it cannot inherit osd.N when the
+// holder restarts. The holder's fsid is never overwritten by a claimant.
 #pragma once
 
 #include <sys/types.h>
@@ -48,6 +56,13 @@ class TargetRegistry {
 
   // Whether this exact process (pid and start time) is already tracked.
   [[nodiscard]] bool is_tracked(pid_t pid, std::uint64_t start_time) const;
+  // Whether this exact process claimed an osd.N another process holds.
+  [[nodiscard]] bool is_contested(pid_t pid, std::uint64_t start_time) const;
+  // Live contested claimants, by the ceph_daemon they claim ("osd.3" -> 1).
+  [[nodiscard]] std::map<std::string, std::size_t> conflicts() const;
+  // Files or lookups discovery refused, by reason (core/safe_file.h's words, "timeout", ...).
+  void note_refusal(const std::string& reason);
+  [[nodiscard]] std::map<std::string, std::uint64_t> refusals() const;
   [[nodiscard]] std::vector<TargetView> snapshot() const;
   // Moves with every change snapshot() would show, so the daemon loop hands collectors a
   // snapshot only when there is something new in it.
@@ -67,6 +82,10 @@ class TargetRegistry {
     std::uint32_t target_id;
     std::uint64_t start_time;
   };
+  struct Contender {
+    std::uint64_t start_time;
+    std::string ceph_daemon;
+  };
 
   void forget_locked(pid_t pid, Clock::time_point now);
 
@@ -78,6 +97,8 @@ class TargetRegistry {
   std::uint64_t generation_ = 0;
   std::map<std::string, Target> targets_;  // by identity key
   std::unordered_map<pid_t, Process> processes_;
+  std::unordered_map<pid_t, Contender> contested_;
+  std::map<std::string, std::uint64_t> refusals_;
 };
 
 // The labels that name a target in every series: ceph_daemon for Ceph daemons, process for

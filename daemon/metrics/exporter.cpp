@@ -127,6 +127,23 @@ void Exporter::self_metrics(PrometheusSink& out, const std::vector<TargetView>& 
                 1);
     }
   }
+  // 0 for every OSD target, so an alert on > 0 never mistakes a missing series for peace.
+  auto conflicts = registry_.conflicts();
+  for (const auto& t : targets) {
+    if (t.identity.kind == TargetKind::kCephOsd) {
+      conflicts.try_emplace(t.identity.ceph_daemon, 0);
+    }
+  }
+  for (const auto& [daemon, n] : conflicts) {
+    out.gauge("cephscope_osd_identity_conflict",
+              "Live processes claiming this OSD besides the one tracked as it (not tracked).",
+              {{"ceph_daemon", daemon}}, static_cast<double>(n));
+  }
+  for (const auto& [reason, n] : registry_.refusals()) {
+    out.counter("cephscope_discovery_refusals_total",
+                "Files named by targets that discovery refused to read, by reason.",
+                {{"reason", reason}}, static_cast<double>(n));
+  }
   out.gauge("cephscope_scrape_series_dropped",
             "Series left out of this scrape by limits.max_series.", {},
             static_cast<double>(out.dropped()));

@@ -61,25 +61,35 @@ std::string hex_u64(uint64_t v) {
 }
 
 Result<ElfFile> ElfFile::open(const std::string& path) {
+  return from_fd(path, open_regular(path, SafeOpen{kMaxElfBytes}));
+}
+
+Result<ElfFile> ElfFile::open_in(int root_fd, const std::string& root_name,
+                                 const std::string& path) {
+  auto fd = open_in_root(root_fd, path, SafeOpen{kMaxElfBytes});
+  if (!fd.ok()) {
+    Error e = fd.error();
+    e.message = root_name + e.message;  // "PATH: why" as the target names PATH
+    return e;
+  }
+  return from_fd(root_name + path, std::move(fd));
+}
+
+Result<ElfFile> ElfFile::from_fd(const std::string& path, Result<UniqueFd> fd) {
   if (!libelf_ready()) {
     return make_error(ErrorKind::kUnsupported,
                       path + ": libelf does not support ELF version " + std::to_string(EV_CURRENT));
   }
+  if (!fd.ok()) {
+    return fd.error();
+  }
   ElfFile f;
   f.path_ = path;
-  f.fd_.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!f.fd_.valid()) {
-    const int err = errno;
-    return make_error(err == ENOENT ? ErrorKind::kNotFound : ErrorKind::kSystem,
-                      path + ": " + std::strerror(err), err);
-  }
+  f.fd_ = std::move(fd).value();
   struct stat st {};
   if (::fstat(f.fd_.get(), &st) != 0) {
     const int err = errno;
     return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return make_error(ErrorKind::kInvalidInput, path + ": not a regular file");
   }
   f.file_size_ = static_cast<uint64_t>(st.st_size);
   f.elf_.reset(elf_begin(f.fd_.get(), ELF_C_READ_MMAP, nullptr));

@@ -13,7 +13,8 @@
 #include <vector>
 
 #include "core/result.h"
-#include "profile/unique_fd.h"
+#include "core/safe_file.h"
+#include "core/unique_fd.h"
 
 namespace cephscope::profile {
 
@@ -32,8 +33,16 @@ struct Debuglink {
 
 class ElfFile {
  public:
-  // Opens PATH (any path, including /proc/PID/root/... and /proc/PID/map_files/...).
+  // The largest file opened: a regular file over it is refused (core/safe_file.h).
+  static constexpr uint64_t kMaxElfBytes = uint64_t{16} << 30;
+
+  // Opens PATH (any path, including /proc/PID/root/... and /proc/PID/map_files/...), if it is
+  // a regular file: a FIFO or device in its place is refused, never opened.
   static Result<ElfFile> open(const std::string& path);
+  // Opens PATH as a process whose root is ROOT_FD sees it: symlinks and ".." stay inside the
+  // root (core/safe_file.h). ROOT_NAME prefixes PATH in messages and path().
+  static Result<ElfFile> open_in(int root_fd, const std::string& root_name,
+                                 const std::string& path);
 
   ElfFile(ElfFile&&) noexcept = default;
   ElfFile& operator=(ElfFile&&) noexcept = default;
@@ -70,6 +79,7 @@ class ElfFile {
     void operator()(Elf* e) const { elf_end(e); }
   };
   ElfFile() = default;
+  static Result<ElfFile> from_fd(const std::string& path, Result<UniqueFd> fd);
 
   UniqueFd fd_;
   std::unique_ptr<Elf, ElfEnd> elf_;

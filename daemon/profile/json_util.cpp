@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "profile/unique_fd.h"
+#include "core/unique_fd.h"
 
 namespace cephscope::profile {
 

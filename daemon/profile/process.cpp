@@ -11,8 +11,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/unique_fd.h"
 #include "profile/elf_file.h"
-#include "profile/unique_fd.h"
 
 namespace cephscope::profile {
 

@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <map>
 
+#include "core/unique_fd.h"
 #include "profile/json_util.h"
 #include "profile/probe_set.h"
-#include "profile/unique_fd.h"
 
 namespace cephscope::profile {
 

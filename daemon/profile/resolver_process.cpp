@@ -18,8 +18,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/unique_fd.h"
 #include "profile/profile_json.h"
-#include "profile/unique_fd.h"
 
 #ifndef CEPHSCOPE_RESOLVER_INSTALLED
 #define CEPHSCOPE_RESOLVER_INSTALLED "/usr/libexec/cephscope/cephscope-resolver"

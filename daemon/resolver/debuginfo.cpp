@@ -9,7 +9,7 @@
 #include <memory>
 #include <optional>
 
-#include "profile/unique_fd.h"
+#include "core/unique_fd.h"
 
 #ifdef CEPHSCOPE_HAVE_DEBUGINFOD
 #include <elfutils/debuginfod.h>
@@ -47,12 +47,12 @@ Result<uint32_t> file_crc32(const ElfFile& f) {
 }
 
 // Success when PATH is a debug file for BUILD_ID, else why not.
-Status check_candidate(const std::string& path, const std::string& build_id,
+Status check_candidate(const Result<ElfFile>& f, const std::string& build_id,
                        std::optional<uint32_t> crc = std::nullopt) {
-  auto f = ElfFile::open(path);
   if (!f.ok()) {
     return f.error();
   }
+  const std::string& path = f->path();
   if (!f->has_data_section(".debug_info")) {
     return make_error(ErrorKind::kDwarf, path + ": no .debug_info");
   }
@@ -135,26 +135,34 @@ bool have_debuginfod() {
 Result<DebugFileRef> find_debuginfo(const ElfFile& binary, const std::string& build_id,
                                     const std::string& binary_path, const DebugSearch& search) {
   if (!search.explicit_file.empty()) {
-    if (Status s = check_candidate(search.explicit_file, build_id); !s.ok()) {
+    if (Status s = check_candidate(ElfFile::open(search.explicit_file), build_id); !s.ok()) {
       return make_error(ErrorKind::kInvalidInput, s.error().message, s.error().code);
     }
-    return DebugFileRef{search.explicit_file, DebugSource::kExplicit};
+    return DebugFileRef{search.explicit_file, DebugSource::kExplicit, ""};
   }
   if (binary.has_data_section(".debug_info")) {
-    return DebugFileRef{binary.path(), DebugSource::kEmbedded};
+    return DebugFileRef{binary.path(), DebugSource::kEmbedded, ""};
   }
   std::vector<std::string> tried;
+  // A candidate in the target's root is opened inside it (symlinks stay in the root, a FIFO
+  // or device is refused); a host one as a regular file.
+  const bool in_root = search.target_root_fd >= 0;
   auto attempt = [&](const std::string& path, DebugSource source,
                      std::optional<uint32_t> crc = std::nullopt) -> std::optional<DebugFileRef> {
-    std::error_code ec;
-    if (!fs::exists(path, ec)) {
+    const bool inside = in_root && source != DebugSource::kBuildIdHost &&
+                        source != DebugSource::kDebuginfod &&
+                        path.starts_with(search.target_root + "/");
+    const std::string inner = inside ? path.substr(search.target_root.size()) : "";
+    auto f = inside ? ElfFile::open_in(search.target_root_fd, search.target_root, inner)
+                    : ElfFile::open(path);
+    if (!f.ok() && f.error().reason == "not_found") {
       return std::nullopt;
     }
-    if (Status s = check_candidate(path, build_id, crc); !s.ok()) {
+    if (Status s = check_candidate(f, build_id, crc); !s.ok()) {
       tried.push_back(s.error().message);
       return std::nullopt;
     }
-    return DebugFileRef{path, source};
+    return DebugFileRef{path, source, inner};
   };
 
   if (build_id.size() > 2) {

@@ -27,11 +27,13 @@ std::string_view to_string(DebugSource s);
 struct DebugFileRef {
   std::string path;
   DebugSource source = DebugSource::kExplicit;
+  std::string in_root;  // its path inside the target's root (open it there); "" on the host
 };
 
 struct DebugSearch {
   std::string explicit_file;    // --debug-file: the only candidate when set
   std::string target_root;      // "/proc/PID/root"; empty for a host binary
+  int target_root_fd = -1;      // target_root opened O_PATH: candidates there open inside it
   std::string host_root = "/";  // tests point this at a fixture tree
   std::string debug_dir = "/usr/lib/debug";
   bool debuginfod = true;  // used only if DEBUGINFOD_URLS is set

@@ -147,6 +147,55 @@ Result<std::vector<Piece>> collect_pieces(const ElfFile& file, bool* any_compres
   return pieces;
 }
 
+// What the debug sections take once inflated, as their headers say: SHF_COMPRESSED ones by
+// their Chdr, GNU .zdebug ones by their "ZLIB" header, the rest by their size. Everything
+// libdw might inflate is counted, not only what the image takes.
+Result<uint64_t> inflated_size(const ElfFile& file) {
+  size_t shstrndx = 0;
+  if (elf_getshdrstrndx(file.elf(), &shstrndx) != 0) {
+    return make_error(ErrorKind::kInvalidInput, file.path() + ": no section name table");
+  }
+  uint64_t total = 0;
+  Elf_Scn* scn = nullptr;
+  while ((scn = elf_nextscn(file.elf(), scn)) != nullptr) {
+    GElf_Shdr shdr;
+    if (gelf_getshdr(scn, &shdr) == nullptr || shdr.sh_type == SHT_NOBITS) {
+      continue;
+    }
+    const char* name = elf_strptr(file.elf(), shstrndx, shdr.sh_name);
+    const std::string_view n = name != nullptr ? name : "";
+    if (!n.starts_with(".debug") && !n.starts_with(".zdebug")) {
+      continue;
+    }
+    uint64_t size = shdr.sh_size;
+    if ((shdr.sh_flags & SHF_COMPRESSED) != 0) {
+      GElf_Chdr chdr;
+      if (gelf_getchdr(scn, &chdr) == nullptr) {
+        return make_error(ErrorKind::kDwarf,
+                          file.path() + ": bad compression header in " + std::string(n));
+      }
+      size = chdr.ch_size;
+    } else if (n.starts_with(".zdebug")) {
+      Elf_Data* raw = elf_rawdata(scn, nullptr);
+      if (raw != nullptr && raw->d_buf != nullptr && raw->d_size >= 12 &&
+          std::memcmp(raw->d_buf, "ZLIB", 4) == 0) {
+        const auto* b = static_cast<const uint8_t*>(raw->d_buf) + 4;
+        size = 0;
+        for (int i = 0; i < 8; ++i) {
+          size = (size << 8) | b[i];
+        }
+      }
+    }
+    if (size > kMaxImageBytes || total + size > kMaxImageBytes) {
+      Error e = make_error(ErrorKind::kDwarf, file.path() + ": debug sections too large");
+      e.reason = "too_large";
+      return e;
+    }
+    total += size;
+  }
+  return total;
+}
+
 // Lays out ELF header, sections, .shstrtab and section headers in one image.
 Result<MappedBuffer> build_image(const ElfFile& file, std::vector<Piece>& pieces,
                                  unsigned threads) {
@@ -309,10 +358,27 @@ Result<DwarfFile> DwarfFile::open(const std::string& path, const DwarfOpenOption
   if (!file.ok()) {
     return file.error();
   }
-  if (!file->has_data_section(".debug_info")) {
+  return open(std::move(file).value(), options);
+}
+
+Result<DwarfFile> DwarfFile::open(ElfFile file, const DwarfOpenOptions& options) {
+  const std::string path = file.path();
+  if (!file.has_data_section(".debug_info")) {
     return make_error(ErrorKind::kDwarf, path + ": no DWARF (.debug_info absent)");
   }
-  DwarfFile out(std::move(file).value());
+  auto inflated = inflated_size(file);
+  if (!inflated.ok()) {
+    return inflated.error();
+  }
+  if (*inflated > options.max_inflated_bytes) {
+    Error e =
+        make_error(ErrorKind::kDwarf, path + ": debug sections inflate to " +
+                                          std::to_string(*inflated) + " bytes, over the cap of " +
+                                          std::to_string(options.max_inflated_bytes));
+    e.reason = "too_large";
+    return e;
+  }
+  DwarfFile out(std::move(file));
   bool compressed = false;
   auto pieces = collect_pieces(out.file_, &compressed);
   GElf_Ehdr ehdr;
@@ -343,11 +409,23 @@ Result<DwarfFile> DwarfFile::open(const std::string& path, const DwarfOpenOption
   // A dwz-compressed file points at a shared file of common DIEs; libdw cannot find it from
   // an in-memory image, so it is opened here, next to the debug file.
   if (std::string alt = debugaltlink_name(elf); !alt.empty()) {
+    const bool in_root = options.root_fd >= 0 && path.starts_with(options.root_name + "/");
     std::filesystem::path alt_path = alt;
     if (alt_path.is_relative()) {
-      alt_path = std::filesystem::path(path).parent_path() / alt_path;
+      alt_path = std::filesystem::path(in_root ? path.substr(options.root_name.size()) : path)
+                     .parent_path() /
+                 alt_path;
     }
-    auto alt_file = DwarfFile::open(alt_path.string(), options);
+    // Inside a root, ".." stops at the root ("/.." is "/"), as it would for the target.
+    auto alt_file = in_root ? [&]() -> Result<DwarfFile> {
+      auto f = ElfFile::open_in(options.root_fd, options.root_name,
+                                alt_path.lexically_normal().string());
+      if (!f.ok()) {
+        return f.error();
+      }
+      return DwarfFile::open(std::move(f).value(), options);
+    }()
+        : DwarfFile::open(alt_path.string(), options);
     if (!alt_file.ok()) {
       // Still usable: what refers to the shared DIEs is reported per item.
       spdlog::warn("{}: .gnu_debugaltlink not opened: {}", path, alt_file.error().message);

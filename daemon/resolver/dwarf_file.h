@@ -9,6 +9,7 @@
 #include <elfutils/libdw.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -37,13 +38,25 @@ class MappedBuffer {
   size_t size_ = 0;
 };
 
+// The most the debug sections of one file may take once inflated, as their headers claim:
+// ceph-osd's take 830 MB. A file over it is refused before anything is inflated (reason
+// "too_large"), so a small file claiming gigabytes (a decompression bomb) costs nothing.
+inline constexpr uint64_t kDefaultMaxInflatedBytes = uint64_t{2} << 30;
+
 struct DwarfOpenOptions {
   unsigned threads = 0;  // 0: one per online CPU
+  uint64_t max_inflated_bytes = kDefaultMaxInflatedBytes;
+  // A debug file inside a target's root (ROOT_NAME + path): its .gnu_debugaltlink file is
+  // opened inside ROOT_FD too. -1: a host file.
+  int root_fd = -1;
+  std::string root_name;
 };
 
 class DwarfFile {
  public:
   static Result<DwarfFile> open(const std::string& path, const DwarfOpenOptions& options = {});
+  // The same, on a file already opened (ElfFile::open_in: inside a target's root).
+  static Result<DwarfFile> open(ElfFile file, const DwarfOpenOptions& options = {});
 
   DwarfFile(DwarfFile&&) noexcept = default;
   DwarfFile& operator=(DwarfFile&&) noexcept = default;

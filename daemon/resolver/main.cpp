@@ -7,6 +7,7 @@
 // The daemon and `cephscope profile generate` run it as a child with no capabilities, an
 // address-space limit and a timeout (profile/resolver_process.h); the DWARF it parses may come
 // from a container. stderr carries progress and, on a line of its own, "debuginfo-source S".
+#include <fcntl.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +27,7 @@
 #include <optional>
 #include <string>
 
+#include "core/unique_fd.h"
 #include "profile/probe_set.h"
 #include "profile/profile_json.h"
 #include "resolver/debuginfo.h"
@@ -47,6 +50,7 @@ struct Options {
   std::string debug_dir = "/usr/lib/debug";
   bool no_debuginfod = false;
   bool no_inlined = false;
+  std::uint64_t max_debug_bytes = kDefaultMaxInflatedBytes;
 };
 
 Result<ProbeSet> read_spec() {
@@ -77,9 +81,18 @@ Result<Profile> resolve(const Options& o, std::string& debug_source) {
   if (!set.ok()) {
     return make_error(set.error().kind, "probe set: " + set.error().message);
   }
-  // Inside a target's root (its mount namespace) the file is reached through the root.
-  const std::string file = o.target_root.empty() ? o.binary : o.target_root + o.binary;
-  auto binary = ElfFile::open(file);
+  // Inside a target's root (its mount namespace) every file is opened inside the root: its
+  // symlinks cannot lead to the host's files (core/safe_file.h).
+  UniqueFd root;
+  if (!o.target_root.empty()) {
+    root.reset(::open(o.target_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (!root.valid()) {
+      const int err = errno;
+      return make_error(ErrorKind::kSystem, o.target_root + ": " + std::strerror(err), err);
+    }
+  }
+  auto binary = root.valid() ? ElfFile::open_in(root.get(), o.target_root, o.binary)
+                             : ElfFile::open(o.binary);
   if (!binary.ok()) {
     return binary.error();
   }
@@ -90,21 +103,38 @@ Result<Profile> resolve(const Options& o, std::string& debug_source) {
   DebugSearch search;
   search.explicit_file = o.debug_file;
   search.target_root = o.target_root;
+  search.target_root_fd = root.get();
   search.host_root = o.host_root;
   search.debug_dir = o.debug_dir;
   search.debuginfod = !o.no_debuginfod;
   auto ref = find_debuginfo(*binary, *build_id, o.binary, search);
   std::optional<DwarfFile> dwarf;
+  std::string no_dwarf_reason;
   if (ref.ok()) {
-    auto d = DwarfFile::open(ref->path);
+    DwarfOpenOptions dopts;
+    dopts.max_inflated_bytes = o.max_debug_bytes;
+    dopts.root_fd = root.get();
+    dopts.root_name = o.target_root;
+    auto d = [&]() -> Result<DwarfFile> {
+      if (ref->in_root.empty()) {
+        return DwarfFile::open(ref->path, dopts);
+      }
+      auto f = ElfFile::open_in(root.get(), o.target_root, ref->in_root);
+      if (!f.ok()) {
+        return f.error();
+      }
+      return DwarfFile::open(std::move(f).value(), dopts);
+    }();
     if (d.ok()) {
       dwarf.emplace(std::move(d).value());
       debug_source = std::string(to_string(ref->source));
     } else if (!o.debug_file.empty()) {
       return d.error();
     } else {
-      // Unreadable debuginfo (corrupt, or from a container): function offsets still work.
+      // Unreadable or refused debuginfo (corrupt, over the cap, from a container): function
+      // offsets still work, and every member says why it has none.
       spdlog::warn("{}: {}; offsets from the symbol table only", o.binary, d.error().message);
+      no_dwarf_reason = d.error().message;
     }
   } else if (!o.debug_file.empty()) {
     return ref.error();
@@ -114,6 +144,7 @@ Result<Profile> resolve(const Options& o, std::string& debug_source) {
   ResolveOptions ro;
   ro.object = o.object.empty() ? std::filesystem::path(o.binary).filename().string() : o.object;
   ro.inlined = !o.no_inlined;
+  ro.no_dwarf_reason = no_dwarf_reason;
   ResolveStats stats;
   auto p = resolve_profile(*binary, dwarf ? &*dwarf : nullptr, *set, ro, &stats);
   if (p.ok()) {
@@ -150,6 +181,9 @@ int run(int argc, char** argv) {
   app.add_option("--debug-dir", o.debug_dir, "Debug directory in each root")->capture_default_str();
   app.add_flag("--no-debuginfod", o.no_debuginfod, "Never ask debuginfod");
   app.add_flag("--no-inlined", o.no_inlined, "Do not list inlined instances");
+  app.add_option("--max-debug-bytes", o.max_debug_bytes,
+                 "Refuse a debug file whose sections inflate to more than this")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   std::string debug_source;
   auto p = resolve(o, debug_source);

@@ -227,14 +227,16 @@ class Resolution {
       }
       out.functions.push_back(std::move(f));
     }
+    const std::string no_dwarf =
+        options_.no_dwarf_reason.empty() ? "no DWARF" : "no DWARF: " + options_.no_dwarf_reason;
     for (const TypeSpec& t : set_.types) {
-      out.types.push_back(TypeEntry{t.name, ItemStatus::kNoDebuginfo, "no DWARF", 0});
+      out.types.push_back(TypeEntry{t.name, ItemStatus::kNoDebuginfo, no_dwarf, 0});
       for (const std::string& path : t.members) {
         MemberEntry m;
         m.type = t.name;
         m.path = path;
         m.status = ItemStatus::kNoDebuginfo;
-        m.message = "no DWARF";
+        m.message = no_dwarf;
         out.members.push_back(std::move(m));
       }
     }

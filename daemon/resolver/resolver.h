@@ -18,9 +18,10 @@
 namespace cephscope::profile {
 
 struct ResolveOptions {
-  std::string object;         // recorded in the profile; default: the binary's file name
-  bool inlined = true;        // list inlined instances (needs function bodies walked)
-  size_t max_type_units = 4;  // units tried when looking for one type's definition
+  std::string object;           // recorded in the profile; default: the binary's file name
+  bool inlined = true;          // list inlined instances (needs function bodies walked)
+  size_t max_type_units = 4;    // units tried when looking for one type's definition
+  std::string no_dwarf_reason;  // without DWARF: why (a refused debug file), on every member
 };
 
 struct ResolveStats {

@@ -113,7 +113,9 @@ TEST_CASE("broken files give errors, not crashes", "[unit][elf]") {
 
 TEST_CASE("compressed and plain DWARF open alike", "[unit][dwarf]") {
   auto plain = DwarfFile::open(FIXTURE_O2);
-  auto packed = DwarfFile::open(FIXTURE_O2_DEBUG, DwarfOpenOptions{2});
+  DwarfOpenOptions two_threads;
+  two_threads.threads = 2;
+  auto packed = DwarfFile::open(FIXTURE_O2_DEBUG, two_threads);
   REQUIRE(plain.ok());
   REQUIRE(packed.ok());
   CHECK(plain->inflated_bytes() == 0);  // read in place

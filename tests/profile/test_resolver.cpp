@@ -5,10 +5,15 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
 
+#include "../support/elf_bomb.h"
 #include "fixture_util.h"
 #include "profile/elf_file.h"
 #include "profile/probe_set.h"
+#include "profile/profile_json.h"
 #include "resolver/debuginfo.h"
 #include "resolver/dwarf_file.h"
 #include "resolver/resolver.h"
@@ -246,4 +251,67 @@ TEST_CASE("a debug file of another build is refused", "[unit][resolver]") {
   auto p = resolve_profile(*binary, &*other, *set);
   REQUIRE_FALSE(p.ok());
   CHECK(p.error().message.find("build-id") != std::string::npos);
+}
+
+TEST_CASE("a decompression bomb is refused before anything is inflated", "[unit][resolver]") {
+  cephscope::profile::test::TempDir dir;
+  // 2 GiB + 16 MiB of zeros from about 2 MB: just over the default cap.
+  const std::string bomb = dir / "bomb.debug";
+  cephscope::test::write_elf_bomb(bomb, kDefaultMaxInflatedBytes + (std::uint64_t{16} << 20));
+  const auto t0 = std::chrono::steady_clock::now();
+  auto d = DwarfFile::open(bomb);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("bomb of %llu bytes on disk refused in %.1f ms\n",
+              static_cast<unsigned long long>(std::filesystem::file_size(bomb)), ms);
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.error().reason == "too_large");
+  CHECK(d.error().message.find("debug sections inflate to 2164260864 bytes, over the cap of "
+                               "2147483648") != std::string::npos);
+  CHECK(ms < 1000);
+
+  // A small one is a real stream: with the cap above it, it inflates (and is no DWARF).
+  const std::string small = dir / "small.debug";
+  cephscope::test::write_elf_bomb(small, std::uint64_t{64} << 20);
+  DwarfOpenOptions tight;
+  tight.max_inflated_bytes = std::uint64_t{32} << 20;
+  auto refused = DwarfFile::open(small, tight);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().reason == "too_large");
+  DwarfOpenOptions loose;
+  loose.max_inflated_bytes = std::uint64_t{64} << 20;
+  auto inflated = DwarfFile::open(small, loose);
+  if (!inflated.ok()) {
+    CHECK(inflated.error().message.find("corrupt compressed") == std::string::npos);
+    CHECK(inflated.error().reason != "too_large");
+  }
+}
+
+TEST_CASE("the resolver names a refused debug file on every member", "[unit][resolver]") {
+  cephscope::profile::test::TempDir dir;
+  auto binary = ElfFile::open(FIXTURE_O2_STRIPPED);
+  REQUIRE(binary.ok());
+  auto id = binary->build_id();
+  REQUIRE(id.ok());
+  // The bomb carries the binary's build-id, as a debug file in a target's root would.
+  const std::string debug_dir = dir / "debug";
+  const std::string file =
+      debug_dir + "/.build-id/" + id->substr(0, 2) + "/" + id->substr(2) + ".debug";
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+  cephscope::test::write_elf_bomb(file, std::uint64_t{64} << 20, *id);
+  int status = 0;
+  const std::string out = cephscope::profile::test::run(
+      std::string(RESOLVER_BIN) + " --binary " + FIXTURE_O2_STRIPPED + " --host-root / " +
+          "--debug-dir " + debug_dir + " --no-debuginfod --max-debug-bytes 33554432 < " +
+          FIXTURE_PROBE_SET + " 2>" + (dir / "log"),
+      &status);
+  REQUIRE(status == 0);
+  auto p = parse_profile(out);
+  REQUIRE(p.ok());
+  CHECK(p->source == "symtab");
+  REQUIRE_FALSE(p->members.empty());
+  for (const auto& m : p->members) {
+    CHECK(m.message.find("no DWARF: ") == 0);
+    CHECK(m.message.find("over the cap of 33554432") != std::string::npos);
+  }
 }

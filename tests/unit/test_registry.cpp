@@ -97,7 +97,9 @@ TEST_CASE("the generation moves with every change a snapshot shows, and only the
   CHECK(moved());  // a new target
   REQUIRE(reg.track(process(100, 1), osd(0), t0).ok());
   CHECK_FALSE(moved());  // the same process again
-  REQUIRE(reg.track(process(101, 1), osd(0), t0).ok());
+  auto child = process(101, 1);
+  child.ppid = 100;  // forked by the holder: the same daemon
+  REQUIRE(reg.track(child, osd(0), t0).ok());
   CHECK(moved());  // one more process of the target
   reg.forget(101, t0 + 1s);
   CHECK(moved());
@@ -114,4 +116,67 @@ TEST_CASE("the generation moves with every change a snapshot shows, and only the
   reg.expire(t0 + 9s);
   CHECK(moved());
   CHECK(reg.snapshot().empty());
+}
+
+TEST_CASE("a second live claimant of osd.N is reported, never tracked or merged", "[registry]") {
+  TargetRegistry reg(-1, 10s, 100);
+  const auto t0 = Clock::now();
+  auto real = osd(3);
+  real.fsid = "8a3e4f6c-1b2d-4c5e-9f70-1a2b3c4d5e6f";
+  REQUIRE(reg.track(process(100, 1), real, t0).ok());
+  CHECK(reg.conflicts().empty());
+
+  auto fake = osd(3);
+  fake.fsid = "00000000-0000-4000-8000-000000000000";
+  const auto gen = reg.generation();
+  REQUIRE(reg.track(process(200, 5), fake, t0).ok());
+  CHECK_FALSE(reg.is_tracked(200, 5));
+  CHECK(reg.is_contested(200, 5));
+  CHECK(reg.generation() == gen);  // no series changed
+  CHECK(reg.conflicts() == std::map<std::string, std::size_t>{{"osd.3", 1}});
+  REQUIRE(reg.snapshot().size() == 1);
+  CHECK(reg.snapshot().at(0).pids == std::vector<pid_t>{100});
+  CHECK(reg.snapshot().at(0).identity.fsid == real.fsid);  // never overwritten
+
+  // One with no fsid, or the same one, conflicts just as well.
+  REQUIRE(reg.track(process(201, 6), osd(3), t0).ok());
+  CHECK(reg.conflicts().at("osd.3") == 2);
+  reg.forget(201, t0);
+  CHECK(reg.conflicts().at("osd.3") == 1);
+
+  SECTION("a contested claimant does not inherit osd.N when the holder exits") {
+    reg.forget(100, t0 + 1s);
+    REQUIRE(reg.track(process(200, 5), fake, t0 + 2s).ok());
+    CHECK_FALSE(reg.is_tracked(200, 5));
+    // The real OSD restarted: it continues the series, with its own fsid.
+    REQUIRE(reg.track(process(300, 9), real, t0 + 3s).ok());
+    CHECK(reg.is_tracked(300, 9));
+    CHECK(reg.snapshot().at(0).identity.fsid == real.fsid);
+  }
+  SECTION("the conflict ends when the claimant exits") {
+    reg.reconcile({100}, t0 + 1s);
+    CHECK(reg.conflicts().empty());
+    CHECK(reg.is_tracked(100, 1));
+  }
+  SECTION("a process forked by the holder is the holder") {
+    auto child = process(150, 2);
+    child.ppid = 100;
+    REQUIRE(reg.track(child, real, t0).ok());
+    CHECK(reg.is_tracked(150, 2));
+    CHECK(reg.conflicts().at("osd.3") == 1);
+  }
+  SECTION("a reused pid is judged afresh") {
+    reg.forget(100, t0 + 1s);
+    REQUIRE(reg.track(process(200, 7), real, t0 + 2s).ok());
+    CHECK(reg.is_tracked(200, 7));
+  }
+}
+
+TEST_CASE("refusals are counted by reason", "[registry]") {
+  TargetRegistry reg(-1, 10s, 100);
+  reg.note_refusal("not_regular");
+  reg.note_refusal("not_regular");
+  reg.note_refusal("too_large");
+  CHECK(reg.refusals() ==
+        std::map<std::string, std::uint64_t>{{"not_regular", 2}, {"too_large", 1}});
 }

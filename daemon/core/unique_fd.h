@@ -5,7 +5,7 @@
 
 #include <utility>
 
-namespace cephscope::profile {
+namespace cephscope {
 
 class UniqueFd {
  public:
@@ -37,4 +37,4 @@ class UniqueFd {
   int fd_ = -1;
 };
 
-}  // namespace cephscope::profile
+}  // namespace cephscope
