@@ -305,6 +305,11 @@ MappedBuffer::~MappedBuffer() {
 }
 
 Result<DwarfFile> DwarfFile::open(const std::string& path, const DwarfOpenOptions& options) {
+  return open(path, options, true);
+}
+
+Result<DwarfFile> DwarfFile::open(const std::string& path, const DwarfOpenOptions& options,
+                                  bool follow_alt) {
   auto file = ElfFile::open(path);
   if (!file.ok()) {
     return file.error();
@@ -342,12 +347,12 @@ Result<DwarfFile> DwarfFile::open(const std::string& path, const DwarfOpenOption
   }
   // A dwz-compressed file points at a shared file of common DIEs; libdw cannot find it from
   // an in-memory image, so it is opened here, next to the debug file.
-  if (std::string alt = debugaltlink_name(elf); !alt.empty()) {
+  if (std::string alt = follow_alt ? debugaltlink_name(elf) : ""; !alt.empty()) {
     std::filesystem::path alt_path = alt;
     if (alt_path.is_relative()) {
       alt_path = std::filesystem::path(path).parent_path() / alt_path;
     }
-    auto alt_file = DwarfFile::open(alt_path.string(), options);
+    auto alt_file = DwarfFile::open(alt_path.string(), options, false);
     if (!alt_file.ok()) {
       // Still usable: what refers to the shared DIEs is reported per item.
       spdlog::warn("{}: .gnu_debugaltlink not opened: {}", path, alt_file.error().message);
