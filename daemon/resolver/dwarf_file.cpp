@@ -259,7 +259,7 @@ std::string debugaltlink_name(Elf* elf) {
     const char* n = gelf_getshdr(scn, &shdr) ? elf_strptr(elf, shstrndx, shdr.sh_name) : nullptr;
     if (n != nullptr && std::string_view(n) == ".gnu_debugaltlink") {
       Elf_Data* d = elf_getdata(scn, nullptr);
-      if (d != nullptr && d->d_size > 0) {
+      if (d != nullptr && d->d_buf != nullptr && d->d_size > 0) {  // null d_buf: SHT_NOBITS
         const auto* s = static_cast<const char*>(d->d_buf);
         return std::string(s, strnlen(s, d->d_size));
       }
