@@ -69,6 +69,36 @@ bool parse_stat(const std::string& text, ProcessInfo& out) {
   return std::from_chars(st.data(), st.data() + st.size(), out.start_time).ec == std::errc{};
 }
 
+std::vector<std::string> parse_cmdline(std::string_view text) {
+  std::vector<std::string> argv;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\0', start);
+    if (end == std::string_view::npos) {
+      end = text.size();
+    }
+    argv.emplace_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return argv;
+}
+
+bool maps_line_has_library(std::string_view line, const std::vector<std::string>& prefixes) {
+  const auto slash = line.rfind('/');
+  if (slash == std::string_view::npos) {
+    return false;
+  }
+  // Up to a NUL, as the C string it was read as.
+  std::string_view base = line.substr(slash + 1);
+  base = base.substr(0, base.find('\0'));
+  for (const auto& p : prefixes) {
+    if (base.starts_with(p)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Result<std::vector<pid_t>> ProcReader::list_pids() const {
   std::vector<pid_t> pids;
   std::error_code ec;
@@ -104,16 +134,7 @@ Result<ProcessInfo> ProcReader::read(pid_t pid) const {
   if (!read_cmdline.ok()) {
     return make_error(ErrorKind::kNotFound, "process " + std::to_string(pid) + " is gone");
   }
-  const std::string& cmdline = *read_cmdline;
-  std::size_t start = 0;
-  while (start < cmdline.size()) {
-    auto end = cmdline.find('\0', start);
-    if (end == std::string::npos) {
-      end = cmdline.size();
-    }
-    info.argv.push_back(cmdline.substr(start, end - start));
-    start = end + 1;
-  }
+  info.argv = parse_cmdline(*read_cmdline);
   std::error_code ec;
   auto exe = std::filesystem::read_symlink(dir + "/exe", ec).string();
   if (!ec) {
@@ -132,15 +153,8 @@ bool ProcReader::maps_library(pid_t pid, const std::vector<std::string>& prefixe
   std::ifstream maps(root_ + "/" + std::to_string(pid) + "/maps");
   std::string line;
   while (std::getline(maps, line)) {
-    const auto slash = line.rfind('/');
-    if (slash == std::string::npos) {
-      continue;
-    }
-    const std::string_view base(line.c_str() + slash + 1);
-    for (const auto& p : prefixes) {
-      if (base.starts_with(p)) {
-        return true;
-      }
+    if (maps_line_has_library(line, prefixes)) {
+      return true;
     }
   }
   return false;

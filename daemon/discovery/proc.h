@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -54,5 +55,9 @@ class ProcReader {
 
 // Parses the content of /proc/PID/stat; false when malformed.
 bool parse_stat(const std::string& text, ProcessInfo& out);
+// Splits /proc/PID/cmdline (NUL-separated, the last NUL optional) into arguments.
+std::vector<std::string> parse_cmdline(std::string_view text);
+// Whether one line of /proc/PID/maps maps a file whose name starts with one of `prefixes`.
+bool maps_line_has_library(std::string_view line, const std::vector<std::string>& prefixes);
 
 }  // namespace cephscope

@@ -162,7 +162,8 @@ std::optional<Debuglink> ElfFile::debuglink() const {
     return std::nullopt;
   }
   Elf_Data* data = elf_getdata(scn, nullptr);
-  if (data == nullptr || data->d_size < 8) {
+  // d_buf is null for SHT_NOBITS: a size and no bytes.
+  if (data == nullptr || data->d_buf == nullptr || data->d_size < 8) {
     return std::nullopt;
   }
   const auto* bytes = static_cast<const char*>(data->d_buf);

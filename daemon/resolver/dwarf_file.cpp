@@ -308,7 +308,7 @@ std::string debugaltlink_name(Elf* elf) {
     const char* n = gelf_getshdr(scn, &shdr) ? elf_strptr(elf, shstrndx, shdr.sh_name) : nullptr;
     if (n != nullptr && std::string_view(n) == ".gnu_debugaltlink") {
       Elf_Data* d = elf_getdata(scn, nullptr);
-      if (d != nullptr && d->d_size > 0) {
+      if (d != nullptr && d->d_buf != nullptr && d->d_size > 0) {  // null d_buf: SHT_NOBITS
         const auto* s = static_cast<const char*>(d->d_buf);
         return {s, strnlen(s, d->d_size)};
       }
@@ -358,10 +358,14 @@ Result<DwarfFile> DwarfFile::open(const std::string& path, const DwarfOpenOption
   if (!file.ok()) {
     return file.error();
   }
-  return open(std::move(file).value(), options);
+  return open(std::move(file).value(), options, true);
 }
 
 Result<DwarfFile> DwarfFile::open(ElfFile file, const DwarfOpenOptions& options) {
+  return open(std::move(file), options, true);
+}
+
+Result<DwarfFile> DwarfFile::open(ElfFile file, const DwarfOpenOptions& options, bool follow_alt) {
   const std::string path = file.path();
   if (!file.has_data_section(".debug_info")) {
     return make_error(ErrorKind::kDwarf, path + ": no DWARF (.debug_info absent)");
@@ -408,7 +412,7 @@ Result<DwarfFile> DwarfFile::open(ElfFile file, const DwarfOpenOptions& options)
   }
   // A dwz-compressed file points at a shared file of common DIEs; libdw cannot find it from
   // an in-memory image, so it is opened here, next to the debug file.
-  if (std::string alt = debugaltlink_name(elf); !alt.empty()) {
+  if (std::string alt = follow_alt ? debugaltlink_name(elf) : ""; !alt.empty()) {
     const bool in_root = options.root_fd >= 0 && path.starts_with(options.root_name + "/");
     std::filesystem::path alt_path = alt;
     if (alt_path.is_relative()) {
@@ -417,15 +421,11 @@ Result<DwarfFile> DwarfFile::open(ElfFile file, const DwarfOpenOptions& options)
                  alt_path;
     }
     // Inside a root, ".." stops at the root ("/.." is "/"), as it would for the target.
-    auto alt_file = in_root ? [&]() -> Result<DwarfFile> {
-      auto f = ElfFile::open_in(options.root_fd, options.root_name,
-                                alt_path.lexically_normal().string());
-      if (!f.ok()) {
-        return f.error();
-      }
-      return DwarfFile::open(std::move(f).value(), options);
-    }()
-        : DwarfFile::open(alt_path.string(), options);
+    auto alt_elf = in_root ? ElfFile::open_in(options.root_fd, options.root_name,
+                                              alt_path.lexically_normal().string())
+                           : ElfFile::open(alt_path.string());
+    auto alt_file = alt_elf.ok() ? DwarfFile::open(std::move(alt_elf).value(), options, false)
+                                 : Result<DwarfFile>(alt_elf.error());
     if (!alt_file.ok()) {
       // Still usable: what refers to the shared DIEs is reported per item.
       spdlog::warn("{}: .gnu_debugaltlink not opened: {}", path, alt_file.error().message);

@@ -76,6 +76,9 @@ class DwarfFile {
     void operator()(Dwarf* d) const { dwarf_end(d); }
   };
   explicit DwarfFile(ElfFile file) : file_(std::move(file)) {}
+  // FOLLOW_ALT: open the file .gnu_debugaltlink names. Never for that file itself (a dwz
+  // common file names none), so a link to itself or a cycle cannot recurse.
+  static Result<DwarfFile> open(ElfFile file, const DwarfOpenOptions& options, bool follow_alt);
 
   // Destruction runs bottom-up: the Dwarf handles, then the ELF views, then the bytes.
   ElfFile file_;

@@ -89,6 +89,24 @@ TEST_CASE("malformed stat lines are rejected", "[proc]") {
       parse_stat("12 (x) S 1 2 3 4 5 notanumber 7 8 9 10 11 12 13 14 15 16 17 18 19 20", p));
 }
 
+TEST_CASE("a command line splits at NULs, the last one optional", "[proc]") {
+  using namespace std::string_view_literals;
+  CHECK(parse_cmdline(""sv).empty());
+  CHECK(parse_cmdline("ceph-osd\0--id\0003\0"sv) ==
+        std::vector<std::string>{"ceph-osd", "--id", "3"});
+  CHECK(parse_cmdline("a\0\0b"sv) == std::vector<std::string>{"a", "", "b"});
+  CHECK(parse_cmdline("no-nul"sv) == std::vector<std::string>{"no-nul"});
+}
+
+TEST_CASE("a maps line names a library by the file name's prefix", "[proc]") {
+  const std::vector<std::string> libs = {"librados.so.2"};
+  CHECK(maps_line_has_library(
+      "7f00-7f10 r-xp 00000000 08:01 42 /usr/lib/x86_64-linux-gnu/librados.so.2.0.0", libs));
+  CHECK_FALSE(maps_line_has_library("7f00-7f10 r-xp 00000000 08:01 42 /usr/lib/librbd.so.1", libs));
+  CHECK_FALSE(maps_line_has_library("7f00-7f10 rw-p 00000000 00:00 0 [heap]", libs));
+  CHECK_FALSE(maps_line_has_library("/librados.so.2/", libs));
+}
+
 TEST_CASE("every ceph-osd command line form gives osd.N", "[classify]") {
   CHECK(parse_osd_args({"ceph-osd", "--id", "3"}).id == 3u);
   CHECK(parse_osd_args({"ceph-osd", "--id=8"}).id == 8u);
