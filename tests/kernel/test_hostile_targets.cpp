@@ -59,7 +59,7 @@ std::string tracked_fsid(Daemon& d, int id, pid_t pid) {
 }
 
 std::string copy_fake_osd(const std::string& dir) {
-  const std::string exe = dir + "/ceph-osd";
+  std::string exe = dir + "/ceph-osd";
   fs::create_directories(dir);
   fs::copy_file(CEPHSCOPE_FAKE_OSD, exe, fs::copy_options::overwrite_existing);
   return exe;

@@ -27,7 +27,7 @@ bool ends_with(const std::string& s, const std::string& tail) {
 std::string series_key(const Sample& s) {
   std::string key = s.name + "{";
   for (const auto& [k, v] : s.labels) {
-    key += k + "=" + v + ",";
+    key.append(k).append("=").append(v).append(",");
   }
   return key + "}";
 }

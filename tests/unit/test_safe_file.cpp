@@ -125,7 +125,7 @@ TEST_CASE("a file over the cap is refused by its size, sparse or not, without re
   }
   for (auto walk : {RootWalk::kAuto, RootWalk::kWalk}) {
     const auto t0 = std::chrono::steady_clock::now();
-    auto r = read_in_root(root.fd.get(), "/etc/ceph/big.conf", 256 * 1024, walk);
+    auto r = read_in_root(root.fd.get(), "/etc/ceph/big.conf", std::size_t{256} * 1024, walk);
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().reason == "too_large");
