@@ -60,6 +60,20 @@ std::string exe_of(pid_t pid) {
 }
 
 // A process that exists and is not a zombie.
+std::string osd_only_config(const std::string& osd_options) {
+  return "log_level: info\n"
+         "discovery:\n"
+         "  scan_interval: 1s\n"
+         "  ceph_osd: true\n"
+         "  rados_clients: false\n"
+         "collectors:\n"
+         "  syscall: {enabled: false}\n"
+         "  block: {enabled: false}\n"
+         "  vfs: {enabled: false}\n"
+         "  osd: {enabled: true" +
+         osd_options + "}\n";
+}
+
 bool alive(pid_t pid) {
   const std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
   const auto paren = stat.rfind(')');

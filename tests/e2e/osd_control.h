@@ -22,6 +22,9 @@ std::vector<std::string> split_nul(const std::string& s);
 std::string exe_of(pid_t pid);
 bool alive(pid_t pid);  // exists and is not a zombie
 std::string which(const std::string& name);
+// A daemon config body with only the OSD collector on (discovery of ceph-osd every second, no
+// rados clients); `osd_options` goes inside its braces, e.g. ", slow_op_threshold: 1s".
+std::string osd_only_config(const std::string& osd_options = "");
 // Polls `done` every `period` until it returns true; the seconds it took, nullopt on timeout.
 std::optional<double> poll_until(const std::function<bool()>& done,
                                  std::chrono::milliseconds timeout,

@@ -43,16 +43,7 @@ std::string osd_name(int id) {
 }
 
 std::string daemon_config() {
-  return "log_level: info\n"
-         "discovery:\n"
-         "  scan_interval: 1s\n"
-         "  ceph_osd: true\n"
-         "  rados_clients: false\n"
-         "collectors:\n"
-         "  syscall: {enabled: false}\n"
-         "  block: {enabled: false}\n"
-         "  vfs: {enabled: false}\n"
-         "  osd: {enabled: true}\n";
+  return osd_only_config();
 }
 
 // Bytes of a process's executable mappings that differ from its files and are int3 there:

@@ -209,16 +209,7 @@ bool within(double a, double b, double rel) {
 }
 
 std::string daemon_config() {
-  return "log_level: info\n"
-         "discovery:\n"
-         "  scan_interval: 1s\n"
-         "  ceph_osd: true\n"
-         "  rados_clients: false\n"
-         "collectors:\n"
-         "  syscall: {enabled: false}\n"
-         "  block: {enabled: false}\n"
-         "  vfs: {enabled: false}\n"
-         "  osd: {enabled: true, slow_op_threshold: 1s}\n";
+  return osd_only_config(", slow_op_threshold: 1s");
 }
 
 // Lets in-flight ops finish and the counters settle before a snapshot.
