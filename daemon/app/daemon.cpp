@@ -141,7 +141,7 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   }
   spdlog::info("capabilities kept: {}{}; dropped: {}", capability_names(dropped->kept),
                (dropped->kept & capability_bit(CAP_SYS_ADMIN)) != 0
-                   ? " (sys_admin: this kernel's perf_event_paranoid needs it for every attach)"
+                   ? " (sys_admin: this kernel refuses perf events or uprobes without it)"
                    : "",
                capability_names(dropped->dropped));
 

@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 namespace cephscope {
@@ -108,6 +110,36 @@ int perf_dummy_event() {
   return static_cast<int>(syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC));
 }
 
+// The uprobe PMU checks the caller's capability before it looks at the file: on a path that
+// names no file, EACCES means refused for want of it, anything else means allowed. -1 when
+// the kernel has no uprobe PMU (libbpf then goes through tracefs, as for any tracepoint).
+int uprobe_pmu_refusal() {
+  int type = -1;
+  std::FILE* f = std::fopen("/sys/bus/event_source/devices/uprobe/type", "re");
+  if (f == nullptr) {
+    return -1;
+  }
+  const bool read = std::fscanf(f, "%d", &type) == 1;
+  std::fclose(f);
+  if (!read) {
+    return -1;
+  }
+  static const char kNoFile[] = "/nonexistent/cephscope-capability-probe";
+  perf_event_attr attr{};
+  attr.type = static_cast<std::uint32_t>(type);
+  attr.size = sizeof attr;
+  attr.config1 = reinterpret_cast<std::uintptr_t>(kNoFile);  // uprobe_path
+  attr.config2 = 0;                                          // probe_offset
+  const int fd =
+      static_cast<int>(syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC));
+  const int err = errno;
+  if (fd >= 0) {
+    close(fd);
+    return 0;
+  }
+  return err == EACCES || err == EPERM ? 1 : 0;
+}
+
 }  // namespace
 
 CapabilityMask running_set() {
@@ -149,11 +181,12 @@ bool perf_events_need_sys_admin() {
   if (fd >= 0) {
     close(fd);
   }
+  const bool uprobes_refused = uprobe_pmu_refusal() == 1;
   // Back to the effective set as it was (still permitted, so this cannot fail for lack of
   // privilege); a failure keeps CAP_SYS_ADMIN out of the effective set, which the caller's
   // drop_to() then settles.
   (void)set_sets(*sets);
-  return fd < 0 && (err == EACCES || err == EPERM);
+  return uprobes_refused || (fd < 0 && (err == EACCES || err == EPERM));
 }
 
 Result<Dropped> drop_to(CapabilityMask keep) {

@@ -22,9 +22,11 @@ constexpr CapabilityMask capability_bit(int cap) {
 // a container's mapped executable from a replaced one (CAP_CHECKPOINT_RESTORE, 5.9 and later).
 CapabilityMask running_set();
 
-// CAP_SYS_ADMIN is kept only where the kernel refuses perf_event_open without it: Debian's
-// kernels at kernel.perf_event_paranoid=3. Probed by opening a dummy software event with
-// CAP_SYS_ADMIN out of the effective set for a moment; false when the daemon does not hold it.
+// CAP_SYS_ADMIN is kept only where the kernel refuses perf events without it: every
+// perf_event_open on Debian's kernels at kernel.perf_event_paranoid=3, and uprobes (the OSD
+// collector) on kernels whose uprobe PMU asks for it. Probed with CAP_SYS_ADMIN out of the
+// effective set for a moment: a dummy software event, and a uprobe on a path that names no
+// file (the PMU checks the capability first). False when the daemon does not hold it.
 bool perf_events_need_sys_admin();
 
 // The sets of this thread: "bpf,perfmon,..." in capability order; "none" when empty.
