@@ -1,4 +1,5 @@
 #include "config/config.h"
+#include "config/yaml_errors.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -307,17 +308,8 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
 }
 
 Result<Config> parse_config(const std::string& yaml_text, const std::string& source) {
-  try {
-    return parse_root(YAML::Load(yaml_text));
-  } catch (const ConfigProblem& p) {
-    std::ostringstream msg;
-    msg << source << ":" << p.line << ": " << p.key << ": " << p.what;
-    return make_error(ErrorKind::kInvalidInput, msg.str());
-  } catch (const YAML::Exception& e) {
-    std::ostringstream msg;
-    msg << source << ":" << e.mark.line + 1 << ": not valid YAML: " << e.msg;
-    return make_error(ErrorKind::kInvalidInput, msg.str());
-  }
+  return parse_yaml_text<Config, ConfigProblem>(
+      yaml_text, source, [](const YAML::Node& root) { return parse_root(root); });
 }
 
 Result<Config> load_config(const std::string& path) {

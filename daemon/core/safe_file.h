@@ -139,6 +139,44 @@ inline Result<UniqueFd> walk_o_path(int root_fd, const std::string& path) {
   return cur;
 }
 
+// The file an O_PATH descriptor located, opened for reading: a regular file of at most
+// max_size bytes (a FIFO, socket or device is refused without ever being opened), re-opened
+// through /proc/self/fd, which opens the same inode.
+inline Result<UniqueFd> open_located(UniqueFd located, const std::string& path,
+                                     const SafeOpen& opts) {
+  struct stat st {};
+  if (::fstat(located.get(), &st) != 0) {
+    return from_errno(path, errno);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    const char* what = S_ISFIFO(st.st_mode)   ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISDIR(st.st_mode)  ? "a directory"
+                                              : "not a regular file";
+    return refusal("not_regular", path, std::string(what) + ", not a regular file");
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > opts.max_size) {
+    return refusal(
+        "too_large", path,
+        std::to_string(st.st_size) + " bytes, over the cap of " + std::to_string(opts.max_size));
+  }
+  const std::string self = "/proc/self/fd/" + std::to_string(located.get());
+  UniqueFd fd(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if (!fd.valid()) {
+    return from_errno(path, errno);
+  }
+  struct stat again {};
+  if (::fstat(fd.get(), &again) != 0) {
+    return from_errno(path, errno);
+  }
+  if (again.st_ino != st.st_ino || again.st_dev != st.st_dev) {
+    return refusal("changed", path, "changed while opened");
+  }
+  return fd;
+}
+
 }  // namespace safe_file_detail
 
 // PATH as a process whose root directory is ROOT_FD sees it (ROOT_FD may be AT_FDCWD's "/" as
@@ -169,38 +207,7 @@ inline Result<UniqueFd> open_in_root(int root_fd, const std::string& path,
     }
     located = std::move(walked).value();
   }
-  struct stat st {};
-  if (::fstat(located.get(), &st) != 0) {
-    return from_errno(path, errno);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    const char* what = S_ISFIFO(st.st_mode)   ? "a FIFO"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                       : S_ISCHR(st.st_mode)  ? "a character device"
-                       : S_ISBLK(st.st_mode)  ? "a block device"
-                       : S_ISDIR(st.st_mode)  ? "a directory"
-                                              : "not a regular file";
-    return refusal("not_regular", path, std::string(what) + ", not a regular file");
-  }
-  if (static_cast<std::uint64_t>(st.st_size) > opts.max_size) {
-    return refusal(
-        "too_large", path,
-        std::to_string(st.st_size) + " bytes, over the cap of " + std::to_string(opts.max_size));
-  }
-  // Re-opening an O_PATH descriptor through /proc/self/fd opens the same inode.
-  const std::string self = "/proc/self/fd/" + std::to_string(located.get());
-  UniqueFd fd(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (!fd.valid()) {
-    return from_errno(path, errno);
-  }
-  struct stat again {};
-  if (::fstat(fd.get(), &again) != 0) {
-    return from_errno(path, errno);
-  }
-  if (again.st_ino != st.st_ino || again.st_dev != st.st_dev) {
-    return refusal("changed", path, "changed while opened");
-  }
-  return fd;
+  return open_located(std::move(located), path, opts);
 }
 
 // A path the daemon itself chose (/proc/PID/map_files/..., a host debug file): symlinks and
@@ -212,24 +219,7 @@ inline Result<UniqueFd> open_regular(const std::string& path, const SafeOpen& op
   if (!located.valid()) {
     return from_errno(path, errno);
   }
-  struct stat st {};
-  if (::fstat(located.get(), &st) != 0) {
-    return from_errno(path, errno);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return refusal("not_regular", path, "not a regular file");
-  }
-  if (static_cast<std::uint64_t>(st.st_size) > opts.max_size) {
-    return refusal(
-        "too_large", path,
-        std::to_string(st.st_size) + " bytes, over the cap of " + std::to_string(opts.max_size));
-  }
-  const std::string self = "/proc/self/fd/" + std::to_string(located.get());
-  UniqueFd fd(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if (!fd.valid()) {
-    return from_errno(path, errno);
-  }
-  return fd;
+  return open_located(std::move(located), path, opts);
 }
 
 // The whole content of FD, refusing more than max_bytes (a file that grew past its cap).

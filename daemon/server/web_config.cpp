@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "config/yaml_errors.h"
+
 namespace cephscope {
 namespace {
 
@@ -180,30 +182,22 @@ std::map<std::string, std::string> parse_users(const YAML::Node& node) {
 
 Result<WebConfigFile> parse_web_config(const std::string& yaml_text, const std::string& source,
                                        const std::string& base_dir) {
-  try {
-    const YAML::Node root = YAML::Load(yaml_text);
-    WebConfigFile out;
-    if (root.IsNull()) {
-      return out;  // an empty file: plain HTTP, no authentication
-    }
-    require_map(root, "(top level)");
-    check_keys(root, "", {"tls_server_config", "basic_auth_users"}, kToolkitTopLevel);
-    if (root["tls_server_config"]) {
-      out.tls = parse_tls(root["tls_server_config"], base_dir);
-    }
-    if (root["basic_auth_users"]) {
-      out.basic_auth_users = parse_users(root["basic_auth_users"]);
-    }
-    return out;
-  } catch (const WebConfigProblem& p) {
-    std::ostringstream msg;
-    msg << source << ":" << p.line << ": " << p.key << ": " << p.what;
-    return make_error(ErrorKind::kInvalidInput, msg.str());
-  } catch (const YAML::Exception& e) {
-    std::ostringstream msg;
-    msg << source << ":" << e.mark.line + 1 << ": not valid YAML: " << e.msg;
-    return make_error(ErrorKind::kInvalidInput, msg.str());
-  }
+  return parse_yaml_text<WebConfigFile, WebConfigProblem>(
+      yaml_text, source, [&](const YAML::Node& root) {
+        WebConfigFile out;
+        if (root.IsNull()) {
+          return out;  // an empty file: plain HTTP, no authentication
+        }
+        require_map(root, "(top level)");
+        check_keys(root, "", {"tls_server_config", "basic_auth_users"}, kToolkitTopLevel);
+        if (root["tls_server_config"]) {
+          out.tls = parse_tls(root["tls_server_config"], base_dir);
+        }
+        if (root["basic_auth_users"]) {
+          out.basic_auth_users = parse_users(root["basic_auth_users"]);
+        }
+        return out;
+      });
 }
 
 Result<WebConfig> load_web_config(const std::string& path) {
