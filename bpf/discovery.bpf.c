@@ -31,14 +31,19 @@ static __always_inline void emit(__u32 type, __u32 tgid)
 	bpf_ringbuf_submit(e, 0);
 }
 
-SEC("tracepoint/sched/sched_process_exec")
+/*
+ * Raw tracepoints: attached with BPF_RAW_TRACEPOINT_OPEN, not perf_event_open, so that a
+ * kernel whose perf_event_paranoid refuses perf events without CAP_SYS_ADMIN still lets the
+ * daemon see processes come and go. Neither program reads its arguments.
+ */
+SEC("raw_tracepoint/sched_process_exec")
 int on_exec(void *ctx)
 {
 	emit(PROCESS_EXEC, bpf_get_current_pid_tgid() >> 32);
 	return 0;
 }
 
-SEC("tracepoint/sched/sched_process_exit")
+SEC("raw_tracepoint/sched_process_exit")
 int on_exit(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();

@@ -58,10 +58,10 @@ std::string tracked_fsid(Daemon& d, int id, pid_t pid) {
   return "absent";
 }
 
-std::string copy_fake_osd(const std::string& dir) {
+std::string copy_fake_osd(const std::string& dir, const char* build = CEPHSCOPE_FAKE_OSD) {
   std::string exe = dir + "/ceph-osd";
   fs::create_directories(dir);
-  fs::copy_file(CEPHSCOPE_FAKE_OSD, exe, fs::copy_options::overwrite_existing);
+  fs::copy_file(build, exe, fs::copy_options::overwrite_existing);
   return exe;
 }
 
@@ -204,13 +204,12 @@ TEST_CASE("an OSD whose debug file is a decompression bomb has its stages say so
   REQUIRE(daemon.wait_ready());
   fs::remove_all(dir + "/bomb-cache");
   // Without its own DWARF (fake_osd is built with -g), so that the debug file is looked for.
-  const std::string exe = copy_fake_osd(dir + "/osd-bomb");
-  REQUIRE(run_command("strip --strip-debug " + exe) == 0);
+  const std::string exe = copy_fake_osd(dir + "/osd-bomb", CEPHSCOPE_FAKE_OSD_STRIPPED);
   auto osd = std::make_unique<Subprocess>(std::vector<std::string>{exe, "-i", "91"});
   // The stage's reason label is one word of the fixed set; the cap's figures are in the log.
   std::string reason;
   const auto t0 = std::chrono::steady_clock::now();
-  CHECK(eventually(
+  REQUIRE(eventually(
       [&] {
         for (const auto& s :
              daemon.scrape().find("cephscope_osd_stage_available", {{"ceph_daemon", "osd.91"}})) {

@@ -4,6 +4,8 @@
 VM_RESULTS=${CEPHSCOPE_VM_RESULTS:-$VM_BUILD_DIR/vm-results}
 VM_KERNEL_TESTS_BIN=$VM_BUILD_DIR/tests/kernel/cephscope_kernel_tests
 VM_DAEMON_BIN=${CEPHSCOPE_BIN:-$VM_BUILD_DIR/daemon/cephscope}
+# The daemon runs the resolver found beside itself.
+VM_RESOLVER_BIN=$(dirname "$VM_DAEMON_BIN")/cephscope-resolver
 VM_HOOKPROBE_BIN=$VM_BUILD_DIR/tests/vm/cephscope_vm_hookprobe
 VM_CHECK_CONFIG=${CEPHSCOPE_VM_CHECK_CONFIG:-$VM_SRC_DIR/config/cephscope.yaml}
 
@@ -61,8 +63,9 @@ vm_check_libs() { # BINARY...
 # CEPHSCOPE_VM_SNAPSHOT=0 runs the build tree as it is.
 vm_snapshot_build() { # DEST
   local dest=$1 f rel waited=0 newest now
-  local files=("$VM_DAEMON_BIN" "$VM_KERNEL_TESTS_BIN" "$VM_BUILD_DIR/tests/kernel/io_driver"
-    "$VM_BUILD_DIR/tests/kernel/fake_osd" "$VM_HOOKPROBE_BIN"
+  local files=("$VM_DAEMON_BIN" "$VM_RESOLVER_BIN" "$VM_KERNEL_TESTS_BIN" "$VM_BUILD_DIR/tests/kernel/io_driver"
+    "$VM_BUILD_DIR/tests/kernel/fake_osd"
+    "$VM_BUILD_DIR/tests/kernel/fake_osd.stripped" "$VM_HOOKPROBE_BIN"
     "$VM_BUILD_DIR/tests/vm/cephscope_vm_loadcheck")
   for f in "$VM_BUILD_DIR"/skel/*.bpf.o; do [ -f "$f" ] && files+=("$f"); done
   while :; do
@@ -152,8 +155,10 @@ cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] [--expect] KERNEL
   vm_log "vfs hints for the kernel tests: ${hints[*]:-none (they probe the kernel)}"
   out=${out:-$VM_RESULTS/$label}
   vm_rootfs_ready || VM_DIE_RC=$VM_RC_SETUP cmd_prepare "$label"
-  vm_ensure_rootfs_libs "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN" "$VM_HOOKPROBE_BIN"
-  vm_check_libs "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN" "$VM_HOOKPROBE_BIN" || return $VM_RC_SETUP
+  vm_ensure_rootfs_libs "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN" "$VM_RESOLVER_BIN" \
+    "$VM_HOOKPROBE_BIN"
+  vm_check_libs "$VM_KERNEL_TESTS_BIN" "$VM_DAEMON_BIN" "$VM_RESOLVER_BIN" "$VM_HOOKPROBE_BIN" ||
+    return $VM_RC_SETUP
   local snap_share=()
   if [ "${CEPHSCOPE_VM_SNAPSHOT:-1}" = 1 ]; then
     if [ -z "${VM_SNAPSHOT_DIR:-}" ]; then
