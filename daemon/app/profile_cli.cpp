@@ -39,6 +39,7 @@ struct Options {
   bool no_cache_write = false;
   bool json = false;
   bool markdown = false;
+  bool digests = false;
 };
 
 [[noreturn]] void fail(const std::string& message) {
@@ -160,6 +161,12 @@ void generate(const Options& o) {
 void show_probes(const Options& o) {
   if (o.markdown) {
     std::fputs(osd::probe_table_markdown().c_str(), stdout);
+    return;
+  }
+  if (o.digests) {
+    for (const ProbeSet& s : builtin_probe_sets()) {
+      std::printf("%s %s\n", s.name.c_str(), probe_set_digest(s).c_str());
+    }
     return;
   }
   for (const ProbeSet& s : builtin_probe_sets()) {
@@ -299,6 +306,8 @@ CLI::App* add_profile_commands(CLI::App& app) {
 
   CLI::App* probes = profile->add_subcommand("probes", "The built-in probe tables");
   probes->add_flag("--markdown", o->markdown, "The OSD table as docs/collectors/osd.md shows it");
+  probes->add_flag("--digests", o->digests,
+                   "One line per set: its name and the digest profiles made for it carry");
   probes->callback([o] { show_probes(*o); });
   return profile;
 }

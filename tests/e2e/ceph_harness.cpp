@@ -249,6 +249,8 @@ ClusterInfo parse_cluster_info(std::string_view json) {
     };
     ClusterInfo info;
     info.dir = j.at("dir").get<std::string>();
+    info.release = j.value("release", std::string("pacific"));
+    info.tool_prefix = j.value("tool_prefix", std::vector<std::string>{});
     info.conf = j.at("conf").get<std::string>();
     info.keyring = j.at("keyring").get<std::string>();
     info.fsid = j.at("fsid").get<std::string>();
@@ -381,17 +383,18 @@ BenchSummary parse_rados_bench(std::string_view text) {
   return s;
 }
 
+std::vector<std::string> tool_argv(const ClusterInfo& cluster, const std::string& tool,
+                                   const std::vector<std::string>& args) {
+  std::vector<std::string> argv = cluster.tool_prefix;
+  argv.insert(argv.end(), {tool, "-c", cluster.conf});
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
 std::vector<std::string> rados_bench_argv(const ClusterInfo& cluster, const BenchOptions& opt) {
-  std::vector<std::string> argv{"rados",
-                                "-c",
-                                cluster.conf,
-                                "-p",
-                                cluster.pool,
-                                "bench",
-                                std::to_string(opt.seconds),
-                                to_string(opt.mode),
-                                "-t",
-                                std::to_string(opt.threads)};
+  auto argv = tool_argv(cluster, "rados",
+                        {"-p", cluster.pool, "bench", std::to_string(opt.seconds),
+                         to_string(opt.mode), "-t", std::to_string(opt.threads)});
   if (opt.mode == BenchMode::kWrite) {
     argv.insert(argv.end(), {"-b", std::to_string(opt.block_size)});
     if (opt.no_cleanup) {
@@ -434,7 +437,7 @@ std::uint64_t parse_rados_cleanup(std::string_view text) {
 }
 
 std::uint64_t rados_cleanup(const ClusterInfo& cluster) {
-  std::vector<std::string> argv{"rados", "-c", cluster.conf, "-p", cluster.pool, "cleanup"};
+  const auto argv = tool_argv(cluster, "rados", {"-p", cluster.pool, "cleanup"});
   auto r = run_command(argv, std::chrono::minutes(5));
   if (!r.ok()) {
     fail(describe(argv) + (r.timed_out ? ": timed out" : ": exit " + std::to_string(r.exit_code)) +

@@ -50,6 +50,10 @@ struct CephDaemon {
 
 struct ClusterInfo {
   std::string dir;
+  std::string release = "pacific";  // "reef", "tentacle": a container cluster's release
+  // Runs the cluster's own ceph and rados: empty for the host's, else a container's
+  // (`podman exec NAME`), in which `conf` and `keyring` are paths.
+  std::vector<std::string> tool_prefix;
   std::string conf;  // ceph.conf: pass as -c to ceph and rados
   std::string keyring;
   std::string fsid;
@@ -62,6 +66,10 @@ struct ClusterInfo {
 };
 
 ClusterInfo parse_cluster_info(std::string_view json);
+
+// TOOL ("ceph", "rados") of the cluster's release with -c CONF, then ARGS.
+std::vector<std::string> tool_argv(const ClusterInfo& cluster, const std::string& tool,
+                                   const std::vector<std::string>& args);
 ClusterInfo load_cluster_info(const std::string& cluster_json_path);
 
 // The cluster named by CEPHSCOPE_CEPH_DIR ($CEPHSCOPE_CEPH_DIR/cluster.json); nullopt when the

@@ -141,7 +141,7 @@ std::map<int, std::vector<pid_t>> foreign_osds(const ClusterInfo& cluster) {
 // ------------------------------------------------------------------------- cluster state
 
 nlohmann::json ceph_json(const ClusterInfo& cluster, const std::vector<std::string>& args) {
-  std::vector<std::string> argv{"ceph", "-c", cluster.conf, "--connect-timeout", "15"};
+  auto argv = tool_argv(cluster, "ceph", {"--connect-timeout", "15"});
   argv.insert(argv.end(), args.begin(), args.end());
   argv.insert(argv.end(), {"-f", "json"});
   auto r = run_command(argv, 60s);

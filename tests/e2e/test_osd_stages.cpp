@@ -589,3 +589,22 @@ TEST_CASE("with Ceph's op tracker off, ops are counted and event-only stages sta
   REQUIRE(rc.has_value());
   CHECK(*rc == 0);
 }
+
+TEST_CASE("an OSD of a shipped build gets every stage with no debug file and no resolver",
+          "[e2e][ceph][osd][profiles]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  const std::string dir = test_dir(cluster.dir);
+  // An empty cache, the repository's shipped profiles, and a resolver that cannot run: the
+  // node as if it had no -dbg package (the host's are never read without the resolver).
+  Daemon daemon(dir, daemon_config() + "profiles:\n  cache_dir: " + dir +
+                         "/cache\n  shipped_dirs: [" + CEPHSCOPE_SOURCE_DIR +
+                         "/config/profiles]\n  resolver: /nonexistent/cephscope-resolver\n");
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon));
+  check_stages_available(cluster, daemon.scrape());
+  CHECK(daemon.log_has("(shipped)", 5s));
+  CHECK_FALSE(daemon.log_has("resolver failed", 1s));
+}
