@@ -261,7 +261,6 @@ start_ctr() {   # start_ctr NAME ENTRYPOINT DATA_MOUNT DAEMON_NAME
 }
 
 cmd_up() {
-    [ ${#DIR} -le 80 ] || die "DIR is too long (${#DIR} > 80 chars): $DIR"
     local b
     for b in podman ss python3 flock; do command -v "$b" >/dev/null || die "missing program: $b"; done
     if [ -z "${CEPH_IMAGE:-}" ]; then
