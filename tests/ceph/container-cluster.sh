@@ -253,10 +253,29 @@ run_tool() {   # run_tool CMD...: a one-off container of IMAGE with the cluster'
         "$IMAGE" -ec "$@"
 }
 
-start_ctr() {   # start_ctr NAME ENTRYPOINT DATA_MOUNT DAEMON_NAME
+# Debian's python3-bcrypt (trixie, sid) is a PyO3 extension, and PyO3 refuses to load in a
+# sub-interpreter, where ceph-mgr runs each module: mgr_util.py's top-level `import bcrypt` then
+# fails every module (MGR_MODULE_DEPENDENCY "PyO3 modules do not yet support subinterpreters").
+# The image stays as Debian ships it; the mgr's container gets a copy of mgr_util.py that
+# imports bcrypt only where a password is hashed (no module this cluster runs does that).
+patch_mgr_util() {
+    MGR_MOUNTS=()
+    grep -qx 'import bcrypt' "$DIR/mgr_util.py.orig" || { rm -f "$DIR/mgr_util.py.orig"; return 0; }
+    sed -e 's/^import bcrypt$/# cephscope: bcrypt (PyO3) is imported where it is used, see container-cluster.sh/' \
+        -e '/^[[:space:]]*\(import\|from\) /!s/\bbcrypt\./__import__("bcrypt")./g' \
+        "$DIR/mgr_util.py.orig" > "$DIR/mgr_util.py"
+    python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$DIR/mgr_util.py" \
+        || die "patched mgr_util.py does not parse"
+    ! grep -Eq '^(import|from) bcrypt' "$DIR/mgr_util.py" || die "mgr_util.py: could not defer import bcrypt"
+    MGR_MOUNTS=(-v "$DIR/mgr_util.py:/usr/share/ceph/mgr/mgr_util.py:ro")
+    log "mgr_util.py imports bcrypt (PyO3) at the top: the mgr gets a copy with a deferred import"
+}
+
+start_ctr() {   # start_ctr NAME ENTRYPOINT DATA_MOUNT DAEMON_NAME [PODMAN_ARGS...]
     local name=$1 ep=$2 mnt=$3 dn=$4 args
+    shift 4
     mapfile -t args < <(common_run_args "$name" "$ep")
-    podman run "${args[@]}" -v "$mnt" "$IMAGE" -n "$dn" "${DAEMON_ARGS[@]}" \
+    podman run "${args[@]}" -v "$mnt" "$@" "$IMAGE" -n "$dn" "${DAEMON_ARGS[@]}" \
         >/dev/null 2>>"$DIR/podman.err" || return 1
 }
 
@@ -295,14 +314,18 @@ cmd_up() {
     run_tool "
         ceph-authtool --create-keyring /bootstrap/keyring --gen-key -n client.admin \
             --cap mon 'allow *' --cap osd 'allow *' --cap mgr 'allow *' --cap mds 'allow *' >/dev/null
-        ceph-authtool --create-keyring /fsid/mon.$HOST/keyring --gen-key -n mon. --cap mon 'allow *' >/dev/null
-        ceph-authtool /fsid/mon.$HOST/keyring --import-keyring /bootstrap/keyring >/dev/null
+        # NB: ceph-mon --mkfs does nothing, silently, in a mon data dir that is not empty
+        ceph-authtool --create-keyring /bootstrap/mon.keyring --gen-key -n mon. --cap mon 'allow *' >/dev/null
+        ceph-authtool /bootstrap/mon.keyring --import-keyring /bootstrap/keyring >/dev/null
         monmaptool --create --clobber --fsid $FSID --addv $HOST '[v2:127.0.0.1:$PORT]' /bootstrap/monmap >/dev/null
         for i in \$(seq 0 $((CEPH_OSDS - 1))); do ceph-authtool --gen-print-key > /bootstrap/osd.\$i.key; done
-        chown -R ceph:ceph /fsid /var/run/ceph /var/log/ceph
-        ceph-mon --mkfs -i $HOST --monmap /bootstrap/monmap --keyring /fsid/mon.$HOST/keyring \
-            --setuser ceph --setgroup ceph
+        chown -R ceph:ceph /fsid /var/run/ceph /var/log/ceph /bootstrap/mon.keyring
+        ceph-mon --mkfs -i $HOST --mon-data /fsid/mon.$HOST --monmap /bootstrap/monmap \
+            --keyring /bootstrap/mon.keyring --setuser ceph --setgroup ceph
+        rm /bootstrap/mon.keyring
+        test -d /fsid/mon.$HOST/store.db || { echo 'ceph-mon --mkfs made no store.db'; exit 1; }
         id -u ceph > /bootstrap/ceph-uid
+        cp /usr/share/ceph/mgr/mgr_util.py /bootstrap/mgr_util.py.orig
         ceph --version > /bootstrap/version
         # options of ceph.conf this release does not know (they would be ignored silently)
         for o in \$(awk -F' = ' '/^[a-z]/ { print \$1 }' /etc/ceph/ceph.conf | sort -u); do
@@ -313,6 +336,7 @@ cmd_up() {
     CEPH_UID=$(cat "$DIR/ceph-uid")
     log "$(cat "$DIR/version") (ceph uid $CEPH_UID)"
     [ ! -s "$DIR/unknown-options" ] || log "WARNING: options unknown to $RELEASE: $(tr '\n' ' ' < "$DIR/unknown-options")"
+    patch_mgr_util
     step_done bootstrap
 
     local args
@@ -332,7 +356,7 @@ cmd_up() {
     C auth get-or-create mgr.x mon 'allow profile mgr' osd 'allow *' mds 'allow *' \
         > "$DATA_DIR/mgr.x/keyring" || die "ceph auth get-or-create mgr.x failed"
     chown -R "$CEPH_UID:$CEPH_UID" "$DATA_DIR/mgr.x"
-    start_ctr "$MGR_CTR" /usr/bin/ceph-mgr "$DATA_DIR/mgr.x:/var/lib/ceph/mgr/ceph-x" mgr.x \
+    start_ctr "$MGR_CTR" /usr/bin/ceph-mgr "$DATA_DIR/mgr.x:/var/lib/ceph/mgr/ceph-x" mgr.x "${MGR_MOUNTS[@]}" \
         || die "podman run $MGR_CTR failed: $(tail -n 3 "$DIR/podman.err")"
     STARTED+=("$MGR_CTR")
     step_done mgr-start
@@ -415,7 +439,7 @@ host_pid() {   # host_pid CONTAINER: the daemon's host pid (the child of podman'
     local init child
     init=$(podman inspect -f '{{.State.Pid}}' "$1" 2>/dev/null) || return 1
     [ -n "$init" ] && [ "$init" != 0 ] || return 1
-    read -r child _ < "/proc/$init/task/$init/children" || return 1
+    child=$(awk '{ print $1 }' "/proc/$init/task/$init/children") || return 1
     [ -n "$child" ] || return 1
     echo "$child"
 }

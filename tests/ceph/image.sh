@@ -31,6 +31,8 @@
 # podman then shows other settings, in which case a drop-in
 # /etc/containers/containers.conf.d/50-cephscope.conf overrides them.
 #
+# The mirror may be a frozen snapshot whose sid Release has expired: apt ignores Valid-Until.
+#
 # Env: CEPH_IMAGE_CACHE (default /var/cache/cephscope-ceph), CEPH_IMAGE_MIRROR (default: the
 #      host's Debian mirror), CEPH_IMAGE_COMMON_DBG=1, APT_LOCK_TIMEOUT (s, default 600).
 # Prints the time of debootstrap, import, package installs and commits, and the image sizes.
@@ -49,7 +51,7 @@ now() { date +%s.%N; }
 since() { awk -v a="$(now)" -v b="$1" 'BEGIN{printf "%.1f", a-b}'; }
 log() { printf '[image.sh %6ss] %s\n' "$(since "$T0")" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
-usage() { sed -n '2,35p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,37p' "$SELF" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 check_only=0
 if [ "${1:-}" = --check ]; then check_only=1; shift; fi
@@ -139,7 +141,7 @@ suite_version() {   # candidate version of ceph-osd in SUITE, from private apt l
     local o=(-o Dir::State::Lists="$lists" -o Dir::Etc::SourceList="$src"
              -o Dir::Etc::SourceParts=/dev/null -o Dir::State::Status=/dev/null
              -o Dir::Cache=/nonexistent -o Dir::Cache::pkgcache= -o Dir::Cache::srcpkgcache=)
-    apt-get -q "${o[@]}" update >/dev/null 2>"$CACHE/apt-update.err" \
+    apt-get -q "${o[@]}" -o Acquire::Check-Valid-Until=false update >/dev/null 2>"$CACHE/apt-update.err" \
         || die "apt-get update of $SUITE from $MIRROR failed: $(tail -n 3 "$CACHE/apt-update.err")"
     apt-cache "${o[@]}" show ceph-osd 2>/dev/null | awk '/^Version:/ { print $2; exit }'
 }
@@ -182,7 +184,7 @@ install_layer() {
     podman run --name "$ctr" --net=host \
         -v "$CACHE/archives:/var/cache/apt/archives" -v "$CACHE/lists:/var/lib/apt/lists" \
         -e DEBIAN_FRONTEND=noninteractive "$from" \
-        sh -ec 'apt-get -q update
+        sh -ec 'apt-get -q -o Acquire::Check-Valid-Until=false update
                 apt-get -y -q -o Dpkg::Use-Pty=0 install --no-install-recommends "$@"
                 rm -rf /var/log/apt /var/log/dpkg.log /var/cache/debconf/*-old /tmp/*' \
         sh "$@" >"$CACHE/$what.log" 2>&1 || {
