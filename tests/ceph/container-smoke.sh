@@ -4,7 +4,8 @@
 #   container-smoke.sh DIR      (DIR/env written by container-cluster.sh up)
 #
 # HEALTH_OK and 3 OSDs up and in, through the release's own CLI; for each OSD: its host pid
-# runs ceph-osd, in another pid and mount namespace than the host's (/proc/1/ns), with no
+# runs ceph-osd, in another pid and mount namespace than the host's (/proc/1/ns, or this
+# shell's when pid 1's are not readable), with no
 # --fsid on its command line; `perf dump` through the host-side admin socket path (the host's
 # `ceph --admin-daemon` when it is installed, else from inside the container); then a 5 s
 # rados bench of 4 KiB writes from inside the mon's container against the size-3 pool.
@@ -31,8 +32,13 @@ sys.exit(0 if s["num_osds"] == s["num_up_osds"] == s["num_in_osds"] == 3 else 1)
     || die "not 3 OSDs up and in: $stat"
 log "ok: HEALTH_OK, 3 OSDs up and in"
 
-host_pidns=$(readlink /proc/1/ns/pid)
-host_mntns=$(readlink /proc/1/ns/mnt)
+# the host's namespaces: pid 1's, or this shell's where pid 1's are not readable (a sandbox
+# without ptrace rights over pid 1 sees "Permission denied"); this shell runs outside podman
+ref=1
+readlink /proc/1/ns/pid >/dev/null 2>&1 || ref=$$
+host_pidns=$(readlink "/proc/$ref/ns/pid") || die "cannot read /proc/$ref/ns/pid"
+host_mntns=$(readlink "/proc/$ref/ns/mnt") || die "cannot read /proc/$ref/ns/mnt"
+log "host namespaces (from /proc/$ref): $host_pidns $host_mntns"
 for id in $CEPHSCOPE_CEPH_OSD_IDS; do
     pv=CEPHSCOPE_CEPH_OSD_${id}_PID av=CEPHSCOPE_CEPH_OSD_${id}_ASOK cv=CEPHSCOPE_CEPH_OSD_${id}_CONTAINER
     pid=${!pv} asok=${!av} ctr=${!cv}
