@@ -465,11 +465,11 @@ write_env() {
     local i c pid ids
     ids=$(seq -s ' ' 0 $((CEPH_OSDS - 1)))
     local cli="podman exec $MON_CTR ceph"
-    local client="podman run --rm -i --net=host --ipc=host -v $DIR/ceph.conf:/etc/ceph/ceph.conf:ro -v $DIR/keyring:/etc/ceph/ceph.client.admin.keyring:ro --entrypoint="
+    local client="podman run --rm -i --net=host --ipc=host -v $DIR/ceph.conf:/etc/ceph/ceph.conf:ro -v $DIR/keyring:/etc/ceph/ceph.client.admin.keyring:ro $IMAGE"
     {
         echo "# cephscope container test cluster ($RELEASE), written by tests/ceph/container-cluster.sh; source it."
         echo "# Ceph CLI of the release: \$CEPHSCOPE_CEPH_CLI -s  (podman exec into the mon's container)"
-        echo "# A client in its own container: \$CEPHSCOPE_CEPH_CLIENT rados \$CEPHSCOPE_CEPH_IMAGE -p bench ls"
+        echo "# A client in its own container: \$CEPHSCOPE_CEPH_CLIENT rados -p bench ls"
         echo "export CEPHSCOPE_CEPH_DIR='$DIR'"
         echo "export CEPHSCOPE_CEPH_RELEASE='$RELEASE'"
         echo "export CEPHSCOPE_CEPH_VERSION='$(cat "$DIR/version")'"
