@@ -11,8 +11,8 @@
 #                                           print it
 #
 # RELEASE: reef (18.2, Debian trixie) or tentacle (20.2, Debian sid); the image
-# localhost/cephscope-ceph:RELEASE comes from image.sh (built when missing or stale;
-# CEPH_IMAGE=... runs another one, e.g. localhost/cephscope-ceph:reef-nodbg).
+# localhost/cephscope-ceph:RELEASE comes from image.sh (run when `image.sh --check` fails);
+# CEPH_IMAGE=... runs another one, e.g. localhost/cephscope-ceph:reef-nodbg.
 #
 # Like cephadm: a fresh fsid per cluster; containers ceph-FSID-mon-HOST, ceph-FSID-mgr-x and
 # ceph-FSID-osd-N, each `podman run --rm -d --ipc=host --net=host --privileged --group-add=disk
@@ -282,7 +282,9 @@ start_ctr() {   # start_ctr NAME ENTRYPOINT DATA_MOUNT DAEMON_NAME [PODMAN_ARGS.
 cmd_up() {
     local b
     for b in podman ss python3 flock; do command -v "$b" >/dev/null || die "missing program: $b"; done
-    if [ -z "${CEPH_IMAGE:-}" ]; then
+    # image.sh --check: both images there and built by this image.sh (no network); the suite's
+    # version is checked by a full image.sh run (the ctest fixture ceph_RELEASE_image)
+    if [ -z "${CEPH_IMAGE:-}" ] && ! "$HERE/image.sh" --check "$RELEASE"; then
         "$HERE/image.sh" "$RELEASE" || die "image.sh $RELEASE failed"
     fi
     podman image exists "$IMAGE" || die "no image $IMAGE (build it with: $HERE/image.sh $RELEASE)"
@@ -328,9 +330,9 @@ cmd_up() {
         cp /usr/share/ceph/mgr/mgr_util.py /bootstrap/mgr_util.py.orig
         ceph --version > /bootstrap/version
         # options of ceph.conf this release does not know (they would be ignored silently)
-        for o in \$(awk -F' = ' '/^[a-z]/ { print \$1 }' /etc/ceph/ceph.conf | sort -u); do
-            ceph-conf --show-config-value \$o >/dev/null 2>&1 || echo \$o
-        done > /bootstrap/unknown-options
+        ceph-conf --show-config | awk '{ print \$1 }' | sort -u > /tmp/known
+        awk -F' = ' '/^[a-z]/ { print \$1 }' /etc/ceph/ceph.conf | sort -u | comm -23 - /tmp/known \
+            > /bootstrap/unknown-options
     " >"$DIR/bootstrap.log" 2>&1 || die "bootstrap (keys, monmap, mon --mkfs) failed: $(tail -n 5 "$DIR/bootstrap.log")"
     chmod 600 "$DIR/keyring"
     CEPH_UID=$(cat "$DIR/ceph-uid")
