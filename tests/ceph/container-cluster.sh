@@ -546,7 +546,9 @@ cmd_down() {
     fi
     rm -rf -- "$DIR"
     step_done remove
-    log "down: removed $DIR${FSID:+ and /var/{lib,run,log}/ceph/$FSID} in $(elapsed "$T0") s"
+    local what=$DIR
+    [ -z "${FSID:-}" ] || what="$DIR, $DATA_DIR, $RUN_DIR, $LOG_DIR"
+    log "down: removed $what in $(elapsed "$T0") s"
 }
 
 # ------------------------------------------------------------------ main
