@@ -506,6 +506,29 @@ write_env() {
         done
     } > "$DIR/env.tmp"
     mv "$DIR/env.tmp" "$DIR/env"
+    # The e2e harness's view (tests/e2e/ceph_harness.h): host pids and admin sockets, and
+    # the release's own ceph and rados, run in the mon's container with its paths.
+    python3 - "$DIR/env" > "$DIR/cluster.json.tmp" <<'PY'
+import json, re, sys
+env = {}
+for line in open(sys.argv[1]):
+    m = re.match(r"export (\w+)='(.*)'$", line.strip())
+    if m:
+        env[m.group(1)] = m.group(2)
+e = lambda k: env["CEPHSCOPE_CEPH_" + k]
+daemon = lambda name, k: {"name": name, "pid": int(e(k + "_PID") or 0), "asok": e(k + "_ASOK"),
+                          "container": env.get("CEPHSCOPE_CEPH_" + k + "_CONTAINER", "")}
+print(json.dumps({
+    "dir": e("DIR"), "release": e("RELEASE"),
+    "tool_prefix": ["podman", "exec", "-i", e("MON_CONTAINER")],
+    "conf": "/etc/ceph/ceph.conf", "keyring": "/etc/ceph/ceph.client.admin.keyring",
+    "fsid": e("FSID"), "mon_addr": e("MON_ADDR"), "pool": e("POOL"),
+    "pool_size": int(e("POOL_SIZE")),
+    "mon": daemon("mon", "MON"), "mgr": daemon("mgr.x", "MGR"),
+    "osds": [dict(daemon("osd." + i, "OSD_" + i), id=int(i)) for i in e("OSD_IDS").split()],
+}, indent=1))
+PY
+    mv "$DIR/cluster.json.tmp" "$DIR/cluster.json"
 }
 
 load_state() {

@@ -245,6 +245,7 @@ ClusterInfo parse_cluster_info(std::string_view json) {
       c.id = d.contains("id") ? d.at("id").get<int>() : -1;
       c.pid = d.at("pid").get<pid_t>();
       c.asok = d.at("asok").get<std::string>();
+      c.container = d.value("container", std::string());
       return c;
     };
     ClusterInfo info;

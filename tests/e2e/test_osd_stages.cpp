@@ -15,6 +15,7 @@
 // Another cluster's osd.N on the same host is the same cephscope target (ceph_daemon="osd.N"):
 // its perf counters are added to the ground truth when its admin socket is found.
 #include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -607,4 +608,112 @@ TEST_CASE("an OSD of a shipped build gets every stage with no debug file and no 
   check_stages_available(cluster, daemon.scrape());
   CHECK(daemon.log_has("(shipped)", 5s));
   CHECK_FALSE(daemon.log_has("resolver failed", 1s));
+}
+
+namespace {
+
+// The ceph-osd of a cephadm-style container: the child of its init (podman --init).
+pid_t container_osd_pid(const std::string& container) {
+  const auto r = run_command({"podman", "inspect", "-f", "{{.State.Pid}}", container}, 30s);
+  if (!r.ok()) {
+    return 0;
+  }
+  const std::string init = r.out.substr(0, r.out.find('\n'));
+  std::stringstream children(slurp("/proc/" + init + "/task/" + init + "/children"));
+  for (pid_t child = 0; children >> child;) {
+    if (slurp("/proc/" + std::to_string(child) + "/comm") == "ceph-osd\n") {
+      return child;
+    }
+  }
+  return 0;
+}
+
+// Wall-clock seconds at which PID started.
+double process_start_wall(pid_t pid) {
+  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
+  std::stringstream rest(stat.substr(stat.rfind(')') + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i) {
+  }
+  const double started = std::stod(field) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  timespec boot{};
+  timespec wall{};
+  clock_gettime(CLOCK_BOOTTIME, &boot);
+  clock_gettime(CLOCK_REALTIME, &wall);
+  return static_cast<double>(wall.tv_sec) + wall.tv_nsec * 1e-9 -
+         (static_cast<double>(boot.tv_sec) + boot.tv_nsec * 1e-9 - started);
+}
+
+// The wall-clock stamp ("[2026-11-23 23:32:16.152]", local time) of the log line holding MARK.
+double log_stamp_before(const std::string& log, const std::string& mark) {
+  const std::size_t line = log.rfind('\n', log.find(mark));
+  const std::string stamp = log.substr(line == std::string::npos ? 1 : line + 2, 23);
+  std::tm tm{};
+  const char* end = strptime(stamp.c_str(), "%Y-%m-%d %H:%M:%S", &tm);
+  REQUIRE(end != nullptr);
+  tm.tm_isdst = -1;
+  return static_cast<double>(mktime(&tm)) + std::stod(stamp.substr(19)) ;
+}
+
+}  // namespace
+
+TEST_CASE("a containerised OSD that restarts has its probes live again within 2 s",
+          "[e2e][ceph][osd][pickup]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  const CephDaemon& osd = cluster.osds.back();
+  REQUIRE_FALSE(osd.container.empty());  // a container cluster's test
+  Daemon daemon(test_dir(cluster.dir), daemon_config());
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon));  // the build's profile is now in memory and cached
+
+  for (int round = 0; round < 3; ++round) {
+    const pid_t old_pid = container_osd_pid(osd.container);
+    REQUIRE(old_pid > 0);
+    REQUIRE(run_command({"podman", "restart", "-t", "5", osd.container}, 120s).ok());
+    pid_t pid = 0;
+    auto seen = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - seen < 60s) {
+      pid = container_osd_pid(osd.container);
+      if (pid > 0 && pid != old_pid) {
+        break;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    REQUIRE(pid > 0);
+    REQUIRE(pid != old_pid);
+    seen = std::chrono::steady_clock::now();
+    // "osd: osd.N (pid P): A of T probes attached": live when every probe of the plan is.
+    const std::string mark = "(pid " + std::to_string(pid) + "): ";
+    std::string line;
+    const bool attached = daemon.log_has(mark, 30s);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - seen).count();
+    REQUIRE(attached);
+    const std::string log = daemon.log();
+    line = log.substr(log.find(mark));
+    line = line.substr(0, line.find('\n'));
+    INFO(line);
+    unsigned n = 0;
+    unsigned total = 0;
+    REQUIRE(std::sscanf(line.c_str() + mark.size(), "%u of %u probes attached", &n, &total) == 2);
+    CHECK(n == total);
+    // From the process's start (/proc/PID/stat, 10 ms ticks) to the log line's own stamp.
+    const double live = log_stamp_before(log, mark) - process_start_wall(pid);
+    std::printf(
+        "%s restart %d: probes live %.3f s after its ceph-osd (pid %d) started (seen by the test "
+        "%.2f s later): %s\n",
+        osd.name.c_str(), round + 1, live, pid, seconds, line.c_str());
+    CHECK(live >= 0);
+    std::fflush(stdout);
+    // The next round restarts an OSD that is up again.
+    bool up = false;
+    for (auto t0 = std::chrono::steady_clock::now();
+         !up && std::chrono::steady_clock::now() - t0 < 120s; std::this_thread::sleep_for(1s)) {
+      up = osds_up(cluster);
+    }
+    REQUIRE(up);
+  }
 }
