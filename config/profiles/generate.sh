@@ -97,7 +97,7 @@ fetch_release() { # RELEASE -> unpacked root on stdout
   dir=$CACHE/apt-$suite
   mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/debs"
   echo "deb $(mirror) $suite main" > "$dir/sources.list"
-  if [ $suite = bookworm ]; then
+  if [ "$suite" = bookworm ]; then
     echo "deb $(mirror | sed 's|/debian$|/debian-security|') bookworm-security main" \
       >> "$dir/sources.list"
   fi

@@ -652,7 +652,7 @@ double log_stamp_before(const std::string& log, const std::string& mark) {
   const char* end = strptime(stamp.c_str(), "%Y-%m-%d %H:%M:%S", &tm);
   REQUIRE(end != nullptr);
   tm.tm_isdst = -1;
-  return static_cast<double>(mktime(&tm)) + std::stod(stamp.substr(19)) ;
+  return static_cast<double>(mktime(&tm)) + std::stod(stamp.substr(19));
 }
 
 }  // namespace
