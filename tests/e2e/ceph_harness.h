@@ -45,7 +45,7 @@ struct CephDaemon {
   std::string name;  // "osd.0", "mon.a", "mgr.x"
   int id = -1;       // OSD id; -1 for mon and mgr
   pid_t pid = 0;
-  std::string asok;  // admin socket path
+  std::string asok;       // admin socket path
   std::string container;  // its podman container, in a container cluster
 };
 
