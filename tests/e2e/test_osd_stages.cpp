@@ -342,6 +342,22 @@ BenchSummary bench(const ClusterInfo& cluster, BenchMode mode, int seconds) {
   return s;
 }
 
+// The ceph-osd of a cephadm-style container: the child of its init (podman --init).
+pid_t container_osd_pid(const std::string& container) {
+  const auto r = run_command({"podman", "inspect", "-f", "{{.State.Pid}}", container}, 30s);
+  if (!r.ok()) {
+    return 0;
+  }
+  const std::string init = r.out.substr(0, r.out.find('\n'));
+  std::stringstream children(slurp("/proc/" + init + "/task/" + init + "/children"));
+  for (pid_t child = 0; children >> child;) {
+    if (slurp("/proc/" + std::to_string(child) + "/comm") == "ceph-osd\n") {
+      return child;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][ceph][osd]") {
@@ -420,12 +436,16 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
   // ------------------------------------------------------------------ 3. a forced slow op
   {
     const auto& victim = cluster.osds.back();
+    // A container's OSD may have been restarted since cluster.json was written.
+    const pid_t victim_pid =
+        victim.container.empty() ? victim.pid : container_osd_pid(victim.container);
+    REQUIRE(victim_pid > 0);
     v0 = views(cluster, daemon.scrape());
     std::thread pauser([&] {
       std::this_thread::sleep_for(2s);
-      kill(victim.pid, SIGSTOP);
+      kill(victim_pid, SIGSTOP);
       std::this_thread::sleep_for(2s);
-      kill(victim.pid, SIGCONT);
+      kill(victim_pid, SIGCONT);
     });
     bench(cluster, BenchMode::kWrite, 6);
     pauser.join();
@@ -611,22 +631,6 @@ TEST_CASE("an OSD of a shipped build gets every stage with no debug file and no 
 }
 
 namespace {
-
-// The ceph-osd of a cephadm-style container: the child of its init (podman --init).
-pid_t container_osd_pid(const std::string& container) {
-  const auto r = run_command({"podman", "inspect", "-f", "{{.State.Pid}}", container}, 30s);
-  if (!r.ok()) {
-    return 0;
-  }
-  const std::string init = r.out.substr(0, r.out.find('\n'));
-  std::stringstream children(slurp("/proc/" + init + "/task/" + init + "/children"));
-  for (pid_t child = 0; children >> child;) {
-    if (slurp("/proc/" + std::to_string(child) + "/comm") == "ceph-osd\n") {
-      return child;
-    }
-  }
-  return 0;
-}
 
 // Wall-clock seconds at which PID started.
 double process_start_wall(pid_t pid) {
