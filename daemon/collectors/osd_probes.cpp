@@ -237,12 +237,29 @@ Result<std::uint64_t> io_done_call(const profile::Profile& p, const UprobeDef& d
   return site->file_offset;
 }
 
+// The Debian package holding OBJECT's debug symbols.
+std::string debug_package(const std::string& object) {
+  if (object == "ceph-osd") {
+    return "ceph-osd-dbg";
+  }
+  return object.starts_with("librados") || object.starts_with("libceph-common") ? "librados2-dbg"
+                                                                                : object + "-dbg";
+}
+
 }  // namespace
 
 BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
                    bool store_stages) {
   BuildPlan plan;
   plan.layout = layout_of(prof, plan.missing_members);
+  if (prof.source == "symtab" && !plan.missing_members.empty()) {
+    // Only the symbol table: what the operator can do about it goes with the reason.
+    plan.members_reason = Reason::kNoDebuginfo;
+    plan.missing_members += "; no debuginfo for " + prof.object + " build-id " + prof.build_id +
+                            ": install its debug symbols (Debian: " + debug_package(prof.object) +
+                            ") or supply a profile made where they are (cephscope profile " +
+                            "generate, profiles.shipped_dirs)";
+  }
   // Why the resolver had no DWARF, when it said (a refused debug file): once, at the end.
   for (const auto& m : prof.members) {
     if (!plan.missing_members.empty() && m.status == profile::ItemStatus::kNoDebuginfo &&
@@ -261,7 +278,7 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
           {function,
            who,
            false,
-           {Reason::kMembersMissing, "members missing: " + plan.missing_members}});
+           {plan.members_reason, "members missing: " + plan.missing_members}});
     } else {
       plan.points.push_back({function, program, *offset});
     }
@@ -313,7 +330,7 @@ std::array<Cause, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
   auto gap = [&](std::uint32_t members, std::initializer_list<const char*> programs) {
     Cause why;
     if ((have & members) != members) {
-      add(why, Reason::kMembersMissing, "members missing: " + plan.missing_members);
+      add(why, plan.members_reason, "members missing: " + plan.missing_members);
     }
     for (const char* p : programs) {
       if (!attached.contains(p)) {

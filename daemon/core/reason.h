@@ -29,10 +29,11 @@ enum class Reason {
   kSymbolNotFound,        // the function or call site is not in this build
   kMembersMissing,        // struct members the program reads are not in this build's debuginfo
   kProbeNotAttached,      // a stage needs a probe that is not attached
+  kNoDebuginfo,           // members needed, and no debuginfo or profile for this build
   kInternal,              // a daemon-side failure (a BPF map update)
 };
 
-inline constexpr std::array<std::string_view, 14> kReasonWords = {
+inline constexpr std::array<std::string_view, 15> kReasonWords = {
     "ok",
     "disabled",
     "kernel_feature_missing",
@@ -46,6 +47,7 @@ inline constexpr std::array<std::string_view, 14> kReasonWords = {
     "symbol_not_found",
     "members_missing",
     "probe_not_attached",
+    "no_debuginfo",
     "internal_error",
 };
 

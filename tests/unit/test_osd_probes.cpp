@@ -183,6 +183,27 @@ TEST_CASE("a missing TransContext member takes out the BlueStore stages only", "
                                   "last_stamp");
 }
 
+TEST_CASE("a build with only its symbol table says no_debuginfo and what to install",
+          "[unit][osd]") {
+  auto prof = full_profile();
+  prof.source = "symtab";
+  prof.object = "ceph-osd";
+  for (auto& m : prof.members) {
+    m.status = ItemStatus::kNoDebuginfo;
+  }
+  const auto plan = osd::plan_for(prof, "/nonexistent", "osd.3");
+  CHECK(plan.members_reason == Reason::kNoDebuginfo);
+  CHECK_THAT(plan.missing_members, Catch::Contains("ceph-osd-dbg") &&
+                                       Catch::Contains(prof.build_id) &&
+                                       Catch::Contains("cephscope profile generate"));
+  for (const auto& gap : osd::stage_gaps(plan, programs(plan))) {
+    CHECK(gap.reason == Reason::kNoDebuginfo);
+  }
+  // With DWARF, the same gap is a member this build lacks.
+  prof.source = "dwarf";
+  CHECK(osd::plan_for(prof, "/nonexistent", "osd.3").members_reason == Reason::kMembersMissing);
+}
+
 TEST_CASE("a probe that fails to attach is named in its stages' reasons", "[unit][osd]") {
   const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0");
   auto progs = programs(plan);
