@@ -115,12 +115,12 @@ struct ProbePoint {
 
 struct BuildPlan {
   osd_layout layout{};
-  std::string missing_members;           // for the log and the reasons
+  std::string missing_members;                      // for the log and the reasons
   Reason members_reason = Reason::kMembersMissing;  // kNoDebuginfo: the build had none
-  std::vector<ProbePoint> points;        // attach these
-  std::vector<ProbeStatus> unavailable;  // cannot attach in this build, with why
-  Cause io_done;                         // why the io_done call site was not used, if not
-  Cause store_off;                       // why the BlueStore probes were left out, if they were
+  std::vector<ProbePoint> points;                   // attach these
+  std::vector<ProbeStatus> unavailable;             // cannot attach in this build, with why
+  Cause io_done;    // why the io_done call site was not used, if not
+  Cause store_off;  // why the BlueStore probes were left out, if they were
 };
 
 // Plans the probes of one build. BINARY is the file the profile describes (read for the
