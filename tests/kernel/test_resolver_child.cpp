@@ -104,6 +104,7 @@ TEST_CASE("a hanging resolver neither stalls nor outlives the daemon", "[kernel]
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+    INFO(daemon.scrape_text());
     CHECK(reported);
     CHECK(daemon.log().find("resolver timed out after 3 s") != std::string::npos);  // the detail
 
