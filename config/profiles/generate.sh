@@ -74,14 +74,9 @@ print(p["probe_set"], p["probe_set_digest"])' "$f")
   exit 0
 fi
 
-mirror() {
-  local m
-  m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-    awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }')
-  [ -n "$m" ] || m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-    awk '$1 == "deb" && $2 !~ /security/ && $0 ~ /debian/ { print $2; exit }')
-  echo "${m:-http://deb.debian.org/debian}"
-}
+# shellcheck source=tests/lib/debian-mirror.sh
+source "$REPO/tests/lib/debian-mirror.sh"
+mirror() { debian_mirror; }
 
 apt_in() { # SUITE apt-command...
   local dir=$CACHE/apt-$1

@@ -39,6 +39,8 @@
 set -euo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
+# shellcheck source=tests/lib/debian-mirror.sh
+source "$(dirname "$SELF")/../lib/debian-mirror.sh"
 CACHE_ROOT=${CEPH_IMAGE_CACHE:-/var/cache/cephscope-ceph}
 APT_LOCK_TIMEOUT=${APT_LOCK_TIMEOUT:-600}
 REPO=localhost/cephscope-ceph
@@ -70,12 +72,7 @@ STAMP=$CACHE/stamp
 
 host_mirror() {   # the same choice as tests/vm/lib/common.sh vm_mirror()
     if [ -n "${CEPH_IMAGE_MIRROR:-}" ]; then echo "$CEPH_IMAGE_MIRROR"; return; fi
-    local m
-    m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-        awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }')
-    [ -n "$m" ] || m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-        awk '$1 == "deb" && $2 !~ /security/ && $0 ~ /debian/ { print $2; exit }')
-    echo "${m:-http://deb.debian.org/debian}"
+    debian_mirror
 }
 
 image_exists() { podman image exists "$1" 2>/dev/null; }

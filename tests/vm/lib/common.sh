@@ -3,6 +3,8 @@
 # shellcheck disable=SC2034  # settings used by the other sourced files
 
 VM_HERE=${VM_HERE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+# shellcheck source=tests/lib/debian-mirror.sh
+source "$VM_HERE/../lib/debian-mirror.sh"
 VM_SRC_DIR=${CEPHSCOPE_SOURCE_DIR:-$(cd "$VM_HERE/../.." && pwd)}
 VM_BUILD_DIR=${CEPHSCOPE_BUILD_DIR:-$VM_SRC_DIR/build}
 VM_CACHE=${CEPHSCOPE_VM_CACHE:-/var/cache/cephscope-vm}
@@ -34,12 +36,7 @@ vm_since() { awk -v a="$1" '{ printf "%.1f", $1 - a }' /proc/uptime; }
 # Debian mirror the host already uses (apt sources), overridable.
 vm_mirror() {
   if [ -n "${CEPHSCOPE_VM_MIRROR:-}" ]; then echo "$CEPHSCOPE_VM_MIRROR"; return; fi
-  local m
-  m=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-      awk '/^URIs:/ { for (i = 2; i <= NF; i++) if ($i !~ /security/) { print $i; exit } }')
-  [ -n "$m" ] || m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
-      awk '$1 == "deb" && $2 !~ /security/ && $0 ~ /debian/ { print $2; exit }')
-  echo "${m:-http://deb.debian.org/debian}"
+  debian_mirror
 }
 vm_security_mirror() {
   if [ -n "${CEPHSCOPE_VM_SECURITY_MIRROR:-}" ]; then echo "$CEPHSCOPE_VM_SECURITY_MIRROR"; return; fi
