@@ -644,8 +644,8 @@ double process_start_wall(pid_t pid) {
   timespec wall{};
   clock_gettime(CLOCK_BOOTTIME, &boot);
   clock_gettime(CLOCK_REALTIME, &wall);
-  return static_cast<double>(wall.tv_sec) + wall.tv_nsec * 1e-9 -
-         (static_cast<double>(boot.tv_sec) + boot.tv_nsec * 1e-9 - started);
+  return static_cast<double>(wall.tv_sec) + static_cast<double>(wall.tv_nsec) * 1e-9 -
+         (static_cast<double>(boot.tv_sec) + static_cast<double>(boot.tv_nsec) * 1e-9 - started);
 }
 
 // The wall-clock stamp ("[2026-11-23 23:32:16.152]", local time) of the log line holding MARK.
