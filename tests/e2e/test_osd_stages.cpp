@@ -662,7 +662,7 @@ double log_stamp_before(const std::string& log, const std::string& mark) {
 }  // namespace
 
 TEST_CASE("a containerised OSD that restarts has its probes live again within 2 s",
-          "[e2e][ceph][osd][pickup]") {
+          "[e2e][ceph][osd][pickup][container]") {
   auto loaded = cluster_from_env();
   REQUIRE(loaded.has_value());
   const ClusterInfo cluster = *loaded;
