@@ -80,6 +80,7 @@ class OsdCollector final : public BpfCollector {
   struct Process {
     bool leaving = false;  // its detach is queued
     std::string who;       // ceph_daemon
+    std::string fsid;      // its cluster, when known: osd.N is per cluster
     std::vector<Link> links;
     std::vector<ProbeStatus> status;
     std::array<Cause, OSD_STAGE_COUNT> stage_gaps;  // ok when the stage works
@@ -230,6 +231,7 @@ void OsdCollector::work(const std::stop_token& stop) {
 void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& proc,
                                   const std::stop_token& stop) {
   proc.who = target.identity.ceph_daemon;
+  proc.fsid = target.identity.fsid;
   const std::string& who = proc.who;
   auto fail_all = [&](const Cause& why) {
     spdlog::warn("osd: {} (pid {}): {}: {}", who, pid, to_string(why.reason), why.detail);
@@ -292,15 +294,16 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
                profile::to_string(loaded->origin));
 }
 
-// One status per probe and target: a target (osd.N) can have several processes (another
-// cluster's osd.N on the host); the probe counts as attached when it is in all of them.
+// One status per probe and target: a target (osd.N of a cluster) can have several processes
+// (a daemonising ceph-osd); the probe counts as attached when it is in all of them.
 std::vector<ProbeStatus> OsdCollector::probes() const {
   auto out = BpfCollector::probes();
   std::lock_guard lock(mu_);
-  std::map<std::pair<std::string, std::string>, ProbeStatus> merged;
+  std::map<std::tuple<std::string, std::string, std::string>, ProbeStatus> merged;
   for (const auto& [pid, proc] : attached_) {
-    for (const auto& st : proc.status) {
-      auto [it, fresh] = merged.try_emplace({st.probe, st.target}, st);
+    for (ProbeStatus st : proc.status) {
+      st.fsid = proc.fsid;
+      auto [it, fresh] = merged.try_emplace({st.probe, st.target, st.fsid}, st);
       if (!fresh && it->second.attached && !st.attached) {
         it->second = st;
       }
@@ -313,13 +316,13 @@ std::vector<ProbeStatus> OsdCollector::probes() const {
 }
 
 // 1 per OSD and stage when the stage is measured, else 0 with the reason; a target with
-// several processes (another cluster's osd.N) shows a stage as working only if it is in all.
+// several processes (a daemonising ceph-osd) shows a stage as working only if it is in all.
 void OsdCollector::stage_status(MetricSink& out) const {
-  std::map<std::pair<std::string, int>, Cause> gaps;
+  std::map<std::tuple<std::string, std::string, int>, Cause> gaps;
   std::lock_guard lock(mu_);
   for (const auto& [pid, proc] : attached_) {
     for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
-      auto [it, fresh] = gaps.try_emplace({proc.who, s}, proc.stage_gaps[s]);
+      auto [it, fresh] = gaps.try_emplace({proc.who, proc.fsid, s}, proc.stage_gaps[s]);
       if (!fresh && it->second.ok()) {
         it->second = proc.stage_gaps[s];
       }
@@ -328,8 +331,9 @@ void OsdCollector::stage_status(MetricSink& out) const {
   for (const auto& [key, gap] : gaps) {
     out.gauge("cephscope_osd_stage_available",
               "1 when the OSD stage is measured in this OSD's build; reason says why not.",
-              {{"ceph_daemon", key.first},
-               {"stage", kStages[key.second]},
+              {{"ceph_daemon", std::get<0>(key)},
+               {"fsid", std::get<1>(key)},
+               {"stage", kStages[std::get<2>(key)]},
                {"reason", std::string(to_string(gap.reason))}},
               gap.ok() ? 1 : 0);
   }

@@ -10,13 +10,14 @@
 
 namespace cephscope {
 
-// Exported as cephscope_probe_attached{collector,probe,target,reason}: the reason's word is
+// Exported as cephscope_probe_attached{collector,probe,target,fsid,reason}: the reason's word is
 // the label, its detail goes to the log and to --check.
 struct ProbeStatus {
   std::string probe;
   std::string target;  // "" for probes that are not per target (tracepoints)
   bool attached = false;
   Cause why;  // ok, or why not
+  std::string fsid{};  // the target's cluster, for Ceph daemons whose fsid is known
 };
 
 // Exported as cephscope_map_entries{map} and cephscope_map_capacity{map}.

@@ -142,10 +142,32 @@ Matcher parse_matcher(const YAML::Node& node, const std::string& key) {
   return m;
 }
 
+std::string absolute_path(const YAML::Node& node, const std::string& key);
+
+// Where the container runtimes keep their records on the host (discovery/containers.h).
+void parse_container_dirs(const YAML::Node& node, ContainerStateDirs& out) {
+  const std::string key = "discovery.containers";
+  require_map(node, key);
+  check_keys(node, key, {"podman_storage", "docker_root", "kubelet_pod_logs"});
+  if (node["podman_storage"]) {
+    out.podman = absolute_path(node["podman_storage"], key + ".podman_storage");
+  }
+  if (node["docker_root"]) {
+    out.docker = absolute_path(node["docker_root"], key + ".docker_root");
+  }
+  if (node["kubelet_pod_logs"]) {
+    out.kubelet_pod_logs = absolute_path(node["kubelet_pod_logs"], key + ".kubelet_pod_logs");
+  }
+}
+
 void parse_discovery(const YAML::Node& node, Config::Discovery& out) {
   const std::string key = "discovery";
   require_map(node, key);
-  check_keys(node, key, {"scan_interval", "series_ttl", "ceph_osd", "rados_clients", "matchers"});
+  check_keys(node, key,
+             {"scan_interval", "series_ttl", "ceph_osd", "rados_clients", "matchers", "containers"});
+  if (node["containers"]) {
+    parse_container_dirs(node["containers"], out.containers);
+  }
   if (node["scan_interval"]) {
     out.scan_interval = duration(node["scan_interval"], key + ".scan_interval");
   }

@@ -26,6 +26,14 @@ struct CollectorConfig {
   std::string hook = "auto";  // auto, or one hook type the collector supports
 };
 
+// Where the container runtimes keep their records on the host (discovery/containers.h); a
+// DaemonSet mounts them elsewhere.
+struct ContainerStateDirs {
+  std::string podman = "/var/lib/containers/storage";
+  std::string docker = "/var/lib/docker";
+  std::string kubelet_pod_logs = "/var/log/pods";
+};
+
 struct Config {
   std::string listen = "0.0.0.0:9488";
   std::string log_level = "info";
@@ -40,6 +48,7 @@ struct Config {
     bool ceph_osd = true;
     bool rados_clients = true;
     std::vector<Matcher> matchers;
+    ContainerStateDirs containers;  // the runtimes' records, for container and pod names
   } discovery;
 
   struct Collectors {

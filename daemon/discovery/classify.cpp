@@ -122,10 +122,15 @@ OsdArgs parse_osd_args(const std::vector<std::string>& argv) {
   return out;
 }
 
-FsidLookup find_fsid(const ProcReader& proc, pid_t pid, const OsdArgs& args) {
+FsidLookup find_fsid(const ProcReader& proc, pid_t pid, const OsdArgs& args,
+                     const CgroupFacts& cgroup) {
   FsidLookup out;
   if (is_uuid(args.fsid)) {
     out.fsid = args.fsid;
+    return out;
+  }
+  if (!cgroup.unit_fsid.empty()) {
+    out.fsid = cgroup.unit_fsid;
     return out;
   }
   auto note = [&](const Error& e) {

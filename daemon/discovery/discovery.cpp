@@ -31,7 +31,7 @@ bool Discovery::consider(pid_t pid, Clock::time_point now, bool* denied) {
   }
   if (auto it = lookups_.find(pid); it != lookups_.end()) {
     if (it->second->info.start_time == info->start_time) {
-      return false;  // its fsid lookup is under way
+      return false;  // its lookup is under way
     }
     lookups_.erase(it);  // a reused pid: the old lookup's result is of no use
   }
@@ -40,7 +40,9 @@ bool Discovery::consider(pid_t pid, Clock::time_point now, bool* denied) {
   if (!identity) {
     return false;
   }
-  if (identity->kind == TargetKind::kCephOsd && identity->fsid.empty()) {
+  identity->cgroup = parse_cgroup(proc_.cgroup(pid));
+  const bool needs_fsid = identity->kind == TargetKind::kCephOsd && identity->fsid.empty();
+  if (needs_fsid || identity->cgroup.in_container() || !identity->cgroup.pod_uid.empty()) {
     start_lookup(*info, std::move(*identity), now);
     return false;
   }
@@ -93,8 +95,9 @@ void Discovery::start_lookup(const ProcessInfo& info, TargetIdentity identity,
   if (running_->load() >= kMaxLookups) {
     // Earlier lookups are stuck in their file systems: track without an fsid rather than
     // pile up threads.
-    spdlog::warn("pid {} ({}): fsid not looked up: {} earlier lookups have not returned", info.pid,
-                 identity.ceph_daemon, running_->load());
+    spdlog::warn("pid {} ({}): fsid and container not looked up: {} earlier lookups have not "
+                 "returned",
+                 info.pid, identity.ceph_daemon, running_->load());
     registry_.note_refusal("lookups_stalled");
     if (auto st = registry_.track(info, identity, now); !st.ok()) {
       spdlog::warn("{}", st.error().message);
@@ -103,12 +106,18 @@ void Discovery::start_lookup(const ProcessInfo& info, TargetIdentity identity,
   }
   auto lookup = std::make_shared<Lookup>();
   lookup->info = info;
+  lookup->needs_fsid = identity.kind == TargetKind::kCephOsd && identity.fsid.empty();
   lookup->identity = std::move(identity);
   lookup->started = now;
   running_->fetch_add(1);
   try {
-    std::thread([lookup, running = running_, proc = proc_] {
-      lookup->result = find_fsid(proc, lookup->info.pid, parse_osd_args(lookup->info.argv));
+    std::thread([lookup, running = running_, proc = proc_, dirs = config_.containers] {
+      const CgroupFacts& cgroup = lookup->identity.cgroup;
+      if (lookup->needs_fsid) {
+        lookup->result =
+            find_fsid(proc, lookup->info.pid, parse_osd_args(lookup->info.argv), cgroup);
+      }
+      lookup->container = container_labels(cgroup, dirs);
       lookup->done.store(true, std::memory_order_release);
       running->fetch_sub(1);
     }).detach();
@@ -124,8 +133,8 @@ void Discovery::finish(Lookup& lookup, Clock::time_point now, bool timed_out) {
   const pid_t pid = lookup.info.pid;
   if (timed_out) {
     spdlog::warn(
-        "pid {} ({}): fsid lookup refused: its files did not answer within {} ms (a stalled "
-        "file system?); tracked without an fsid",
+        "pid {} ({}): lookup refused: its files did not answer within {} ms (a stalled "
+        "file system?); tracked without its fsid and container name",
         pid, lookup.identity.ceph_daemon, kLookupTimeout.count());
     registry_.note_refusal("timeout");
   } else {
@@ -134,7 +143,10 @@ void Discovery::finish(Lookup& lookup, Clock::time_point now, bool timed_out) {
                    e.message);
       registry_.note_refusal(e.reason);
     }
-    lookup.identity.fsid = lookup.result.fsid;
+    if (lookup.needs_fsid) {
+      lookup.identity.fsid = lookup.result.fsid;
+    }
+    lookup.identity.container = lookup.container;
   }
   if (auto st = registry_.track(lookup.info, lookup.identity, now); !st.ok()) {
     spdlog::warn("{}", st.error().message);

@@ -4,9 +4,10 @@
 //
 // The daemon loop reads only /proc here. An OSD's fsid comes from files the OSD names
 // (find_fsid()), which may sit on a file system that does not answer (NFS, a container's
-// FUSE): they are read on a thread of their own per OSD process, at most kMaxLookups at a
-// time, and an OSD whose lookup takes longer than kLookupTimeout is tracked with no fsid
-// (the thread is left to finish, or to end with the daemon).
+// FUSE), and a containerised target's name from the runtime's records (container_labels()):
+// they are read on a thread of their own per process, at most kMaxLookups at a time, and a
+// target whose lookup takes longer than kLookupTimeout is tracked with no fsid and no
+// container name (the thread is left to finish, or to end with the daemon).
 #pragma once
 
 #include <sys/types.h>
@@ -56,9 +57,11 @@ class Discovery {
     TargetIdentity identity;
     Clock::time_point started;
     std::atomic<bool> done{false};
-    FsidLookup result;  // written by the lookup thread before `done`
+    bool needs_fsid = false;
+    FsidLookup result;          // written by the lookup thread before `done`
+    ContainerLabels container;  // likewise
   };
-  // Tracks an OSD with the lookup's outcome, reporting the files it refused.
+  // Tracks a target with the lookup's outcome, reporting the files it refused.
   void finish(Lookup& lookup, Clock::time_point now, bool timed_out);
   void start_lookup(const ProcessInfo& info, TargetIdentity identity, Clock::time_point now);
 

@@ -149,6 +149,12 @@ Result<ProcessInfo> ProcReader::read(pid_t pid) const {
   return info;
 }
 
+std::string ProcReader::cgroup(pid_t pid) const {
+  constexpr std::size_t kMaxCgroup = std::size_t{64} * 1024;
+  auto text = read_file(root_ + "/" + std::to_string(pid) + "/cgroup", kMaxCgroup);
+  return text.ok() ? *text : "";
+}
+
 bool ProcReader::maps_library(pid_t pid, const std::vector<std::string>& prefixes) const {
   std::ifstream maps(root_ + "/" + std::to_string(pid) + "/maps");
   std::string line;

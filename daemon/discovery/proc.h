@@ -37,6 +37,8 @@ class ProcReader {
   [[nodiscard]] Result<std::vector<pid_t>> list_pids() const;
   // kNotFound when the process is gone (or vanished while being read).
   [[nodiscard]] Result<ProcessInfo> read(pid_t pid) const;
+  // The content of /proc/PID/cgroup (at most 64 KiB), "" when the process is gone.
+  [[nodiscard]] std::string cgroup(pid_t pid) const;
   // Whether the process maps a file whose name starts with one of `prefixes`.
   [[nodiscard]] bool maps_library(pid_t pid, const std::vector<std::string>& prefixes) const;
   // Reads a file as the process sees it, resolved inside its root (core/safe_file.h): a

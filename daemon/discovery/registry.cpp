@@ -11,7 +11,10 @@ namespace cephscope {
 
 Labels target_labels(const TargetIdentity& identity) {
   if (!identity.ceph_daemon.empty()) {
-    return {{"ceph_daemon", identity.ceph_daemon}};
+    if (identity.fsid.empty()) {
+      return {{"ceph_daemon", identity.ceph_daemon}};
+    }
+    return {{"ceph_daemon", identity.ceph_daemon}, {"fsid", identity.fsid}};
   }
   return {{"process", identity.process}};
 }
@@ -36,21 +39,18 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
     contested_.erase(c);
   }
   auto it = targets_.find(identity.key());
-  if (it != targets_.end() && identity.kind == TargetKind::kCephOsd && !it->second.pids.empty() &&
-      !it->second.pids.contains(info.ppid)) {
-    // A second live claimant of osd.N, not a fork of the holder.
-    const Target& holder = it->second;
+  if (const Target* holder = live_holder(identity, info.ppid); holder != nullptr) {
+    // A second live claimant of osd.N in the same cluster (or in one it does not name), not
+    // a fork of the holder.
     contested_[info.pid] = Contender{info.start_time, identity.ceph_daemon};
-    std::vector<pid_t> holders(holder.pids.begin(), holder.pids.end());
+    std::vector<pid_t> holders(holder->pids.begin(), holder->pids.end());
     std::sort(holders.begin(), holders.end());
-    const bool same_cluster = identity.fsid.empty() || holder.identity.fsid.empty() ||
-                              identity.fsid == holder.identity.fsid;
     spdlog::warn(
-        "identity conflict: pid {} ({}, fsid {}) claims {}, held by pid {} (fsid {}){}; pid {} "
+        "identity conflict: pid {} ({}, fsid {}) claims {}, held by pid {} (fsid {}); pid {} "
         "is not tracked",
         info.pid, info.exe, identity.fsid.empty() ? "unknown" : identity.fsid, identity.ceph_daemon,
-        holders.front(), holder.identity.fsid.empty() ? "unknown" : holder.identity.fsid,
-        same_cluster ? "" : ", another cluster", info.pid);
+        holders.front(), holder->identity.fsid.empty() ? "unknown" : holder->identity.fsid,
+        info.pid);
     return ok_status();
   }
   if (it == targets_.end()) {
@@ -63,15 +63,10 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
     spdlog::info("new target {} ({}) id {}",
                  identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon,
                  to_string(identity.kind), it->second.id);
-  } else if (!identity.fsid.empty() && identity.fsid != it->second.identity.fsid &&
-             it->second.pids.empty()) {
-    // A restarted OSD may now know its fsid; a claimant while the holder lives never gets
-    // here, and a fork of the holder is the holder.
-    if (!it->second.identity.fsid.empty()) {
-      spdlog::warn("{} restarted with fsid {} (was {})", identity.ceph_daemon, identity.fsid,
-                   it->second.identity.fsid);
-    }
-    it->second.identity.fsid = identity.fsid;
+  } else if (it->second.pids.empty()) {
+    // Restarted, perhaps in a new container or pod: the series go on, the place is new.
+    it->second.identity.cgroup = identity.cgroup;
+    it->second.identity.container = identity.container;
   }
   ++generation_;
   Target& target = it->second;
@@ -88,9 +83,35 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
   target.pids.insert(info.pid);
   target.last_alive = now;
   processes_[info.pid] = Process{target.id, info.start_time};
-  spdlog::info("tracking pid {} as {}", info.pid,
-               identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon);
+  spdlog::info("tracking pid {} as {}{}{}{}", info.pid,
+               identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon,
+               identity.fsid.empty() ? "" : " of " + identity.fsid,
+               identity.container.container.empty() ? "" : " in container " +
+                                                               identity.container.container,
+               identity.container.pod.empty()
+                   ? ""
+                   : " of pod " + identity.container.pod_namespace + "/" + identity.container.pod);
   return ok_status();
+}
+
+const TargetRegistry::Target* TargetRegistry::live_holder(const TargetIdentity& identity,
+                                                           pid_t ppid) const {
+  if (identity.kind != TargetKind::kCephOsd) {
+    return nullptr;
+  }
+  for (const auto& [key, target] : targets_) {
+    const TargetIdentity& held = target.identity;
+    if (target.pids.empty() || target.pids.contains(ppid) || held.kind != TargetKind::kCephOsd ||
+        held.ceph_daemon != identity.ceph_daemon) {
+      continue;
+    }
+    // Another cluster's osd.N is a target of its own; a claimant that names no fsid cannot
+    // tell which cluster it belongs to, so it contests every live holder of the name.
+    if (identity.fsid.empty() || held.fsid == identity.fsid) {
+      return &target;
+    }
+  }
+  return nullptr;
 }
 
 void TargetRegistry::forget_locked(pid_t pid, Clock::time_point now) {

@@ -3,13 +3,14 @@
 // expired target are known to be stale. A target whose processes all exited keeps its series
 // for the configured TTL (an OSD restarted within it continues the same series).
 //
-// Identity (docs/operations.md#identity): anything can call itself ceph-osd and say -i N. The
-// first live process to claim osd.N holds it; a process forked by the holder (ceph-osd
-// daemonising) joins it. Any other live process claiming osd.N while the holder lives, from
-// the same cluster or another, is contested: logged once, counted on
+// Identity (docs/operations.md#identity): an OSD target is (fsid, osd.N), so two clusters on
+// one host never share series. Anything can call itself ceph-osd and say -i N: the first
+// live process to claim osd.N of a cluster holds it; a process forked by the holder (ceph-osd
+// daemonising) joins it. Any other live process claiming osd.N of the same cluster, or with
+// no fsid at all, while a holder lives is contested: logged once, counted on
 // cephscope_osd_identity_conflict, never tracked (no series of its own, none merged into the
 // holder's), and it stays contested for its whole life, so it cannot inherit osd.N when the
-// holder restarts. The holder's fsid is never overwritten by a claimant.
+// holder restarts.
 #pragma once
 
 #include <sys/types.h>
@@ -88,6 +89,9 @@ class TargetRegistry {
   };
 
   void forget_locked(pid_t pid, Clock::time_point now);
+  // The live target that a claim of identity contests (nullptr: none): the same osd.N of
+  // the same cluster, not the claimant's parent.
+  [[nodiscard]] const Target* live_holder(const TargetIdentity& identity, pid_t ppid) const;
 
   mutable std::mutex mu_;
   int map_fd_;
@@ -101,8 +105,8 @@ class TargetRegistry {
   std::map<std::string, std::uint64_t> refusals_;
 };
 
-// The labels that name a target in every series: ceph_daemon for Ceph daemons, process for
-// everything else.
+// The labels that name a target in every series: ceph_daemon and fsid (when known) for Ceph
+// daemons, process for everything else.
 Labels target_labels(const TargetIdentity& identity);
 
 }  // namespace cephscope

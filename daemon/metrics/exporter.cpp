@@ -69,6 +69,7 @@ void Exporter::self_metrics(PrometheusSink& out, const std::vector<TargetView>& 
                 {{"collector", name},
                  {"probe", p.probe},
                  {"target", p.target},
+                 {"fsid", p.fsid},  // "" (left out) but for a Ceph daemon's probes
                  {"reason", std::string(to_string(p.why.reason))}},
                 p.attached ? 1 : 0);
     }
@@ -121,9 +122,12 @@ void Exporter::self_metrics(PrometheusSink& out, const std::vector<TargetView>& 
   for (const auto& t : targets) {
     for (pid_t pid : t.pids) {
       out.gauge("cephscope_target_info", "A tracked process and what is known about it.",
-                target_labels(t.identity) + Labels{{"kind", to_string(t.identity.kind)},
-                                                   {"fsid", t.identity.fsid},
-                                                   {"pid", std::to_string(pid)}},
+                target_labels(t.identity) +
+                    Labels{{"kind", to_string(t.identity.kind)},
+                           {"pid", std::to_string(pid)},
+                           {"target_container", t.identity.container.container},
+                           {"target_pod", t.identity.container.pod},
+                           {"target_namespace", t.identity.container.pod_namespace}},
                 1);
     }
   }

@@ -109,35 +109,6 @@ std::string which(const std::string& name) {
   throw std::runtime_error(name + " not found in PATH");
 }
 
-// ceph-osd processes on this host that belong to another cluster, by OSD id. cephscope names a
-// target by ceph_daemon alone (the fsid is only on cephscope_target_info), so an osd.N of
-// another cluster on the same host shares the target, its series and its fsid label.
-std::map<int, std::vector<pid_t>> foreign_osds(const ClusterInfo& cluster) {
-  std::map<int, std::vector<pid_t>> out;
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string name = entry.path().filename();
-    if (name.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    const auto argv = split_nul(read_file(entry.path() / "cmdline"));
-    if (argv.empty() || fs::path(argv[0]).filename() != "ceph-osd") {
-      continue;
-    }
-    bool ours = false;
-    std::optional<int> id;
-    for (std::size_t i = 0; i < argv.size(); ++i) {
-      ours = ours || argv[i] == cluster.conf;
-      if ((argv[i] == "-i" || argv[i] == "--id") && i + 1 < argv.size()) {
-        id = std::atoi(argv[i + 1].c_str());
-      }
-    }
-    if (!ours && id) {
-      out[*id].push_back(std::stoi(name));
-    }
-  }
-  return out;
-}
-
 // ------------------------------------------------------------------------- cluster state
 
 nlohmann::json ceph_json(const ClusterInfo& cluster, const std::vector<std::string>& args) {

@@ -30,8 +30,6 @@ std::optional<double> poll_until(const std::function<bool()>& done,
                                  std::chrono::milliseconds timeout,
                                  std::chrono::milliseconds period = std::chrono::milliseconds(50));
 
-// ceph-osd processes on this host that belong to another cluster, by OSD id.
-std::map<int, std::vector<pid_t>> foreign_osds(const ClusterInfo& cluster);
 nlohmann::json ceph_json(const ClusterInfo& cluster, const std::vector<std::string>& args);
 bool osds_up(const ClusterInfo& cluster);
 bool pgs_clean(const ClusterInfo& cluster);

@@ -126,8 +126,8 @@ bool all_probes_attached(const ClusterInfo& cluster, const Metrics& m) {
 double writes_counted(const ClusterInfo& cluster, const Metrics& m) {
   double n = 0;
   for (const auto& o : cluster.osds) {
-    n +=
-        m.sum("cephscope_osd_op_seconds_count", {{"ceph_daemon", osd_name(o.id)}, {"op", "write"}});
+    n += m.sum("cephscope_osd_op_seconds_count",
+               {{"ceph_daemon", osd_name(o.id)}, {"fsid", cluster.fsid}, {"op", "write"}});
   }
   return n;
 }

@@ -77,15 +77,17 @@ struct OsdSeries {
   double block_device_count = 0;                // cephscope_block_target_device_seconds_count
 };
 
-OsdSeries osd_series(const Metrics& m, const std::string& name) {
+// osd.N of this cluster: another cluster's osd.N on the host has series of its own (fsid).
+OsdSeries osd_series(const Metrics& m, const ClusterInfo& cluster, const std::string& name) {
+  const std::map<std::string, std::string> osd{{"ceph_daemon", name}, {"fsid", cluster.fsid}};
   OsdSeries s;
-  for (const auto& sample : m.find("cephscope_syscall_seconds_count", {{"ceph_daemon", name}})) {
+  for (const auto& sample : m.find("cephscope_syscall_seconds_count", osd)) {
     s.syscall_count[sample.labels.at("syscall")] += sample.value;
   }
-  s.block_write_bytes =
-      m.sum("cephscope_block_target_bytes_total", {{"ceph_daemon", name}, {"op", "write"}});
-  s.block_device_count =
-      m.sum("cephscope_block_target_device_seconds_count", {{"ceph_daemon", name}});
+  auto writes = osd;
+  writes.emplace("op", "write");
+  s.block_write_bytes = m.sum("cephscope_block_target_bytes_total", writes);
+  s.block_device_count = m.sum("cephscope_block_target_device_seconds_count", osd);
   return s;
 }
 
@@ -128,7 +130,7 @@ std::string daemon_config() {
 std::map<int, OsdSeries> all_osds(const ClusterInfo& cluster, const Metrics& m) {
   std::map<int, OsdSeries> out;
   for (const auto& osd : cluster.osds) {
-    out[osd.id] = osd_series(m, osd_name(osd));
+    out[osd.id] = osd_series(m, cluster, osd_name(osd));
   }
   return out;
 }
@@ -173,12 +175,6 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
     INFO(osd_name(osd) << " pid " << osd.pid);
     REQUIRE(alive(osd.pid));  // a previous run left the cluster as it found it
   }
-  const auto foreign = foreign_osds(cluster);
-  for (const auto& [id, pids] : foreign) {
-    WARN("osd." << id << " of another cluster runs on this host (pid " << pids.front()
-                << "): cephscope merges it into the same target (ceph_daemon=\"osd." << id
-                << "\"); its fsid label and counts are not this cluster's alone");
-  }
 
   const std::string dir = test_dir(cluster.dir);
   Daemon daemon(dir, daemon_config());
@@ -218,9 +214,7 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
       REQUIRE(info.size() == 1);
       CHECK(info[0].labels.at("kind") == "ceph-osd");
       CHECK(info[0].value == 1);
-      if (foreign.count(osd.id) == 0) {
-        CHECK(info[0].labels.at("fsid") == cluster.fsid);
-      }
+      CHECK(info[0].labels.at("fsid") == cluster.fsid);
       CHECK(info[0].labels.count("process") == 0);
     }
     REQUIRE(found.has_value());
@@ -307,7 +301,7 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
     const auto old_instance = osd_map_entry(cluster, victim.id);
     REQUIRE(old_instance.has_value());
     REQUIRE(old_instance->up);
-    const auto before_kill = osd_series(daemon.scrape(), name);
+    const auto before_kill = osd_series(daemon.scrape(), cluster, name);
 
     REQUIRE(kill(old_pid, SIGKILL) == 0);
     auto gone = poll_until([&] { return !alive(old_pid); }, 30s, 10ms);
@@ -354,12 +348,11 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
       auto m = daemon.scrape();
       auto info = target_info(m, "ceph_daemon", name, new_pid);
       REQUIRE(info.size() == 1);
-      if (foreign.count(victim.id) == 0) {
-        CHECK(info[0].labels.at("fsid") == cluster.fsid);
-        CHECK(m.find("cephscope_target_info", {{"ceph_daemon", name}}).size() == 1);
-      }
+      CHECK(info[0].labels.at("fsid") == cluster.fsid);
+      CHECK(m.find("cephscope_target_info", {{"ceph_daemon", name}, {"fsid", cluster.fsid}})
+                .size() == 1);
       // counters continue: the restarted OSD adds to its target's series
-      const auto after_restart = osd_series(m, name);
+      const auto after_restart = osd_series(m, cluster, name);
       for (const auto& [sc, n] : before_kill.syscall_count) {
         INFO(name << " syscall " << sc << ": before the kill " << n << ", after the restart "
                   << count_of(after_restart, sc));

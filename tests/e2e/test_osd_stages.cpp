@@ -76,76 +76,21 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
-// Admin sockets of every ceph-osd with this id on the host, from the layout cluster.sh writes
-// (CONF_DIR/run/osd.N.asok); ours first.
-std::map<int, std::vector<std::string>> host_osd_sockets(const ClusterInfo& cluster) {
-  std::map<int, std::vector<std::string>> out;
+// Admin sockets of the cluster's OSDs. Another cluster's osd.N on the host is a target of its
+// own (its fsid tells the series apart), so only ours count.
+std::map<int, std::string> host_osd_sockets(const ClusterInfo& cluster) {
+  std::map<int, std::string> out;
   for (const auto& o : cluster.osds) {
-    out[o.id].push_back(o.asok);
-  }
-  for (const auto& entry : fs::directory_iterator("/proc")) {
-    const std::string pid = entry.path().filename();
-    if (pid.find_first_not_of("0123456789") != std::string::npos) {
-      continue;
-    }
-    std::vector<std::string> argv;
-    std::stringstream cmd(slurp(entry.path() / "cmdline"));
-    for (std::string a; std::getline(cmd, a, '\0');) {
-      argv.push_back(a);
-    }
-    if (argv.empty() || fs::path(argv[0]).filename() != "ceph-osd") {
-      continue;
-    }
-    std::string conf;
-    std::optional<int> id;
-    for (std::size_t i = 0; i + 1 < argv.size(); ++i) {
-      if (argv[i] == "-c") {
-        conf = argv[i + 1];
-      } else if (argv[i] == "-i") {
-        id = std::atoi(argv[i + 1].c_str());
-      }
-    }
-    if (!id || conf.empty() || conf == cluster.conf) {
-      continue;
-    }
-    const std::string asok =
-        (fs::path(conf).parent_path() / "run" / (osd_name(*id) + ".asok")).string();
-    if (fs::exists(asok)) {
-      std::printf("note: %s of another cluster (pid %s) shares the target; adding %s\n",
-                  osd_name(*id).c_str(), pid.c_str(), asok.c_str());
-      out[*id].push_back(asok);
-    } else {
-      WARN(osd_name(*id) << " of another cluster (pid " << pid
-                         << ") shares the target and its counters are not readable");
-    }
+    out[o.id] = o.asok;
   }
   return out;
 }
 
-OsdCounters add(const OsdCounters& a, const OsdCounters& b) {
-  OsdSnapshot s{{0, a}, {1, b}};
-  return sum(s);
-}
-
-// Per OSD id: the counters of every ceph-osd with that id on the host (ours first).
-OsdSnapshot snapshot_host(const std::map<int, std::vector<std::string>>& sockets,
-                          bool foreign_only = false) {
+// Per OSD id: the perf counters of the cluster's ceph-osd with that id.
+OsdSnapshot snapshot_host(const std::map<int, std::string>& sockets) {
   OsdSnapshot out;
-  for (const auto& [id, socks] : sockets) {
-    OsdCounters total;
-    for (std::size_t i = foreign_only ? 1 : 0; i < socks.size(); ++i) {
-      try {
-        total =
-            add(total,
-                parse_osd_perf_dump(admin_socket_command(socks[i], R"({"prefix":"perf dump"})")));
-      } catch (const std::exception& e) {
-        if (i == 0) {
-          throw;  // ours must answer; another cluster may be going away
-        }
-        WARN("another cluster's OSD did not answer: " << e.what());
-      }
-    }
-    out[id] = total;
+  for (const auto& [id, sock] : sockets) {
+    out[id] = parse_osd_perf_dump(admin_socket_command(sock, R"({"prefix":"perf dump"})"));
   }
   return out;
 }
@@ -175,24 +120,30 @@ struct OsdView {
   std::map<std::string, double> slow;  // stage -> count (writes)
 };
 
-OsdView view(const Metrics& m, int id) {
+// The labels of one OSD's series: osd.N of this cluster (another cluster's osd.N has its own).
+std::map<std::string, std::string> osd_labels(const ClusterInfo& c, int id,
+                                              std::map<std::string, std::string> more = {}) {
+  more.emplace("ceph_daemon", osd_name(id));
+  more.emplace("fsid", c.fsid);
+  return more;
+}
+
+OsdView view(const Metrics& m, const ClusterInfo& c, int id) {
   OsdView v;
-  const std::string d = osd_name(id);
   for (const char* op : {"read", "write", "other"}) {
-    v.op[op] = hist(m, "cephscope_osd_op_seconds", {{"ceph_daemon", d}, {"op", op}});
+    v.op[op] = hist(m, "cephscope_osd_op_seconds", osd_labels(c, id, {{"op", op}}));
     for (const auto& st : kWriteStages) {
       v.stage[op][st] = hist(m, "cephscope_osd_op_stage_seconds",
-                             {{"ceph_daemon", d}, {"op", op}, {"stage", st}});
+                             osd_labels(c, id, {{"op", op}, {"stage", st}}));
     }
   }
-  v.subop = hist(m, "cephscope_osd_subop_seconds", {{"ceph_daemon", d}});
+  v.subop = hist(m, "cephscope_osd_subop_seconds", osd_labels(c, id));
   for (const auto& st : kSubopStages) {
-    v.subop_stage[st] =
-        hist(m, "cephscope_osd_subop_stage_seconds", {{"ceph_daemon", d}, {"stage", st}});
+    v.subop_stage[st] = hist(m, "cephscope_osd_subop_stage_seconds", osd_labels(c, id, {{"stage", st}}));
   }
   for (const auto& st : kWriteStages) {
     v.slow[st] =
-        m.sum("cephscope_osd_slow_ops_total", {{"ceph_daemon", d}, {"op", "write"}, {"stage", st}});
+        m.sum("cephscope_osd_slow_ops_total", osd_labels(c, id, {{"op", "write"}, {"stage", st}}));
   }
   return v;
 }
@@ -200,7 +151,7 @@ OsdView view(const Metrics& m, int id) {
 std::map<int, OsdView> views(const ClusterInfo& c, const Metrics& m) {
   std::map<int, OsdView> out;
   for (const auto& o : c.osds) {
-    out[o.id] = view(m, o.id);
+    out[o.id] = view(m, c, o.id);
   }
   return out;
 }
@@ -301,7 +252,7 @@ void check_stages_available(const ClusterInfo& cluster, const Metrics& m) {
     for (const auto& st : kWriteStages) {
       INFO(osd_name(o.id) << " stage " << st);
       CHECK(m.sum("cephscope_osd_stage_available",
-                  {{"ceph_daemon", osd_name(o.id)}, {"stage", st}, {"reason", "ok"}}) == 1);
+                  osd_labels(cluster, o.id, {{"stage", st}, {"reason", "ok"}})) == 1);
     }
   }
 }
@@ -379,24 +330,18 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
 
   // ------------------------------------------------------------------ 1. writes and subops
   auto perf0 = snapshot_host(sockets);
-  const auto foreign0 = snapshot_host(sockets, true);
   auto v0 = views(cluster, daemon.scrape());
   const auto w = bench(cluster, BenchMode::kWrite, 8);
   settle();
   auto perf1 = snapshot_host(sockets);
-  const auto foreign1 = snapshot_host(sockets, true);
   auto v1 = views(cluster, daemon.scrape());
   const auto dw = delta(perf0, perf1);
   std::printf("4 KiB writes:\n");
   const double writes = check_ops(cluster, "write", v0, v1, dw);
-  // another cluster's osd.N writes into the same series: take its own op_w out of the sum
-  const double foreign = static_cast<double>(sum(delta(foreign0, foreign1)).op_w);
-  std::printf(
-      "  sum of write ops %.0f (%.0f of them another cluster's), rados bench %llu + %llu "
-      "metadata\n",
-      writes, foreign, static_cast<unsigned long long>(w.total_ops),
-      static_cast<unsigned long long>(kBenchMetadataOps));
-  CHECK(within(writes - foreign, static_cast<double>(w.total_ops + kBenchMetadataOps), 0.005));
+  std::printf("  sum of write ops %.0f, rados bench %llu + %llu metadata\n", writes,
+              static_cast<unsigned long long>(w.total_ops),
+              static_cast<unsigned long long>(kBenchMetadataOps));
+  CHECK(within(writes, static_cast<double>(w.total_ops + kBenchMetadataOps), 0.005));
   for (const auto& o : cluster.osds) {
     const Hist h = v1.at(o.id).subop - v0.at(o.id).subop;
     const auto& c = dw.at(o.id);

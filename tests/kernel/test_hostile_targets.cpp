@@ -155,21 +155,29 @@ TEST_CASE("a second process claiming a live osd.N is reported and never merged",
   auto first = std::make_unique<Subprocess>(
       std::vector<std::string>{copy_fake_osd(dir + "/claim-a"), "-i", "81", "--fsid", kInsideFsid});
   REQUIRE(eventually([&] { return tracked_fsid(daemon, 81, first->pid()) == kInsideFsid; }));
-  auto second = std::make_unique<Subprocess>(
-      std::vector<std::string>{copy_fake_osd(dir + "/claim-b"), "-i", "81", "--fsid", kHostFsid});
+  auto second = std::make_unique<Subprocess>(std::vector<std::string>{
+      copy_fake_osd(dir + "/claim-b"), "-i", "81", "--fsid", kInsideFsid});
   REQUIRE(eventually([&] {
     return daemon.scrape().sum("cephscope_osd_identity_conflict", {{"ceph_daemon", "osd.81"}}) == 1;
   }));
   CHECK(log_has(daemon,
                 "identity conflict: pid " + std::to_string(second->pid()) + " (" + dir +
-                    "/claim-b/ceph-osd, fsid " + kHostFsid + ") claims osd.81, held by pid " +
-                    std::to_string(first->pid()) + " (fsid " + kInsideFsid + "), another cluster",
+                    "/claim-b/ceph-osd, fsid " + kInsideFsid + ") claims osd.81, held by pid " +
+                    std::to_string(first->pid()) + " (fsid " + kInsideFsid + ")",
                 std::chrono::seconds(2)));
   const auto m = daemon.scrape();
   const auto infos = m.find("cephscope_target_info", {{"ceph_daemon", "osd.81"}});
   REQUIRE(infos.size() == 1);  // one series, the first claimant's, its fsid kept
   CHECK(infos[0].labels.at("pid") == std::to_string(first->pid()));
   CHECK(infos[0].labels.at("fsid") == kInsideFsid);
+
+  // Another cluster's osd.81 is a target of its own: series apart, no conflict.
+  auto other = std::make_unique<Subprocess>(
+      std::vector<std::string>{copy_fake_osd(dir + "/claim-c"), "-i", "81", "--fsid", kHostFsid});
+  REQUIRE(eventually([&] { return tracked_fsid(daemon, 81, other->pid()) == kHostFsid; }));
+  CHECK(daemon.scrape().sum("cephscope_osd_identity_conflict", {{"ceph_daemon", "osd.81"}}) == 1);
+  CHECK(daemon.scrape().find("cephscope_target_info", {{"ceph_daemon", "osd.81"}}).size() == 2);
+  other.reset();
 
   // The claimant gone, the conflict is over (the next scan sees it).
   second.reset();

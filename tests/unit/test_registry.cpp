@@ -127,7 +127,7 @@ TEST_CASE("a second live claimant of osd.N is reported, never tracked or merged"
   CHECK(reg.conflicts().empty());
 
   auto fake = osd(3);
-  fake.fsid = "00000000-0000-4000-8000-000000000000";
+  fake.fsid = real.fsid;  // the same cluster's osd.3
   const auto gen = reg.generation();
   REQUIRE(reg.track(process(200, 5), fake, t0).ok());
   CHECK_FALSE(reg.is_tracked(200, 5));
@@ -138,7 +138,7 @@ TEST_CASE("a second live claimant of osd.N is reported, never tracked or merged"
   CHECK(reg.snapshot().at(0).pids == std::vector<pid_t>{100});
   CHECK(reg.snapshot().at(0).identity.fsid == real.fsid);  // never overwritten
 
-  // One with no fsid, or the same one, conflicts just as well.
+  // One that names no cluster conflicts just as well.
   REQUIRE(reg.track(process(201, 6), osd(3), t0).ok());
   CHECK(reg.conflicts().at("osd.3") == 2);
   reg.forget(201, t0);
@@ -169,6 +169,41 @@ TEST_CASE("a second live claimant of osd.N is reported, never tracked or merged"
     reg.forget(100, t0 + 1s);
     REQUIRE(reg.track(process(200, 7), real, t0 + 2s).ok());
     CHECK(reg.is_tracked(200, 7));
+  }
+}
+
+TEST_CASE("two clusters' osd.N are two targets with their own labels", "[registry]") {
+  TargetRegistry reg(-1, 10s, 100);
+  const auto t0 = Clock::now();
+  auto first = osd(0);
+  first.fsid = "8a3e4f6c-1b2d-4c5e-9f70-1a2b3c4d5e6f";
+  auto second = osd(0);
+  second.fsid = "5b1c0d2e-3f4a-4b5c-8d6e-7f8091a2b3c4";
+  REQUIRE(reg.track(process(100, 1), first, t0).ok());
+  REQUIRE(reg.track(process(200, 2), second, t0).ok());
+  CHECK(reg.is_tracked(100, 1));
+  CHECK(reg.is_tracked(200, 2));
+  CHECK(reg.conflicts().empty());
+  const auto targets = reg.snapshot();
+  REQUIRE(targets.size() == 2);
+  CHECK(targets[0].id != targets[1].id);
+  const auto labels = reg.labels();
+  CHECK(labels.at(targets[0].id) != labels.at(targets[1].id));
+  CHECK(target_labels(first) == Labels{{"ceph_daemon", "osd.0"}, {"fsid", first.fsid}});
+  CHECK(target_labels(osd(0)) == Labels{{"ceph_daemon", "osd.0"}});
+
+  // Each cluster's restarted osd.0 continues its own series.
+  std::map<std::string, std::uint32_t> id_of;
+  for (const auto& t : targets) {
+    id_of[t.identity.fsid] = t.id;
+  }
+  reg.forget(100, t0 + 1s);
+  REQUIRE(reg.track(process(300, 3), first, t0 + 2s).ok());
+  const auto again = reg.snapshot();
+  REQUIRE(again.size() == 2);
+  for (const auto& t : again) {
+    CHECK(t.pids == std::vector<pid_t>{t.identity.fsid == first.fsid ? 300 : 200});
+    CHECK(t.id == id_of.at(t.identity.fsid));
   }
 }
 
