@@ -252,7 +252,19 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
     return;
   }
   const auto& prof = loaded->profile;
-  const osd::BuildPlan plan = osd::plan_for(prof, module.host_path, who, store_stages_);
+  // A profile from the container's own files steers a probe only where this binary agrees.
+  std::optional<profile::OffsetVerifier> verifier;
+  if (loaded->from_target_files) {
+    auto opened = profile::OffsetVerifier::open(module.host_path);
+    if (!opened.ok()) {
+      fail_all({Reason::kOffsetUnverified,
+                "profile from the container's files not checked: " + opened.error().message});
+      return;
+    }
+    verifier = std::move(opened).value();
+  }
+  const osd::BuildPlan plan = osd::plan_for(prof, module.host_path, who, store_stages_,
+                                            verifier ? &*verifier : nullptr);
   if (!plan.missing_members.empty()) {
     spdlog::warn("osd: {} build {}: members not resolved ({}): {}", who, prof.build_id, prof.source,
                  plan.missing_members);

@@ -249,7 +249,7 @@ std::string debug_package(const std::string& object) {
 }  // namespace
 
 BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
-                   bool store_stages) {
+                   bool store_stages, const profile::OffsetVerifier* verifier) {
   BuildPlan plan;
   plan.layout = layout_of(prof, plan.missing_members);
   if (prof.source == "symtab" && !plan.missing_members.empty()) {
@@ -301,6 +301,13 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
     }
     Result<std::uint64_t> offset =
         u.callee != nullptr ? io_done_call(prof, u, binary) : entry(u.function);
+    if (offset.ok() && verifier != nullptr) {
+      auto holder = out_of_line(prof, u.function);
+      const Status checked = holder.ok() ? verifier->check(**holder, *offset) : holder.error();
+      if (!checked.ok()) {
+        offset = checked.error();
+      }
+    }
     if (!offset.ok() && u.callee != nullptr) {
       plan.io_done = {reason_of(offset.error(), Reason::kSymbolNotFound),
                       "io_done call site not found (" + offset.error().message +

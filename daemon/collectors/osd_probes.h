@@ -13,6 +13,7 @@
 #include "collectors/status.h"
 #include "profile/probe_set.h"
 #include "profile/profile.h"
+#include "profile/verify.h"
 
 namespace cephscope::osd {
 
@@ -126,8 +127,10 @@ struct BuildPlan {
 // Plans the probes of one build. BINARY is the file the profile describes (read for the
 // io_done call site); WHO names the target in statuses; without STORE_STAGES the BlueStore
 // probes are left out (collectors.osd.bluestore_stages: false).
+// With VERIFIER (a profile from a container's files), every probe offset is also checked
+// against the binary (profile/verify.h): one it denies is unavailable, offset_unverified.
 BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
-                   bool store_stages = true);
+                   bool store_stages = true, const profile::OffsetVerifier* verifier = nullptr);
 
 // Per stage, why it does not work with these members and attached programs (ok when it does).
 std::array<Cause, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,

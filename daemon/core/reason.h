@@ -30,10 +30,11 @@ enum class Reason {
   kMembersMissing,        // struct members the program reads are not in this build's debuginfo
   kProbeNotAttached,      // a stage needs a probe that is not attached
   kNoDebuginfo,           // members needed, and no debuginfo or profile for this build
+  kOffsetUnverified,      // a profile from a container's files names an offset its binary denies
   kInternal,              // a daemon-side failure (a BPF map update)
 };
 
-inline constexpr std::array<std::string_view, 15> kReasonWords = {
+inline constexpr std::array<std::string_view, 16> kReasonWords = {
     "ok",
     "disabled",
     "kernel_feature_missing",
@@ -48,6 +49,7 @@ inline constexpr std::array<std::string_view, 15> kReasonWords = {
     "members_missing",
     "probe_not_attached",
     "no_debuginfo",
+    "offset_unverified",
     "internal_error",
 };
 

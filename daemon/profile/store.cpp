@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
 #include "core/reason.h"
 #include "profile/elf_file.h"
@@ -59,9 +60,11 @@ std::string_view to_string(Origin o) {
 
 ProfileStore::ProfileStore(StoreOptions options) : options_(std::move(options)) {}
 
-std::string ProfileStore::cache_path(const std::string& build_id,
-                                     const std::string& probe_set) const {
-  return (fs::path(options_.cache_dir) / (build_id + "." + probe_set + ".json")).string();
+std::string ProfileStore::cache_path(const std::string& build_id, const std::string& probe_set,
+                                     bool from_target_files) const {
+  const fs::path dir = from_target_files ? fs::path(options_.cache_dir) / "containers"
+                                         : fs::path(options_.cache_dir);
+  return (dir / (build_id + "." + probe_set + ".json")).string();
 }
 
 void ProfileStore::load_shipped() {
@@ -78,7 +81,7 @@ void ProfileStore::load_shipped() {
         rejected_.push_back({f, p.error()});
         continue;
       }
-      Key key{p->build_id, p->probe_set};
+      ShippedKey key{p->build_id, p->probe_set};
       shipped_.insert_or_assign(key, std::make_pair(std::move(p).value(), f));
     }
   }
@@ -106,34 +109,61 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id, const st
                                            const std::string& target_root, const ProbeSet& set,
                                            const std::stop_token& stop) {
   const auto t0 = std::chrono::steady_clock::now();
-  const Key key{build_id, set.name};
-  if (auto m = memory_.find(key); m != memory_.end() && fits(m->second.profile, set)) {
+  auto remember = [&](LoadedProfile lp) {
+    lp.seconds = since(t0);
+    memory_.insert_or_assign(Key{build_id, set.name, lp.from_target_files}, lp);
+    return lp;
+  };
+  auto from_memory = [&](bool from_target_files) -> std::optional<LoadedProfile> {
+    auto m = memory_.find(Key{build_id, set.name, from_target_files});
+    if (m == memory_.end() || !fits(m->second.profile, set)) {
+      return std::nullopt;
+    }
     LoadedProfile out = m->second;
     out.origin = Origin::kMemory;
     out.seconds = since(t0);
     return out;
-  }
-  auto remember = [&](LoadedProfile lp) {
-    lp.seconds = since(t0);
-    memory_.insert_or_assign(key, lp);
-    return lp;
   };
   // A symbol-table-only profile is resolved again, once per daemon run, in case DWARF can be
   // found now (a -dbg package installed since); the resolver gives the same one if not.
   auto usable = [&](const Profile& p) {
     return fits(p, set) && (p.source != "symtab" || !options_.resolve);
   };
-
-  const std::string cached = cache_path(build_id, set.name);
-  if (auto p = load_profile(cached, build_id); p.ok()) {
-    if (usable(*p)) {
-      return remember(LoadedProfile{std::move(p).value(), Origin::kCache, cached, "", 0, 0});
+  auto from_cache = [&](bool from_target_files) -> std::optional<LoadedProfile> {
+    const std::string cached = cache_path(build_id, set.name, from_target_files);
+    auto p = load_profile(cached, build_id);
+    if (!p.ok()) {
+      if (p.error().kind != ErrorKind::kNotFound) {
+        spdlog::warn("cached profile ignored: {}", p.error().message);
+      }
+      return std::nullopt;
     }
-  } else if (p.error().kind != ErrorKind::kNotFound) {
-    spdlog::warn("cached profile ignored: {}", p.error().message);
+    if (!usable(*p)) {
+      return std::nullopt;
+    }
+    return remember(LoadedProfile{std::move(p).value(), Origin::kCache, cached, "", 0, 0,
+                                  from_target_files});
+  };
+
+  // The host's word first: memory, cache, shipped.
+  if (auto m = from_memory(false)) {
+    return *m;
   }
-  if (auto s = shipped_.find(key); s != shipped_.end() && usable(s->second.first)) {
+  if (auto c = from_cache(false)) {
+    return *c;
+  }
+  if (auto s = shipped_.find({build_id, set.name}); s != shipped_.end() && usable(s->second.first)) {
     return remember(LoadedProfile{s->second.first, Origin::kShipped, s->second.second, "", 0, 0});
+  }
+  // Then, for a module in a container only, what its files said before.
+  const bool in_container = !target_root.empty();
+  if (in_container) {
+    if (auto m = from_memory(true)) {
+      return *m;
+    }
+    if (auto c = from_cache(true)) {
+      return *c;
+    }
   }
   if (!options_.resolve) {
     return make_error(ErrorKind::kNotFound,
@@ -151,6 +181,9 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id, const st
     return make_error(ErrorKind::kInvalidInput, "the resolver answered for another probe set");
   }
   if (options_.write_cache) {
+    const std::string cached = cache_path(build_id, set.name, fresh->from_target_files);
+    std::error_code ec;
+    fs::create_directories(fs::path(cached).parent_path(), ec);
     if (auto st = save_profile(cached, fresh->profile); !st.ok()) {
       spdlog::warn("profile not cached: {}", st.error().message);
     }
@@ -177,12 +210,19 @@ Result<LoadedProfile> ProfileStore::resolve(const std::string& binary,
   spdlog::info("profile of {}{} resolved in {:.1f} s (resolver peak RSS {} MiB)", target_root,
                binary, out->seconds, out->peak_rss_kib / 1024);
   const std::string debug_file = out->profile.debug_file;
+  // Only debug files from the host's own directories or debuginfod are the host's word; the
+  // binary's own DWARF or symbols, a debuglink or build-id file in its root are the target's.
+  // (the resolver's words for them: resolver/debuginfo.cpp)
+  const std::string& source = out->debug_source;
+  const bool host_debug =
+      source == "build-id (host)" || source == "debuginfod" || source == "explicit";
   return LoadedProfile{std::move(out->profile),
                        Origin::kResolved,
                        debug_file.empty() ? target_root + binary : debug_file,
                        out->debug_source,
                        out->seconds,
-                       out->peak_rss_kib};
+                       out->peak_rss_kib,
+                       !target_root.empty() && !host_debug};
 }
 
 }  // namespace cephscope::profile

@@ -3,6 +3,12 @@
 // (DWARF if it can be found, else the symbol table), which is then cached. Profiles are keyed
 // by build-id and probe set, and used only when made for the set's digest, so several Ceph
 // builds on one host each get their own and a changed probe table never uses a stale one.
+//
+// A profile made from files inside a target's container (its debug files, or its binary's
+// own DWARF or symbols) is the container's word: it is kept apart (in memory, and in the
+// cache's containers/ directory), is used only for modules in a container and only after
+// every host, cached and shipped source failed, and says so (from_target_files), so that its
+// offsets are checked against each binary it is applied to (profile/verify.h).
 // Not thread-safe: one store per thread, or a lock around it.
 #pragma once
 
@@ -10,6 +16,7 @@
 #include <map>
 #include <stop_token>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -43,6 +50,7 @@ struct LoadedProfile {
   std::string debug_source;  // kResolved from DWARF: "embedded", "debuglink", ...
   double seconds = 0;
   std::uint64_t resolver_peak_rss_kib = 0;  // kResolved: the resolver process's peak
+  bool from_target_files = false;  // made from a container's files: verify before probing
 };
 
 struct RejectedProfile {
@@ -67,11 +75,13 @@ class ProfileStore {
   Result<LoadedProfile> for_binary(const std::string& path, const ProbeSet& set,
                                    const std::stop_token& stop = {});
 
-  [[nodiscard]] std::string cache_path(const std::string& build_id,
-                                       const std::string& probe_set) const;
+  [[nodiscard]] std::string cache_path(const std::string& build_id, const std::string& probe_set,
+                                       bool from_target_files = false) const;
 
  private:
-  using Key = std::pair<std::string, std::string>;  // build-id, probe-set name
+  // build-id, probe-set name, made from a container's files
+  using Key = std::tuple<std::string, std::string, bool>;
+  using ShippedKey = std::pair<std::string, std::string>;
 
   // BINARY is the path inside TARGET_ROOT ("" for the host).
   Result<LoadedProfile> lookup(const std::string& build_id, const std::string& binary,
@@ -81,7 +91,7 @@ class ProfileStore {
                                 const ProbeSet& set, const std::stop_token& stop);
 
   StoreOptions options_;
-  std::map<Key, std::pair<Profile, std::string>> shipped_;  // profile, file
+  std::map<ShippedKey, std::pair<Profile, std::string>> shipped_;  // profile, file
   std::map<Key, LoadedProfile> memory_;
   std::vector<RejectedProfile> rejected_;
 };

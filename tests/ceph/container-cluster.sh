@@ -9,6 +9,9 @@
 #                                           DIR and /var/{lib,run,log}/ceph/FSID
 #   container-cluster.sh env  RELEASE DIR   (re)write DIR/env from the running containers and
 #                                           print it
+#   container-cluster.sh restart-osd RELEASE DIR N
+#                                           restart osd.N as cephadm's unit does: podman stop
+#                                           (--rm removes the container), podman run again
 #
 # RELEASE: reef (18.2, Debian trixie) or tentacle (20.2, Debian sid); the image
 # localhost/cephscope-ceph:RELEASE comes from image.sh (run when `image.sh --check` fails);
@@ -57,7 +60,7 @@ die() {
     fi
     exit 1
 }
-usage() { sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 # ------------------------------------------------------------------ ports (as cluster.sh)
 # Same scheme and same lock file as tests/ceph/cluster.sh: a window of 100 ports aligned on 100,
@@ -558,6 +561,21 @@ cmd_env() {
     cat "$DIR/env"
 }
 
+cmd_restart_osd() {
+    load_state
+    local n=$OSD_ID ctr
+    ctr=$(osd_ctr "$n")
+    [ -d "$DATA_DIR/osd.$n" ] || die "no osd.$n in $DATA_DIR"
+    podman stop -t 10 "$ctr" >/dev/null 2>>"$DIR/podman.err" || true
+    # --rm removes it once stopped; a name still taken would make the run below fail
+    wait_for 30 "container $ctr removed" bash -c "! podman container exists $ctr" \
+        || die "$ctr was not removed after stopping"
+    start_ctr "$ctr" /usr/bin/ceph-osd "$DATA_DIR/osd.$n:/var/lib/ceph/osd/ceph-$n" "osd.$n" \
+        || die "podman run failed for osd.$n: $(tail -n 3 "$DIR/podman.err")"
+    write_env
+    log "osd.$n restarted in $(elapsed "$T0") s"
+}
+
 cmd_down() {
     if [ ! -d "$DIR" ]; then log "$DIR does not exist: nothing to do"; return 0; fi
     [ -f "$DIR/$MARKER" ] || die "$DIR has no $MARKER file: not a container-cluster.sh directory, refusing"
@@ -575,6 +593,12 @@ cmd_down() {
 }
 
 # ------------------------------------------------------------------ main
+OSD_ID=
+if [ "${1:-}" = restart-osd ] && [ $# -eq 4 ]; then
+    [[ "$4" =~ ^[0-9]+$ ]] || usage
+    OSD_ID=$4
+    set -- "$1" "$2" "$3"
+fi
 [ $# -eq 3 ] || usage
 SUB=$1
 RELEASE=$2
@@ -591,5 +615,6 @@ case "$SUB" in
     up)   cmd_up ;;
     down) cmd_down ;;
     env)  cmd_env ;;
+    restart-osd) [ -n "$OSD_ID" ] || usage; cmd_restart_osd ;;
     *)    usage ;;
 esac

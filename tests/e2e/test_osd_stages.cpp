@@ -621,7 +621,14 @@ TEST_CASE("a containerised OSD that restarts has its probes live again within 2 
   for (int round = 0; round < 3; ++round) {
     const pid_t old_pid = container_osd_pid(osd.container);
     REQUIRE(old_pid > 0);
-    REQUIRE(run_command({"podman", "restart", "-t", "5", osd.container}, 120s).ok());
+    // As cephadm's unit restarts it: stopped (and removed, --rm), then run again.
+    const auto restarted = run_command({std::string(CEPHSCOPE_SOURCE_DIR) +
+                                            "/tests/ceph/container-cluster.sh",
+                                        "restart-osd", cluster.release, cluster.dir,
+                                        std::to_string(osd.id)},
+                                       120s);
+    INFO(restarted.out << restarted.err);
+    REQUIRE(restarted.ok());
     pid_t pid = 0;
     auto seen = std::chrono::steady_clock::now();
     while (std::chrono::steady_clock::now() - seen < 60s) {
