@@ -262,6 +262,10 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
       return;
     }
     verifier = std::move(opened).value();
+    spdlog::info(
+        "osd: {} (pid {}): profile made from the container's files: its offsets are checked "
+        "against {} ({} symbol and {} .eh_frame function starts)",
+        who, pid, module.host_path, verifier->symbol_starts(), verifier->fde_starts());
   }
   const osd::BuildPlan plan = osd::plan_for(prof, module.host_path, who, store_stages_,
                                             verifier ? &*verifier : nullptr);

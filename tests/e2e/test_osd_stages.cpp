@@ -268,6 +268,7 @@ bool wait_for_probes(const ClusterInfo& cluster, Daemon& daemon) {
       for (const auto& p : kProbes) {
         attached = attached && m.sum("cephscope_probe_attached", {{"collector", "osd"},
                                                                   {"target", osd_name(o.id)},
+                                                                  {"fsid", cluster.fsid},
                                                                   {"probe", p},
                                                                   {"reason", "ok"}}) >= 1;
       }
@@ -573,6 +574,96 @@ TEST_CASE("an OSD of a shipped build gets every stage with no debug file and no 
   check_stages_available(cluster, daemon.scrape());
   CHECK(daemon.log_has("(shipped)", 5s));
   CHECK_FALSE(daemon.log_has("resolver failed", 1s));
+}
+
+TEST_CASE("a profile from a container's debug files steers a probe only where the binary agrees",
+          "[e2e][ceph][osd][verify][container]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE_FALSE(cluster.osds.front().container.empty());  // a container cluster's test
+  const std::string dir = test_dir(cluster.dir);
+  const std::string cache = dir + "/cache";
+  auto config = [&](const std::string& shipped, const std::string& resolver) {
+    return daemon_config() + "profiles:\n  cache_dir: " + cache + "\n  shipped_dirs: [" + shipped +
+           "]\n" + (resolver.empty() ? "" : "  resolver: " + resolver + "\n");
+  };
+
+  // 1. No shipped profile, an empty cache: resolved from the -dbg package inside the
+  // container, checked against each OSD's binary, cached apart.
+  std::string container_profile;
+  {
+    Daemon daemon(dir, config("", ""));
+    DaemonLogOnFailure print_log{daemon};
+    REQUIRE(daemon.wait_ready(60s));
+    REQUIRE(wait_for_probes(cluster, daemon));
+    check_stages_available(cluster, daemon.scrape());
+    CHECK(daemon.log_has("profile made from the container's files: its offsets are checked", 5s));
+    for (const auto& e : fs::directory_iterator(cache + "/containers")) {
+      if (e.path().string().ends_with(".osd-stages.json")) {
+        container_profile = e.path().string();
+      }
+    }
+    REQUIRE_FALSE(container_profile.empty());
+    for (const auto& e : fs::directory_iterator(cache)) {
+      INFO(e.path());
+      CHECK_FALSE(e.path().string().ends_with(".json"));  // nothing in the host's cache
+    }
+    REQUIRE(daemon.stop() == std::optional<int>(0));
+  }
+
+  // 2. The cached container profile says _txc_committed_kv starts one byte later: that probe
+  // is refused, every other probe and stage still works.
+  auto doc = nlohmann::json::parse(slurp(container_profile));
+  bool moved = false;
+  for (auto& f : doc["functions"]) {
+    if (f["name"] == "BlueStore::_txc_committed_kv") {
+      for (auto& i : f["instances"]) {
+        i["vaddr"] = i["vaddr"].get<std::uint64_t>() + 1;
+        i["file_offset"] = i["file_offset"].get<std::uint64_t>() + 1;
+        moved = true;
+      }
+    }
+  }
+  REQUIRE(moved);
+  std::ofstream(container_profile) << doc.dump();
+  {
+    Daemon daemon(dir, config("", "/nonexistent/cephscope-resolver"));
+    DaemonLogOnFailure print_log{daemon};
+    REQUIRE(daemon.wait_ready(60s));
+    const auto& o = cluster.osds.front();
+    const std::map<std::string, std::string> refused{{"collector", "osd"},
+                                                     {"target", osd_name(o.id)},
+                                                     {"fsid", cluster.fsid},
+                                                     {"probe", "BlueStore::_txc_committed_kv"},
+                                                     {"reason", "offset_unverified"}};
+    REQUIRE(poll_until([&] { return daemon.scrape().find("cephscope_probe_attached", refused).size() == 1; },
+                       60s));
+    CHECK(daemon.log_has("no function starts at", 5s));
+    const auto m = daemon.scrape();
+    CHECK(m.sum("cephscope_osd_stage_available",
+                osd_labels(cluster, o.id, {{"stage", "bluestore_kv_commit"}})) == 0);
+    for (const char* st : {"queue", "execute", "replication", "commit"}) {
+      INFO(st);
+      CHECK(m.sum("cephscope_osd_stage_available",
+                  osd_labels(cluster, o.id, {{"stage", st}, {"reason", "ok"}})) == 1);
+    }
+    std::printf("tampered container profile: _txc_committed_kv refused (offset_unverified), "
+                "other stages ok\n");
+    REQUIRE(daemon.stop() == std::optional<int>(0));
+  }
+
+  // 3. A shipped profile of the build is the host's word: the container's never shadows it.
+  {
+    Daemon daemon(dir, config(std::string(CEPHSCOPE_SOURCE_DIR) + "/config/profiles",
+                              "/nonexistent/cephscope-resolver"));
+    DaemonLogOnFailure print_log{daemon};
+    REQUIRE(daemon.wait_ready(60s));
+    REQUIRE(wait_for_probes(cluster, daemon));
+    check_stages_available(cluster, daemon.scrape());
+    CHECK(daemon.log_has("(shipped)", 5s));
+    CHECK_FALSE(daemon.log_has("profile made from the container's files", 1s));
+  }
 }
 
 namespace {

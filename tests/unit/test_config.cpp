@@ -43,6 +43,7 @@ discovery:
   matchers:
     - {name: fio, comm: "^fio$"}
     - {exe: "/usr/bin/.*"}
+  containers: {kubelet_pod_logs: /host/var/log/pods}
 collectors:
   vfs: {enabled: false, hook: kprobe}
   block: {hook: tracepoint}
@@ -54,6 +55,8 @@ limits: {max_series: 10}
   CHECK(r->listen == "127.0.0.1:9999");
   CHECK(r->discovery.scan_interval == std::chrono::milliseconds(250));
   CHECK(r->discovery.series_ttl == std::chrono::hours(2));
+  CHECK(r->discovery.containers.kubelet_pod_logs == "/host/var/log/pods");
+  CHECK(r->discovery.containers.podman == "/var/lib/containers/storage");  // the default
   REQUIRE(r->discovery.matchers.size() == 2);
   CHECK(r->discovery.matchers[0].name == "fio");
   CHECK(std::regex_search("fio", *r->discovery.matchers[0].comm));
@@ -68,6 +71,9 @@ limits: {max_series: 10}
 }
 
 TEST_CASE("each config error names the key and its line", "[config]") {
+  CHECK(rejected("discovery:\n  containers:\n    docker_root: var/lib/docker\n") ==
+        "test.yaml:3: discovery.containers.docker_root: expected an absolute path, got "
+        "'var/lib/docker'");
   CHECK(rejected("listen: 1\nlisten_port: 9\n") == "test.yaml:2: listen_port: unknown key");
   CHECK(rejected("discovery:\n  scan_interval: 10s\n  scan_intervall: 5s\n") ==
         "test.yaml:3: discovery.scan_intervall: unknown key");
