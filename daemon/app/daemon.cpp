@@ -23,6 +23,8 @@
 #include "libbpf/libbpf_log.h"
 #include "libbpf/tracefs.h"
 #include "metrics/exporter.h"
+#include "profile/process.h"
+#include "profile/store.h"
 #include "server/http_server.h"
 
 namespace cephscope {
@@ -59,6 +61,54 @@ CapabilityMask capabilities_to_keep() {
 std::string describe(const Feature& f) {
   return f.available ? "yes"
                      : "no (" + std::string(to_string(f.why.reason)) + ": " + f.why.detail + ")";
+}
+
+// Each ceph-osd on the host, with the stored profile its build gets (no resolve here): an
+// operator sees before starting the daemon which builds need their debug symbols.
+void check_osds(const Config& config) {
+  const ProcReader proc;
+  const Classifier classifier(proc, config.discovery);
+  auto pids = proc.list_pids();
+  if (!pids.ok()) {
+    std::cout << "osd targets: not listed (" << pids.error().message << ")\n";
+    return;
+  }
+  profile::StoreOptions options;
+  options.cache_dir = config.profiles.cache_dir;
+  options.shipped_dirs = config.profiles.shipped_dirs;
+  options.resolve = false;
+  options.write_cache = false;
+  profile::ProfileStore store(options);
+  store.load_shipped();
+  const auto set = osd::probe_set();
+  for (pid_t pid : *pids) {
+    auto info = proc.read(pid);
+    auto identity = info.ok() ? classifier.classify(*info) : std::nullopt;
+    if (!identity || identity->kind != TargetKind::kCephOsd) {
+      continue;
+    }
+    std::cout << "osd target=" << identity->ceph_daemon << " pid=" << pid;
+    auto module = profile::identify_module(pid, "");
+    if (!module.ok()) {
+      std::cout << " reason=binary_refused detail=\"" << module.error().message << "\"\n";
+      continue;
+    }
+    std::cout << " build_id=" << module->build_id;
+    auto loaded = store.for_module(*module, set);
+    if (loaded.ok()) {
+      std::cout << " profile=" << profile::to_string(loaded->origin) << " source="
+                << loaded->profile.source << "\n";
+      continue;
+    }
+    // The daemon resolves it from the debug symbols, where they are; where none are, the
+    // stages that read members say no_debuginfo.
+    std::cout << " profile=none detail=\"no shipped or cached profile: the daemon resolves it "
+                 "from this build's debug symbols; without them its stages report no_debuginfo. "
+                 "Install "
+              << osd::debug_package("ceph-osd") << " for build-id " << module->build_id
+              << " (in the OSD's container for a containerised OSD), or supply a profile made "
+                 "where they are (cephscope profile generate, profiles.shipped_dirs)\"\n";
+  }
 }
 
 }  // namespace
@@ -115,6 +165,7 @@ int run_check(const Config& config) {
               << (reasons.empty() ? "" : " reason=" + reasons) << " detail=\"" << why.detail
               << "\"\n";
   }
+  check_osds(config);
   // What the OSD collector attaches in each ceph-osd, from its probe table.
   for (const auto& u : osd::kUprobes) {
     const bool off =

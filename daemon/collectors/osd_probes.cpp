@@ -237,6 +237,8 @@ Result<std::uint64_t> io_done_call(const profile::Profile& p, const UprobeDef& d
   return site->file_offset;
 }
 
+}  // namespace
+
 // The Debian package holding OBJECT's debug symbols.
 std::string debug_package(const std::string& object) {
   if (object == "ceph-osd") {
@@ -245,8 +247,6 @@ std::string debug_package(const std::string& object) {
   return object.starts_with("librados") || object.starts_with("libceph-common") ? "librados2-dbg"
                                                                                 : object + "-dbg";
 }
-
-}  // namespace
 
 BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
                    bool store_stages, const profile::OffsetVerifier* verifier) {

@@ -127,6 +127,9 @@ struct BuildPlan {
 // Plans the probes of one build. BINARY is the file the profile describes (read for the
 // io_done call site); WHO names the target in statuses; without STORE_STAGES the BlueStore
 // probes are left out (collectors.osd.bluestore_stages: false).
+// The Debian package holding OBJECT's debug symbols ("ceph-osd-dbg").
+std::string debug_package(const std::string& object);
+
 // With VERIFIER (a profile from a container's files), every probe offset is also checked
 // against the binary (profile/verify.h): one it denies is unavailable, offset_unverified.
 BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,

@@ -237,3 +237,26 @@ TEST_CASE("an OSD whose debug file is a decompression bomb has its stages say so
   CHECK(daemon.stop() == std::optional<int>(0));
   std::printf("SIGTERM to exit: %.3f s\n", Seconds(std::chrono::steady_clock::now() - t1).count());
 }
+
+TEST_CASE("--check names each OSD's build and what to install when no profile fits",
+          "[kernel][discovery][check]") {
+  const std::string dir = test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
+  auto osd = std::make_unique<Subprocess>(
+      std::vector<std::string>{copy_fake_osd(dir + "/check"), "-i", "83", "--fsid", kInsideFsid});
+  const std::string config = dir + "/check.yaml";
+  std::ofstream(config) << "profiles:\n  cache_dir: " << dir << "/check-cache\n  shipped_dirs: []\n";
+  std::string out;
+  REQUIRE(eventually([&] {
+    out.clear();
+    return run_command(daemon_binary() + " --check --config " + config + " 2>/dev/null", &out) ==
+               0 &&
+           out.find("osd target=osd.83 pid=" + std::to_string(osd->pid())) != std::string::npos;
+  }));
+  const auto line_at = out.find("osd target=osd.83");
+  const std::string line = out.substr(line_at, out.find('\n', line_at) - line_at);
+  INFO(line);
+  CHECK(line.find("build_id=") != std::string::npos);
+  CHECK(line.find("profile=none") != std::string::npos);
+  CHECK(line.find("no_debuginfo") != std::string::npos);
+  CHECK(line.find("Install ceph-osd-dbg for build-id") != std::string::npos);
+}
