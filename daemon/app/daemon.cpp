@@ -96,8 +96,8 @@ void check_osds(const Config& config) {
     std::cout << " build_id=" << module->build_id;
     auto loaded = store.for_module(*module, set);
     if (loaded.ok()) {
-      std::cout << " profile=" << profile::to_string(loaded->origin) << " source="
-                << loaded->profile.source << "\n";
+      std::cout << " profile=" << profile::to_string(loaded->origin)
+                << " source=" << loaded->profile.source << "\n";
       continue;
     }
     // The daemon resolves it from the debug symbols, where they are; where none are, the

@@ -16,7 +16,7 @@ struct ProbeStatus {
   std::string probe;
   std::string target;  // "" for probes that are not per target (tracepoints)
   bool attached = false;
-  Cause why;  // ok, or why not
+  Cause why;           // ok, or why not
   std::string fsid{};  // the target's cluster, for Ceph daemons whose fsid is known
 };
 

@@ -163,8 +163,9 @@ void parse_container_dirs(const YAML::Node& node, ContainerStateDirs& out) {
 void parse_discovery(const YAML::Node& node, Config::Discovery& out) {
   const std::string key = "discovery";
   require_map(node, key);
-  check_keys(node, key,
-             {"scan_interval", "series_ttl", "ceph_osd", "rados_clients", "matchers", "containers"});
+  check_keys(
+      node, key,
+      {"scan_interval", "series_ttl", "ceph_osd", "rados_clients", "matchers", "containers"});
   if (node["containers"]) {
     parse_container_dirs(node["containers"], out.containers);
   }

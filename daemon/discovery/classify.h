@@ -18,19 +18,17 @@ const char* to_string(TargetKind kind);
 
 struct TargetIdentity {
   TargetKind kind = TargetKind::kMatched;
-  std::string ceph_daemon;  // "osd.3" for OSDs
-  std::string process;      // comm or matcher name as a label value (core/label_value.h)
-  std::string cluster;      // --cluster, when given
-  std::string fsid;         // validated UUID, when known
-  std::string conf_path;    // -c/--conf, when given
-  CgroupFacts cgroup;       // what its cgroup says (discovery/containers.h)
+  std::string ceph_daemon;    // "osd.3" for OSDs
+  std::string process;        // comm or matcher name as a label value (core/label_value.h)
+  std::string cluster;        // --cluster, when given
+  std::string fsid;           // validated UUID, when known
+  std::string conf_path;      // -c/--conf, when given
+  CgroupFacts cgroup;         // what its cgroup says (discovery/containers.h)
   ContainerLabels container;  // where it runs: only on cephscope_target_info, never a key
 
   // Series identity: the labels that name the target in metrics (target_labels()). Two
   // clusters on one host each have an osd.0: the fsid tells them apart.
-  [[nodiscard]] std::string key() const {
-    return fsid + "\x1f" + ceph_daemon + "\x1f" + process;
-  }
+  [[nodiscard]] std::string key() const { return fsid + "\x1f" + ceph_daemon + "\x1f" + process; }
 };
 
 // What the ceph-osd command line says: --id/-i N, -n/--name osd.N, --cluster, --fsid, -c.
@@ -56,8 +54,9 @@ struct FsidLookup {
 
 // Reads the fsid a ceph-osd runs with: --fsid, else the fsid in its cephadm unit's name
 // (its cgroup), else its data dir's ceph_fsid, else its ceph.conf; every file read inside
-// the process's own root (ProcReader::read_in_root) and validated. The files are the target's choice, and reading them may wait on its file system:
-// the daemon loop never calls this (Discovery runs it on a thread of its own).
+// the process's own root (ProcReader::read_in_root) and validated. The files are the target's
+// choice, and reading them may wait on its file system: the daemon loop never calls this (Discovery
+// runs it on a thread of its own).
 FsidLookup find_fsid(const ProcReader& proc, pid_t pid, const OsdArgs& args,
                      const CgroupFacts& cgroup = {});
 

@@ -133,8 +133,7 @@ std::string podman_name(const std::string& storage, const std::string& id) {
   for (const auto& c : doc) {
     if (c.is_object() && c.value("id", "") == id) {
       const auto names = c.find("names");
-      if (names != c.end() && names->is_array() && !names->empty() &&
-          names->front().is_string()) {
+      if (names != c.end() && names->is_array() && !names->empty() && names->front().is_string()) {
         return names->front().get<std::string>();
       }
     }

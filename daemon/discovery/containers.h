@@ -15,10 +15,10 @@
 namespace cephscope {
 
 struct CgroupFacts {
-  std::string runtime;  // "podman", "docker", "containerd", "cri-o", "kubernetes"; "" on the host
-  std::string id;       // the container's id (64 hex digits)
-  std::string pod_uid;  // Kubernetes pod UID, when the cgroup is a pod's
-  std::string unit;     // systemd unit, e.g. ceph-<fsid>@osd.3.service
+  std::string runtime;    // "podman", "docker", "containerd", "cri-o", "kubernetes"; "" on the host
+  std::string id;         // the container's id (64 hex digits)
+  std::string pod_uid;    // Kubernetes pod UID, when the cgroup is a pod's
+  std::string unit;       // systemd unit, e.g. ceph-<fsid>@osd.3.service
   std::string unit_fsid;  // the fsid in a cephadm unit's name, when it is one
 
   [[nodiscard]] bool in_container() const { return !id.empty(); }

@@ -95,9 +95,10 @@ void Discovery::start_lookup(const ProcessInfo& info, TargetIdentity identity,
   if (running_->load() >= kMaxLookups) {
     // Earlier lookups are stuck in their file systems: track without an fsid rather than
     // pile up threads.
-    spdlog::warn("pid {} ({}): fsid and container not looked up: {} earlier lookups have not "
-                 "returned",
-                 info.pid, identity.ceph_daemon, running_->load());
+    spdlog::warn(
+        "pid {} ({}): fsid and container not looked up: {} earlier lookups have not "
+        "returned",
+        info.pid, identity.ceph_daemon, running_->load());
     registry_.note_refusal("lookups_stalled");
     if (auto st = registry_.track(info, identity, now); !st.ok()) {
       spdlog::warn("{}", st.error().message);

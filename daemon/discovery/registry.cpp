@@ -83,19 +83,19 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
   target.pids.insert(info.pid);
   target.last_alive = now;
   processes_[info.pid] = Process{target.id, info.start_time};
-  spdlog::info("tracking pid {} as {}{}{}{}", info.pid,
-               identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon,
-               identity.fsid.empty() ? "" : " of " + identity.fsid,
-               identity.container.container.empty() ? "" : " in container " +
-                                                               identity.container.container,
-               identity.container.pod.empty()
-                   ? ""
-                   : " of pod " + identity.container.pod_namespace + "/" + identity.container.pod);
+  spdlog::info(
+      "tracking pid {} as {}{}{}{}", info.pid,
+      identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon,
+      identity.fsid.empty() ? "" : " of " + identity.fsid,
+      identity.container.container.empty() ? "" : " in container " + identity.container.container,
+      identity.container.pod.empty()
+          ? ""
+          : " of pod " + identity.container.pod_namespace + "/" + identity.container.pod);
   return ok_status();
 }
 
 const TargetRegistry::Target* TargetRegistry::live_holder(const TargetIdentity& identity,
-                                                           pid_t ppid) const {
+                                                          pid_t ppid) const {
   if (identity.kind != TargetKind::kCephOsd) {
     return nullptr;
   }

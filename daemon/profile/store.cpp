@@ -141,8 +141,8 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id, const st
     if (!usable(*p)) {
       return std::nullopt;
     }
-    return remember(LoadedProfile{std::move(p).value(), Origin::kCache, cached, "", 0, 0,
-                                  from_target_files});
+    return remember(
+        LoadedProfile{std::move(p).value(), Origin::kCache, cached, "", 0, 0, from_target_files});
   };
 
   // The host's word first: memory, cache, shipped.
@@ -152,7 +152,8 @@ Result<LoadedProfile> ProfileStore::lookup(const std::string& build_id, const st
   if (auto c = from_cache(false)) {
     return *c;
   }
-  if (auto s = shipped_.find({build_id, set.name}); s != shipped_.end() && usable(s->second.first)) {
+  if (auto s = shipped_.find({build_id, set.name});
+      s != shipped_.end() && usable(s->second.first)) {
     return remember(LoadedProfile{s->second.first, Origin::kShipped, s->second.second, "", 0, 0});
   }
   // Then, for a module in a container only, what its files said before.

@@ -50,7 +50,7 @@ struct LoadedProfile {
   std::string debug_source;  // kResolved from DWARF: "embedded", "debuglink", ...
   double seconds = 0;
   std::uint64_t resolver_peak_rss_kib = 0;  // kResolved: the resolver process's peak
-  bool from_target_files = false;  // made from a container's files: verify before probing
+  bool from_target_files = false;           // made from a container's files: verify before probing
 };
 
 struct RejectedProfile {

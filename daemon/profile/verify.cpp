@@ -74,21 +74,43 @@ class Cursor {
     const std::uint64_t field = section_vaddr + at_;
     std::uint64_t v = 0;
     switch (enc & 0x0f) {
-      case 0x00: v = fixed<std::uint64_t>(); break;                       // absptr
-      case 0x01: v = uleb(); break;                                       // uleb128
-      case 0x02: v = fixed<std::uint16_t>(); break;                       // udata2
-      case 0x03: v = fixed<std::uint32_t>(); break;                       // udata4
-      case 0x04: v = fixed<std::uint64_t>(); break;                       // udata8
-      case 0x09: v = static_cast<std::uint64_t>(sleb()); break;           // sleb128
-      case 0x0a: v = static_cast<std::uint64_t>(fixed<std::int16_t>()); break;  // sdata2
-      case 0x0b: v = static_cast<std::uint64_t>(fixed<std::int32_t>()); break;  // sdata4
-      case 0x0c: v = fixed<std::uint64_t>(); break;                       // sdata8
-      default: return std::nullopt;
+      case 0x00:
+        v = fixed<std::uint64_t>();
+        break;  // absptr
+      case 0x01:
+        v = uleb();
+        break;  // uleb128
+      case 0x02:
+        v = fixed<std::uint16_t>();
+        break;  // udata2
+      case 0x03:
+        v = fixed<std::uint32_t>();
+        break;  // udata4
+      case 0x04:
+        v = fixed<std::uint64_t>();
+        break;  // udata8
+      case 0x09:
+        v = static_cast<std::uint64_t>(sleb());
+        break;  // sleb128
+      case 0x0a:
+        v = static_cast<std::uint64_t>(fixed<std::int16_t>());
+        break;  // sdata2
+      case 0x0b:
+        v = static_cast<std::uint64_t>(fixed<std::int32_t>());
+        break;  // sdata4
+      case 0x0c:
+        v = fixed<std::uint64_t>();
+        break;  // sdata8
+      default:
+        return std::nullopt;
     }
     switch (enc & 0x70) {
-      case 0x00: return v;
-      case 0x10: return v + field;  // pcrel
-      default: return std::nullopt;   // textrel, datarel, funcrel, aligned: not in x86-64 code
+      case 0x00:
+        return v;
+      case 0x10:
+        return v + field;  // pcrel
+      default:
+        return std::nullopt;  // textrel, datarel, funcrel, aligned: not in x86-64 code
     }
   }
   void skip_to(std::size_t at) { at_ = std::min(at, data_.size()); }
@@ -182,8 +204,8 @@ std::vector<std::uint64_t> fde_function_starts(const ElfFile& elf) {
   if (data == nullptr || data->d_buf == nullptr) {
     return {};
   }
-  return eh_frame_function_starts(
-      {static_cast<const std::uint8_t*>(data->d_buf), data->d_size}, shdr.sh_addr);
+  return eh_frame_function_starts({static_cast<const std::uint8_t*>(data->d_buf), data->d_size},
+                                  shdr.sh_addr);
 }
 
 std::string hex(std::uint64_t v) {

@@ -81,7 +81,8 @@ std::string run_ok(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-TEST_CASE("cephadm's containers: osd.N of its fsid, in its container", "[e2e][container][cephadm]") {
+TEST_CASE("cephadm's containers: osd.N of its fsid, in its container",
+          "[e2e][container][cephadm]") {
   auto loaded = cluster_from_env();
   REQUIRE(loaded.has_value());
   const ClusterInfo cluster = *loaded;
@@ -98,8 +99,8 @@ TEST_CASE("cephadm's containers: osd.N of its fsid, in its container", "[e2e][co
     CHECK(info[0].labels.at("target_container") == o.container);
     CHECK(info[0].labels.count("target_pod") == 0);
     CHECK(m.sum("cephscope_osd_identity_conflict", {{"ceph_daemon", osd_name(o.id)}}) == 0);
-    std::printf("%s: fsid %s, target_container %s\n", osd_name(o.id).c_str(),
-                cluster.fsid.c_str(), o.container.c_str());
+    std::printf("%s: fsid %s, target_container %s\n", osd_name(o.id).c_str(), cluster.fsid.c_str(),
+                o.container.c_str());
   }
 }
 
@@ -135,21 +136,20 @@ TEST_CASE("a Kubernetes pod: its name and namespace from the kubelet's layout",
     ~PodGuard() { run_command({"podman", "pod", "rm", "-f", "-t", "0", name}, 60s); }
   } guard{pod_name};
   run_ok({"podman", "run", "-d", "--rm", "--pod", pod_name, "--name", ctr_name, "-v",
-          dir + "/bin:/x:ro", "--entrypoint", "/x/ceph-osd", image, "-i", "90", "--fsid",
-          fsid});
+          dir + "/bin:/x:ro", "--entrypoint", "/x/ceph-osd", image, "-i", "90", "--fsid", fsid});
   const auto pid_text = run_ok({"podman", "inspect", "-f", "{{.State.Pid}}", ctr_name});
   const std::string pid = pid_text.substr(0, pid_text.find('\n'));
 
   const std::map<std::string, std::string> want{{"ceph_daemon", "osd.90"}, {"fsid", fsid}};
-  REQUIRE(poll_until(
-      [&] { return !daemon.scrape().find("cephscope_target_info", want).empty(); }, 30s));
+  REQUIRE(poll_until([&] { return !daemon.scrape().find("cephscope_target_info", want).empty(); },
+                     30s));
   const auto info = daemon.scrape().find("cephscope_target_info", want);
   REQUIRE(info.size() == 1);
   CHECK(info[0].labels.at("pid") == pid);
   CHECK(info[0].labels.at("target_pod") == pod);
   CHECK(info[0].labels.at("target_namespace") == "rook-ceph");
   CHECK(info[0].labels.at("target_container") == ctr_name);  // podman keeps its name
-  CHECK(info[0].labels.count("namespace") == 0);  // never Prometheus Operator's labels
+  CHECK(info[0].labels.count("namespace") == 0);             // never Prometheus Operator's labels
   CHECK(info[0].labels.count("pod") == 0);
   std::printf("pod %s/%s (uid %s): osd.90 pid %s in container %s\n", "rook-ceph", pod.c_str(),
               uid.c_str(), pid.c_str(), ctr_name.c_str());
@@ -186,7 +186,8 @@ TEST_CASE("three clusters on one host never merge", "[e2e][container][three]") {
   REQUIRE(poll_until(
       [&] {
         return daemon.scrape().sum("cephscope_probe_attached",
-                                   {{"collector", "osd"}, {"probe", "PrimaryLogPG::log_op_stats"},
+                                   {{"collector", "osd"},
+                                    {"probe", "PrimaryLogPG::log_op_stats"},
                                     {"reason", "ok"}}) == 9;
       },
       180s, 200ms));

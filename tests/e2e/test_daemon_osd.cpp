@@ -349,8 +349,9 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
       auto info = target_info(m, "ceph_daemon", name, new_pid);
       REQUIRE(info.size() == 1);
       CHECK(info[0].labels.at("fsid") == cluster.fsid);
-      CHECK(m.find("cephscope_target_info", {{"ceph_daemon", name}, {"fsid", cluster.fsid}})
-                .size() == 1);
+      CHECK(
+          m.find("cephscope_target_info", {{"ceph_daemon", name}, {"fsid", cluster.fsid}}).size() ==
+          1);
       // counters continue: the restarted OSD adds to its target's series
       const auto after_restart = osd_series(m, cluster, name);
       for (const auto& [sc, n] : before_kill.syscall_count) {

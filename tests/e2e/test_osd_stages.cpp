@@ -133,13 +133,14 @@ OsdView view(const Metrics& m, const ClusterInfo& c, int id) {
   for (const char* op : {"read", "write", "other"}) {
     v.op[op] = hist(m, "cephscope_osd_op_seconds", osd_labels(c, id, {{"op", op}}));
     for (const auto& st : kWriteStages) {
-      v.stage[op][st] = hist(m, "cephscope_osd_op_stage_seconds",
-                             osd_labels(c, id, {{"op", op}, {"stage", st}}));
+      v.stage[op][st] =
+          hist(m, "cephscope_osd_op_stage_seconds", osd_labels(c, id, {{"op", op}, {"stage", st}}));
     }
   }
   v.subop = hist(m, "cephscope_osd_subop_seconds", osd_labels(c, id));
   for (const auto& st : kSubopStages) {
-    v.subop_stage[st] = hist(m, "cephscope_osd_subop_stage_seconds", osd_labels(c, id, {{"stage", st}}));
+    v.subop_stage[st] =
+        hist(m, "cephscope_osd_subop_stage_seconds", osd_labels(c, id, {{"stage", st}}));
   }
   for (const auto& st : kWriteStages) {
     v.slow[st] =
@@ -637,8 +638,9 @@ TEST_CASE("a profile from a container's debug files steers a probe only where th
                                                      {"fsid", cluster.fsid},
                                                      {"probe", "BlueStore::_txc_committed_kv"},
                                                      {"reason", "offset_unverified"}};
-    REQUIRE(poll_until([&] { return daemon.scrape().find("cephscope_probe_attached", refused).size() == 1; },
-                       60s));
+    REQUIRE(poll_until(
+        [&] { return daemon.scrape().find("cephscope_probe_attached", refused).size() == 1; },
+        60s));
     CHECK(daemon.log_has("no function starts at", 5s));
     const auto m = daemon.scrape();
     CHECK(m.sum("cephscope_osd_stage_available",
@@ -648,8 +650,9 @@ TEST_CASE("a profile from a container's debug files steers a probe only where th
       CHECK(m.sum("cephscope_osd_stage_available",
                   osd_labels(cluster, o.id, {{"stage", st}, {"reason", "ok"}})) == 1);
     }
-    std::printf("tampered container profile: _txc_committed_kv refused (offset_unverified), "
-                "other stages ok\n");
+    std::printf(
+        "tampered container profile: _txc_committed_kv refused (offset_unverified), "
+        "other stages ok\n");
     REQUIRE(daemon.stop() == std::optional<int>(0));
   }
 
@@ -713,11 +716,10 @@ TEST_CASE("a containerised OSD that restarts has its probes live again within 2 
     const pid_t old_pid = container_osd_pid(osd.container);
     REQUIRE(old_pid > 0);
     // As cephadm's unit restarts it: stopped (and removed, --rm), then run again.
-    const auto restarted = run_command({std::string(CEPHSCOPE_SOURCE_DIR) +
-                                            "/tests/ceph/container-cluster.sh",
-                                        "restart-osd", cluster.release, cluster.dir,
-                                        std::to_string(osd.id)},
-                                       120s);
+    const auto restarted =
+        run_command({std::string(CEPHSCOPE_SOURCE_DIR) + "/tests/ceph/container-cluster.sh",
+                     "restart-osd", cluster.release, cluster.dir, std::to_string(osd.id)},
+                    120s);
     INFO(restarted.out << restarted.err);
     REQUIRE(restarted.ok());
     pid_t pid = 0;
@@ -739,8 +741,8 @@ TEST_CASE("a containerised OSD that restarts has its probes live again within 2 
     unsigned total = 0;
     auto attached_line = [&](const std::string& log) -> std::size_t {
       for (auto at = log.find(mark); at != std::string::npos; at = log.find(mark, at + 1)) {
-        if (std::sscanf(log.c_str() + at + mark.size(), "%u of %u probes attached", &n,
-                        &total) == 2) {
+        if (std::sscanf(log.c_str() + at + mark.size(), "%u of %u probes attached", &n, &total) ==
+            2) {
           return at;
         }
       }

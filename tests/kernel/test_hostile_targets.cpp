@@ -155,8 +155,8 @@ TEST_CASE("a second process claiming a live osd.N is reported and never merged",
   auto first = std::make_unique<Subprocess>(
       std::vector<std::string>{copy_fake_osd(dir + "/claim-a"), "-i", "81", "--fsid", kInsideFsid});
   REQUIRE(eventually([&] { return tracked_fsid(daemon, 81, first->pid()) == kInsideFsid; }));
-  auto second = std::make_unique<Subprocess>(std::vector<std::string>{
-      copy_fake_osd(dir + "/claim-b"), "-i", "81", "--fsid", kInsideFsid});
+  auto second = std::make_unique<Subprocess>(
+      std::vector<std::string>{copy_fake_osd(dir + "/claim-b"), "-i", "81", "--fsid", kInsideFsid});
   REQUIRE(eventually([&] {
     return daemon.scrape().sum("cephscope_osd_identity_conflict", {{"ceph_daemon", "osd.81"}}) == 1;
   }));
@@ -244,7 +244,8 @@ TEST_CASE("--check names each OSD's build and what to install when no profile fi
   auto osd = std::make_unique<Subprocess>(
       std::vector<std::string>{copy_fake_osd(dir + "/check"), "-i", "83", "--fsid", kInsideFsid});
   const std::string config = dir + "/check.yaml";
-  std::ofstream(config) << "profiles:\n  cache_dir: " << dir << "/check-cache\n  shipped_dirs: []\n";
+  std::ofstream(config) << "profiles:\n  cache_dir: " << dir
+                        << "/check-cache\n  shipped_dirs: []\n";
   std::string out;
   REQUIRE(eventually([&] {
     out.clear();

@@ -46,10 +46,10 @@ TEST_CASE("a cgroup names the container, the pod and the cephadm unit", "[contai
     CHECK_FALSE(f.in_container());
   }
   SECTION("cephadm: the unit gives the fsid, the scope the container") {
-    const auto f = parse_cgroup("0::/system.slice/system-ceph\\x2d" + kFsid + ".slice/ceph-" +
-                                kFsid + "@osd.3.service/libpod-payload-" + kId + "\n" +
-                                "0::/system.slice/ceph-" + kFsid + "@osd.3.service/libpod-" + kId +
-                                ".scope/container\n");
+    const auto f =
+        parse_cgroup("0::/system.slice/system-ceph\\x2d" + kFsid + ".slice/ceph-" + kFsid +
+                     "@osd.3.service/libpod-payload-" + kId + "\n" + "0::/system.slice/ceph-" +
+                     kFsid + "@osd.3.service/libpod-" + kId + ".scope/container\n");
     CHECK(f.unit == "ceph-" + kFsid + "@osd.3.service");
     CHECK(f.unit_fsid == kFsid);
     CHECK(f.runtime == "podman");
@@ -68,8 +68,9 @@ TEST_CASE("a cgroup names the container, the pod and the cephadm unit", "[contai
   SECTION("Kubernetes, systemd driver: the pod UID with '_' for '-'") {
     std::string uid = kPod;
     std::replace(uid.begin(), uid.end(), '-', '_');
-    const auto f = parse_cgroup("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" +
-                                uid + ".slice/cri-containerd-" + kId + ".scope\n");
+    const auto f =
+        parse_cgroup("0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + uid +
+                     ".slice/cri-containerd-" + kId + ".scope\n");
     CHECK(f.pod_uid == kPod);
     CHECK(f.runtime == "containerd");
     CHECK(f.id == kId);
@@ -81,9 +82,10 @@ TEST_CASE("a cgroup names the container, the pod and the cephadm unit", "[contai
     CHECK(f.id == kId);
   }
   SECTION("malformed lines and ids give nothing") {
-    for (const std::string& text : std::vector<std::string>{
-             "", "garbage", "0:/libpod-" + kId, "0::/libpod-" + kId.substr(1),
-          "0::/libpod-" + kId.substr(0, 63) + "G", "0::/kubepods/podnot-a-uuid/" + kId.substr(2)}) {
+    for (const std::string& text :
+         std::vector<std::string>{"", "garbage", "0:/libpod-" + kId, "0::/libpod-" + kId.substr(1),
+                                  "0::/libpod-" + kId.substr(0, 63) + "G",
+                                  "0::/kubepods/podnot-a-uuid/" + kId.substr(2)}) {
       INFO(text);
       const auto f = parse_cgroup(text);
       CHECK_FALSE(f.in_container());
@@ -131,7 +133,8 @@ TEST_CASE("containers are named from the runtime's own records", "[containers]")
     f.runtime = "containerd";
     f.pod_uid = kPod;
     fs::create_directories(tmp.path / "pods" / ("rook-ceph_other-pod_" + kFsid));
-    fs::create_directories(tmp.path / "pods" / ("rook-ceph_rook-ceph-osd-3-5d9f7c6b8-x2x9q_" + kPod));
+    fs::create_directories(tmp.path / "pods" /
+                           ("rook-ceph_rook-ceph-osd-3-5d9f7c6b8-x2x9q_" + kPod));
     const auto labels = container_labels(f, dirs);
     CHECK(labels.pod == "rook-ceph-osd-3-5d9f7c6b8-x2x9q");
     CHECK(labels.pod_namespace == "rook-ceph");

@@ -53,9 +53,9 @@ std::pair<std::uint64_t, std::uint64_t> symbol(const std::string& binary, const 
 // The instruction addresses objdump decodes in [start, start + size).
 std::vector<std::uint64_t> boundaries(const std::string& binary, std::uint64_t start,
                                       std::uint64_t size) {
-  std::istringstream in(output_of("objdump -d --no-show-raw-insn --start-address=" +
-                                  std::to_string(start) +
-                                  " --stop-address=" + std::to_string(start + size) + " " + binary));
+  std::istringstream in(
+      output_of("objdump -d --no-show-raw-insn --start-address=" + std::to_string(start) +
+                " --stop-address=" + std::to_string(start + size) + " " + binary));
   std::vector<std::uint64_t> out;
   std::string line;
   while (std::getline(in, line)) {
@@ -70,9 +70,10 @@ std::vector<std::uint64_t> boundaries(const std::string& binary, std::uint64_t s
 
 }  // namespace
 
-TEST_CASE("probe offsets are checked against the binary: function starts and instruction "
-          "boundaries",
-          "[verify]") {
+TEST_CASE(
+    "probe offsets are checked against the binary: function starts and instruction "
+    "boundaries",
+    "[verify]") {
   const std::string original = CEPHSCOPE_FAKE_OSD;
   const fs::path dir = fs::temp_directory_path() / ("cephscope-verify-" + std::to_string(getpid()));
   fs::create_directories(dir);
@@ -138,11 +139,11 @@ TEST_CASE("probe offsets are checked against the binary: function starts and ins
 TEST_CASE("the .eh_frame reader survives what a hostile file holds", "[verify]") {
   // Truncated, zero-length, self-referencing and random records give no start or a few, and
   // never read past the end.
-  std::vector<std::uint8_t> data = {0x14, 0, 0, 0, 0, 0, 0, 0, 1, 'z', 'R', 0, 1, 0x78, 0x10, 1,
-                                    0x1b, 0, 0, 0, 0, 0, 0, 0};
+  std::vector<std::uint8_t> data = {0x14, 0,    0,    0, 0,    0, 0, 0, 1, 'z', 'R', 0,
+                                    1,    0x78, 0x10, 1, 0x1b, 0, 0, 0, 0, 0,   0,   0};
   // an FDE pointing back at the CIE: length 16, id 28 (its distance back), pc_begin pcrel 0x100
-  const std::vector<std::uint8_t> fde = {0x10, 0, 0, 0, 0x1c, 0, 0, 0, 0x00, 0x01,
-                                         0,    0, 0x20, 0, 0, 0,    0, 0, 0, 0};
+  const std::vector<std::uint8_t> fde = {0x10, 0, 0,    0, 0x1c, 0, 0, 0, 0x00, 0x01,
+                                         0,    0, 0x20, 0, 0,    0, 0, 0, 0,    0};
   data.insert(data.end(), fde.begin(), fde.end());
   const auto starts = eh_frame_function_starts(data, 0x1000);
   REQUIRE(starts.size() == 1);
