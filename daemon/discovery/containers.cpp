@@ -115,18 +115,23 @@ void read_path(std::string_view path, CgroupFacts& out) {
   }
 }
 
+// A runtime's JSON record: a regular file of at most MAX_BYTES, else a discarded value.
+nlohmann::json read_record(const std::string& path, std::size_t max_bytes) {
+  auto fd = open_regular(path, SafeOpen{.max_size = max_bytes});
+  if (!fd.ok()) {
+    return nlohmann::json::value_t::discarded;
+  }
+  auto text = read_capped(fd->get(), path, max_bytes);
+  if (!text.ok()) {
+    return nlohmann::json::value_t::discarded;
+  }
+  return nlohmann::json::parse(*text, nullptr, false);
+}
+
 // podman keeps every container's names in one file: [{"id": ..., "names": [...]}, ...].
 std::string podman_name(const std::string& storage, const std::string& id) {
-  const std::string path = storage + "/overlay-containers/containers.json";
-  auto fd = open_regular(path, SafeOpen{.max_size = kMaxPodmanContainersJson});
-  if (!fd.ok()) {
-    return "";
-  }
-  auto text = read_capped(fd->get(), path, kMaxPodmanContainersJson);
-  if (!text.ok()) {
-    return "";
-  }
-  const auto doc = nlohmann::json::parse(*text, nullptr, false);
+  const auto doc =
+      read_record(storage + "/overlay-containers/containers.json", kMaxPodmanContainersJson);
   if (!doc.is_array()) {
     return "";
   }
@@ -143,16 +148,7 @@ std::string podman_name(const std::string& storage, const std::string& id) {
 
 // docker: /var/lib/docker/containers/<id>/config.v2.json, {"Name": "/name", ...}.
 std::string docker_name(const std::string& root, const std::string& id) {
-  const std::string path = root + "/containers/" + id + "/config.v2.json";
-  auto fd = open_regular(path, SafeOpen{.max_size = kMaxDockerConfigJson});
-  if (!fd.ok()) {
-    return "";
-  }
-  auto text = read_capped(fd->get(), path, kMaxDockerConfigJson);
-  if (!text.ok()) {
-    return "";
-  }
-  const auto doc = nlohmann::json::parse(*text, nullptr, false);
+  const auto doc = read_record(root + "/containers/" + id + "/config.v2.json", kMaxDockerConfigJson);
   if (!doc.is_object() || !doc.contains("Name") || !doc["Name"].is_string()) {
     return "";
   }

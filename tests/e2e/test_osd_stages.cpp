@@ -284,6 +284,15 @@ bool wait_for_probes(const ClusterInfo& cluster, Daemon& daemon) {
   return false;
 }
 
+// A daemon given the shipped profiles: every OSD gets every stage from them.
+void check_shipped_profile_used(const ClusterInfo& cluster, Daemon& daemon) {
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon));
+  check_stages_available(cluster, daemon.scrape());
+  CHECK(daemon.log_has("(shipped)", 5s));
+}
+
 BenchSummary bench(const ClusterInfo& cluster, BenchMode mode, int seconds) {
   BenchOptions opt;
   opt.mode = mode;
@@ -569,11 +578,7 @@ TEST_CASE("an OSD of a shipped build gets every stage with no debug file and no 
   Daemon daemon(dir, daemon_config() + "profiles:\n  cache_dir: " + dir +
                          "/cache\n  shipped_dirs: [" + CEPHSCOPE_SOURCE_DIR +
                          "/config/profiles]\n  resolver: /nonexistent/cephscope-resolver\n");
-  DaemonLogOnFailure print_log{daemon};
-  REQUIRE(daemon.wait_ready(60s));
-  REQUIRE(wait_for_probes(cluster, daemon));
-  check_stages_available(cluster, daemon.scrape());
-  CHECK(daemon.log_has("(shipped)", 5s));
+  check_shipped_profile_used(cluster, daemon);
   CHECK_FALSE(daemon.log_has("resolver failed", 1s));
 }
 
@@ -660,11 +665,7 @@ TEST_CASE("a profile from a container's debug files steers a probe only where th
   {
     Daemon daemon(dir, config(std::string(CEPHSCOPE_SOURCE_DIR) + "/config/profiles",
                               "/nonexistent/cephscope-resolver"));
-    DaemonLogOnFailure print_log{daemon};
-    REQUIRE(daemon.wait_ready(60s));
-    REQUIRE(wait_for_probes(cluster, daemon));
-    check_stages_available(cluster, daemon.scrape());
-    CHECK(daemon.log_has("(shipped)", 5s));
+    check_shipped_profile_used(cluster, daemon);
     CHECK_FALSE(daemon.log_has("profile made from the container's files", 1s));
   }
 }
