@@ -1,0 +1,31 @@
+// I/O amplification: bytes per layer (client, osd_op, replica, syscall, block) and their
+// ratios, per OSD, host and cluster.
+local g = import 'lib/panels.libsonnet';
+local sel = g.sel();
+local bytes(by, direction) =
+  'sum by (' + by + ') (rate(cephscope_layer_bytes_total{' + sel + ', direction="' + direction + '"}[$__rate_interval]))';
+
+g.dashboard(
+  'cephscope-amplification',
+  'cephscope / I/O amplification',
+  'Bytes at each layer of the storage stack and their ratios: what one client byte costs below.',
+  [g.template.datasource, g.template.cluster, g.template.job],
+  [g.row('Bytes per layer', 0)]
+  + g.layout([
+    g.timeseries('Written bytes per layer (cluster)', 'Client ops on primaries (osd_op), replica writes, syscalls and block I/O.',
+                 [g.target(bytes('layer', 'write'), '{{layer}}')], unit='Bps'),
+    g.timeseries('Read bytes per layer (cluster)', 'The same for reads.',
+                 [g.target(bytes('layer', 'read'), '{{layer}}')], unit='Bps'),
+  ], y=1)
+  + [g.row('Ratios', 9)]
+  + g.layout([
+    g.timeseries('Write amplification per OSD (block / (osd_op + replica))', 'Bytes an OSD writes to its devices per byte it was asked to store (recording rule cephscope:osd_write_amplification:ratio5m).',
+                 [g.target('cephscope:osd_write_amplification:ratio5m{' + sel + '}', '{{ceph_daemon}}')], unit='none'),
+    g.timeseries('Write amplification per host', 'The same summed over a host\'s OSDs (cephscope:host_write_amplification:ratio5m).',
+                 [g.target('cephscope:host_write_amplification:ratio5m{' + sel + '}', '{{instance}}')], unit='none'),
+    g.stat('Cluster write amplification', 'Device bytes written per byte clients wrote (block / osd_op), over 5 minutes.',
+           'sum(rate(cephscope_layer_bytes_total{' + sel + ', layer="block", direction="write"}[5m])) / sum(rate(cephscope_layer_bytes_total{' + sel + ', layer="osd_op", direction="write"}[5m]))'),
+    g.timeseries('Written bytes per OSD and layer', 'Each OSD\'s bytes at each layer.',
+                 [g.target(bytes('ceph_daemon, layer', 'write'), '{{ceph_daemon}} {{layer}}')], unit='Bps'),
+  ], y=10)
+)

@@ -1,0 +1,42 @@
+// One OSD in detail: every stage's heatmap, BlueStore stages, replica sub-ops, its block
+// devices' queue and device time, its syscall latency.
+local g = import 'lib/panels.libsonnet';
+local sel = g.sel('fsid=~"$fsid", ceph_daemon="$ceph_daemon"');
+local writeStages = ['throttle', 'receive', 'dispatch', 'queue', 'execute', 'bluestore_prepare',
+                     'bluestore_aio_wait', 'bluestore_io_done', 'bluestore_kv_queued',
+                     'bluestore_kv_commit', 'replication', 'commit'];
+local stageHeatmap(stage) = g.heatmap(
+  'Write stage ' + stage, 'Distribution of the ' + stage + ' stage of client writes on this OSD.',
+  'sum by (le) (rate(cephscope_osd_op_stage_seconds_bucket{' + sel + ', op="write", stage="' + stage + '"}[$__rate_interval]))');
+local device = g.template.query(
+  'device', 'Device',
+  'label_values(cephscope_block_target_device_seconds_count{cluster=~"$cluster", job=~"$job", fsid=~"$fsid", ceph_daemon="$ceph_daemon"}, device)',
+  multi=true, includeAll=true);
+
+g.dashboard(
+  'cephscope-osd-detail',
+  'cephscope / OSD detail',
+  'One OSD: each stage\'s distribution, BlueStore, replica sub-ops, its devices and its syscalls.',
+  [g.template.datasource, g.template.cluster, g.template.job, g.template.fsid, g.template.ceph_daemon(), device],
+  [g.row('Write stages', 0)]
+  + g.layout([stageHeatmap(s) for s in writeStages], y=1, width=8, height=7)
+  + [g.row('BlueStore and replica sub-ops', 29)]
+  + g.layout([
+    g.timeseries('BlueStore stages (mean per transaction)', 'Mean time of each BlueStore transaction state of client writes.',
+                 [g.target('sum by (stage) (rate(cephscope_osd_op_stage_seconds_sum{' + sel + ', op="write", stage=~"bluestore_.*"}[$__rate_interval])) / sum by (stage) (rate(cephscope_osd_op_stage_seconds_count{' + sel + ', op="write", stage=~"bluestore_.*"}[$__rate_interval]))', '{{stage}}')], stack=true),
+    g.timeseries('Replica sub-ops: p50 and p99', 'Replicated writes this OSD received from primaries: received to local commit.',
+                 [g.target('histogram_quantile(0.5, sum by (le) (rate(cephscope_osd_subop_seconds_bucket{' + sel + '}[$__rate_interval])))', 'p50'),
+                  g.target('histogram_quantile(0.99, sum by (le) (rate(cephscope_osd_subop_seconds_bucket{' + sel + '}[$__rate_interval])))', 'p99') + { refId: 'B' }]),
+  ], y=30)
+  + [g.row('Devices and syscalls', 38)]
+  + g.layout([
+    g.timeseries('Device time p99 (this OSD\'s requests)', 'Issue to completion of the block requests this OSD submitted, per device.',
+                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_target_device_seconds_bucket{' + sel + ', device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}')]),
+    g.timeseries('Queue time p99 (its devices, all requests)', 'Insert to issue in the block layer\'s queue of this OSD\'s devices.',
+                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_queue_seconds_bucket{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}')]),
+    g.timeseries('Syscall p99', '99th percentile of each syscall this OSD makes.',
+                 [g.target('histogram_quantile(0.99, sum by (syscall, le) (rate(cephscope_syscall_seconds_bucket{' + sel + '}[$__rate_interval])))', '{{syscall}}')]),
+    g.timeseries('Syscalls per second', 'How often this OSD makes each syscall.',
+                 [g.target('sum by (syscall) (rate(cephscope_syscall_seconds_count{' + sel + '}[$__rate_interval]))', '{{syscall}}')], unit='ops'),
+  ], y=39)
+)

@@ -1,0 +1,56 @@
+// OSD latency by stage, for a cluster and its hosts: where op time goes, per-stage p50/p99,
+// heatmaps, slow ops by stage, the slowest OSDs per stage.
+local g = import 'lib/panels.libsonnet';
+local sel = g.sel('fsid=~"$fsid", ceph_daemon=~"$ceph_daemon"');
+local stageMean(op) =
+  'sum by (stage) (rate(cephscope_osd_op_stage_seconds_sum{' + sel + ', op="' + op + '"}[$__rate_interval]))'
+  + ' / sum by (stage) (rate(cephscope_osd_op_stage_seconds_count{' + sel + ', op="' + op + '"}[$__rate_interval]))';
+local stageQuantile(q, op) =
+  'histogram_quantile(' + q + ', sum by (stage, le) (rate(cephscope_osd_op_stage_seconds_bucket{'
+  + sel + ', op="' + op + '"}[$__rate_interval])))';
+
+g.dashboard(
+  'cephscope-osd-latency',
+  'cephscope / OSD latency by stage',
+  'Where the time of client ops goes inside the OSDs, stage by stage (cephscope eBPF histograms).',
+  [g.template.datasource, g.template.cluster, g.template.job, g.template.fsid, g.template.ceph_daemon(multi=true)],
+  [g.row('Where op time goes', 0)]
+  + g.layout([
+    g.timeseries('Write time by stage (mean per op)',
+                 'Mean time a client write spends in each stage on its primary OSD; the stages add up to the whole op.',
+                 [g.target(stageMean('write'), '{{stage}}')], stack=true),
+    g.timeseries('Read time by stage (mean per op)',
+                 'Mean time a client read spends in each stage on its primary OSD.',
+                 [g.target(stageMean('read'), '{{stage}}')], stack=true),
+  ], y=1)
+  + [g.row('Stage quantiles', 9)]
+  + g.layout([
+    g.timeseries('Write p99 by stage', '99th percentile of each write stage, from the histograms (not an average of averages).',
+                 [g.target(stageQuantile('0.99', 'write'), '{{stage}}')]),
+    g.timeseries('Write p50 by stage', 'Median of each write stage.',
+                 [g.target(stageQuantile('0.5', 'write'), '{{stage}}')]),
+    g.timeseries('Read p99 by stage', '99th percentile of each read stage.',
+                 [g.target(stageQuantile('0.99', 'read'), '{{stage}}')]),
+    g.timeseries('Replica sub-op p99 by stage', '99th percentile of each stage of replicated writes on the replicas.',
+                 [g.target('histogram_quantile(0.99, sum by (stage, le) (rate(cephscope_osd_subop_stage_seconds_bucket{' + sel + '}[$__rate_interval])))', '{{stage}}')]),
+  ], y=10)
+  + [g.row('Heatmaps', 26)]
+  + g.layout([
+    g.heatmap('Client write latency', 'Whole client writes on their primary: received to reply (Ceph\'s op_w_latency).',
+              'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="write"}[$__rate_interval]))'),
+    g.heatmap('Client read latency', 'Whole client reads on their primary (Ceph\'s op_r_latency).',
+              'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="read"}[$__rate_interval]))'),
+  ], y=27)
+  + [g.row('Slow ops and slowest OSDs', 35)]
+  + g.layout([
+    g.timeseries('Slow ops by stage', 'Ops over the daemon\'s slow-op threshold, counted under their longest stage.',
+                 [g.target('sum by (op, stage) (rate(cephscope_osd_slow_ops_total{' + sel + '}[$__rate_interval]))', '{{op}} {{stage}}')],
+                 unit='ops'),
+    g.table('Slowest OSDs per stage (write p99)', 'The five OSDs with the highest p99 of each write stage over the last 5 minutes.',
+            'topk by (stage) (5, histogram_quantile(0.99, sum by (ceph_daemon, fsid, stage, le) (rate(cephscope_osd_op_stage_seconds_bucket{' + sel + ', op="write"}[5m]))))'),
+    g.timeseries('Whole write p99 per OSD', '99th percentile of client writes per primary OSD.',
+                 [g.target('histogram_quantile(0.99, sum by (ceph_daemon, fsid, le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="write"}[$__rate_interval])))', '{{ceph_daemon}}')]),
+    g.timeseries('Write p99 per host', '99th percentile of client writes per cephscope instance (host).',
+                 [g.target('histogram_quantile(0.99, sum by (instance, le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="write"}[$__rate_interval])))', '{{instance}}')]),
+  ], y=36)
+)

@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""Prometheus in the loop (Ceph layer): cephscope on the real host cluster under rados bench,
+scraped every second by Debian's prometheus with the shipped rules, alerts routed through a
+real prometheus-alertmanager to a webhook this test serves.
+
+Checks: every panel query of every dashboard (variables substituted) and every template
+variable returns data through Prometheus' HTTP API (client panels are pending until the client
+collector serves them); every recording rule yields series; a forced slow op (an OSD stopped
+for a moment) fires CephscopeOSDSlowOps in Prometheus and Alertmanager delivers it to the
+webhook. The test shortens `for:` and the intervals in its own copies of the rules and
+configs, never in the shipped files.
+
+  in-the-loop.py DAEMON_BINARY     (CEPHSCOPE_CEPH_DIR names the cluster, as for the e2e layer)
+"""
+import http.server
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DASHBOARDS = ROOT / "dashboards"
+RULES = [DASHBOARDS / "rules/cephscope-rules.yml", DASHBOARDS / "rules/cephscope-alerts.yml"]
+# Metrics no collector serves yet: their panels are listed, and checked once data exists.
+PENDING = ("cephscope_client_op_seconds",)
+T0 = time.monotonic()
+
+
+def log(msg):
+    print(f"[in-the-loop {time.monotonic() - T0:6.1f}s] {msg}", flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.read().decode()
+
+
+def wait_until(what, pred, timeout, period=0.5):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            if pred():
+                return True
+        except OSError:
+            pass
+        time.sleep(period)
+    raise SystemExit(f"FAILED: {what} within {timeout} s")
+
+
+class Webhook(http.server.BaseHTTPRequestHandler):
+    received = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        Webhook.received.append((time.monotonic(), json.loads(body)))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+class Prom:
+    def __init__(self, port):
+        self.base = f"http://127.0.0.1:{port}"
+
+    def query(self, expr):
+        url = self.base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        doc = json.loads(get(url))
+        if doc.get("status") != "success":
+            raise RuntimeError(f"{expr}: {doc}")
+        return doc["data"]["result"]
+
+    def label_values(self, label, match):
+        url = (self.base + f"/api/v1/label/{label}/values?" +
+               urllib.parse.urlencode({"match[]": match}))
+        return json.loads(get(url))["data"]
+
+    def alerts(self):
+        return json.loads(get(self.base + "/api/v1/alerts"))["data"]["alerts"]
+
+
+def substitute(expr, daemon):
+    for var, value in (("$__rate_interval", "1m"), ("$cluster", ".*"), ("$job", ".*"),
+                       ("$fsid", ".*"), ("$ceph_daemon", daemon), ("$device", ".*")):
+        expr = expr.replace(var, value)
+    return expr
+
+
+def check_dashboards(prom, daemon):
+    queries = failed = 0
+    pending = []
+    for path in sorted(DASHBOARDS.glob("*.json")):
+        board = json.loads(path.read_text())
+        for var in board["templating"]["list"]:
+            m = re.match(r"label_values\((.*),\s*(\w+)\)$", (var.get("definition") or ""))
+            if not m:
+                continue
+            queries += 1
+            values = prom.label_values(m.group(2), substitute(m.group(1), daemon))
+            if var["name"] == "cluster":
+                log(f"{path.name}: variable cluster: {values or 'not set here (no external label)'}")
+                continue
+            if not values:
+                failed += 1
+                log(f"FAILED {path.name}: variable {var['name']} has no values")
+        for panel in board["panels"]:
+            for target in panel.get("targets", []):
+                expr = substitute(target["expr"], daemon)
+                queries += 1
+                result = prom.query(expr)
+                if any(p in expr for p in PENDING) and not result:
+                    pending.append(f"{path.name}: {panel['title']}")
+                    continue
+                if not result:
+                    failed += 1
+                    log(f"FAILED {path.name}: panel '{panel['title']}' has no data: {expr}")
+    log(f"dashboards: {queries} queries, {failed} without data, pending: {pending or 'none'}")
+    return failed
+
+
+def check_recording_rules(prom, rule_files):
+    import yaml
+    failed = 0
+    records = [r["record"] for f in rule_files for g in yaml.safe_load(f.read_text())["groups"]
+               for r in g["rules"] if "record" in r]
+    for name in records:
+        n = len(prom.query(name))
+        if n == 0:
+            failed += 1
+            log(f"FAILED recording rule {name}: no series")
+        else:
+            log(f"recording rule {name}: {n} series")
+    return failed
+
+
+def main():
+    daemon_bin = sys.argv[1]
+    cluster_dir = os.environ.get("CEPHSCOPE_CEPH_DIR")
+    if not cluster_dir:
+        print("skipped: CEPHSCOPE_CEPH_DIR is unset (run through ctest -L e2e)")
+        return 77
+    cluster = json.loads((Path(cluster_dir) / "cluster.json").read_text())
+    work = Path(tempfile.mkdtemp(prefix="cephscope-prom-", dir=cluster_dir))
+    procs = []
+    stopped = []
+    ok = False
+    try:
+        # cephscope, every collector, its own profile cache
+        port = free_port()
+        (work / "cephscope.yaml").write_text(
+            f'listen: "127.0.0.1:{port}"\nlog_level: info\n'
+            "discovery: {scan_interval: 1s}\n"
+            f"profiles: {{cache_dir: {work}/profiles}}\n")
+        procs.append(subprocess.Popen([daemon_bin, "--config", str(work / "cephscope.yaml")],
+                                      stdout=open(work / "cephscope.log", "w"),
+                                      stderr=subprocess.STDOUT))
+        wait_until("cephscope ready", lambda: get(f"http://127.0.0.1:{port}/readyz") != "", 60)
+
+        # the webhook, alertmanager, prometheus
+        hook_port = free_port()
+        hook = http.server.ThreadingHTTPServer(("127.0.0.1", hook_port), Webhook)
+        threading.Thread(target=hook.serve_forever, daemon=True).start()
+        am_port = free_port()
+        (work / "alertmanager.yml").write_text(
+            "route: {receiver: test, group_by: [alertname, ceph_daemon], group_wait: 1s, "
+            "group_interval: 1s, repeat_interval: 1h}\n"
+            f"receivers: [{{name: test, webhook_configs: [{{url: 'http://127.0.0.1:{hook_port}/'}}]}}]\n")
+        procs.append(subprocess.Popen(
+            ["prometheus-alertmanager", f"--config.file={work}/alertmanager.yml",
+             f"--storage.path={work}/am", f"--web.listen-address=127.0.0.1:{am_port}",
+             "--cluster.listen-address="],
+            stdout=open(work / "alertmanager.log", "w"), stderr=subprocess.STDOUT))
+        rule_copies = []
+        for f in RULES:  # the test's own copies: `for:` shortened to 5 s
+            copy = work / f.name
+            copy.write_text(re.sub(r"(\n\s+for:) \S+", r"\1 5s", f.read_text()))
+            rule_copies.append(copy)
+        prom_port = free_port()
+        (work / "prometheus.yml").write_text(
+            "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+            f"rule_files: [{', '.join(str(c) for c in rule_copies)}]\n"
+            f"alerting: {{alertmanagers: [{{static_configs: [{{targets: ['127.0.0.1:{am_port}']}}]}}]}}\n"
+            f"scrape_configs: [{{job_name: cephscope, static_configs: [{{targets: ['127.0.0.1:{port}']}}]}}]\n")
+        procs.append(subprocess.Popen(
+            ["prometheus", f"--config.file={work}/prometheus.yml",
+             f"--storage.tsdb.path={work}/tsdb", f"--web.listen-address=127.0.0.1:{prom_port}"],
+            stdout=open(work / "prometheus.log", "w"), stderr=subprocess.STDOUT))
+        prom = Prom(prom_port)
+        wait_until("alertmanager ready", lambda: get(f"http://127.0.0.1:{am_port}/-/ready") != "", 60)
+        wait_until("prometheus ready", lambda: get(prom.base + "/-/ready") != "", 60)
+        wait_until("cephscope scraped with OSD probes attached",
+                   lambda: len(prom.query('cephscope_probe_attached{collector="osd", reason="ok"}')) > 0,
+                   180)
+        log(f"cephscope :{port}, prometheus :{prom_port}, alertmanager :{am_port}, webhook :{hook_port}")
+
+        # load: writes then reads, through rados bench on the cluster
+        rados = ["rados", "-c", cluster["conf"], "-p", cluster["pool"]]
+        subprocess.run(rados + ["bench", "20", "write", "-t", "16", "-b", "4096", "--no-cleanup"],
+                       check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(rados + ["bench", "10", "seq", "-t", "16"], check=True,
+                       stdout=subprocess.DEVNULL)
+        time.sleep(3)
+        failed = check_dashboards(prom, cluster["osds"][0]["name"])
+        failed += check_recording_rules(prom, rule_copies)
+
+        # a forced slow op: a replica stopped for 3 s under writes
+        victim = cluster["osds"][-1]
+        bench = subprocess.Popen(rados + ["bench", "15", "write", "-t", "16", "-b", "4096",
+                                          "--no-cleanup"], stdout=subprocess.DEVNULL)
+        time.sleep(3)
+        os.kill(victim["pid"], signal.SIGSTOP)
+        stopped.append(victim["pid"])
+        t_stop = time.monotonic()
+        time.sleep(3)
+        os.kill(victim["pid"], signal.SIGCONT)
+        stopped.remove(victim["pid"])
+        bench.wait()
+        log(f"{victim['name']} stopped for 3 s under writes")
+
+        def firing():
+            return [a for a in prom.alerts()
+                    if a["labels"]["alertname"] == "CephscopeOSDSlowOps" and a["state"] == "firing"]
+        wait_until("CephscopeOSDSlowOps firing in Prometheus", lambda: firing(), 120)
+        t_fire = time.monotonic()
+        stages = sorted({(a["labels"]["ceph_daemon"], a["labels"]["stage"]) for a in firing()})
+        log(f"CephscopeOSDSlowOps firing {t_fire - t_stop:.1f} s after the stop: {stages}")
+
+        def delivered():
+            return [al for _, body in Webhook.received for al in body.get("alerts", [])
+                    if al["labels"].get("alertname") == "CephscopeOSDSlowOps"
+                    and al["status"] == "firing"]
+        wait_until("CephscopeOSDSlowOps delivered to the webhook", lambda: delivered(), 60)
+        t_hook = next(t for t, body in Webhook.received
+                      if any(al["labels"].get("alertname") == "CephscopeOSDSlowOps"
+                             for al in body.get("alerts", [])))
+        first = delivered()[0]
+        log(f"webhook received it {t_hook - t_fire:.1f} s after it fired "
+            f"({t_hook - t_stop:.1f} s after the stop): {first['labels']}, "
+            f"documentation {first['annotations'].get('documentation')}")
+        for key in ("summary", "description", "documentation"):
+            if not first["annotations"].get(key):
+                failed += 1
+                log(f"FAILED: the delivered alert has no {key}")
+        subprocess.run(rados + ["cleanup"], stdout=subprocess.DEVNULL)
+        if failed:
+            log(f"FAILED: {failed} checks")
+            return 1
+        log("passed")
+        ok = True
+        return 0
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        if ok and os.environ.get("CEPHSCOPE_KEEP_TEST_DIR") is None:
+            shutil.rmtree(work, ignore_errors=True)
+        elif not ok:
+            for name in ("cephscope.log", "prometheus.log", "alertmanager.log"):
+                lines = (work / name).read_text(errors="replace").splitlines()[-15:]
+                print(f"---- {work / name} (last lines) ----\n" + "\n".join(lines))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
