@@ -3,6 +3,11 @@
 # the build).
 #
 #   tests/ceph/demo.sh [--duration SECONDS] [--port PORT] [--interval SECONDS] [--bin PATH]
+#                      [--prometheus]
+#
+# --prometheus also starts Debian's prometheus (private data dir under the demo's directory, a
+# free port from 9090, 5 s scrapes) with the shipped rules (dashboards/rules/), scraping the
+# daemon, and prints its URL with a few ready queries.
 #
 # 1. starts a single-node cluster (mon, mgr, 3 BlueStore OSDs; tests/ceph/cluster.sh up) in a
 #    fresh directory under /tmp (about 20-30 s; Ceph's packages are installed when missing);
@@ -46,19 +51,22 @@ if [ "${1:-}" = __load ]; then
     done
 fi
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 DURATION=0
 PORT=
 INTERVAL=5
 LOAD_SECONDS=10
 BIN=${CEPHSCOPE_BIN:-$REPO/build/daemon/cephscope}
+PROMETHEUS=0
+PROM_PID=
 while [ $# -gt 0 ]; do
     case "$1" in
         --duration) DURATION=${2:?}; shift 2 ;;
         --port) PORT=${2:?}; shift 2 ;;
         --interval) INTERVAL=${2:?}; shift 2 ;;
         --bin) BIN=${2:?}; shift 2 ;;
+        --prometheus) PROMETHEUS=1; shift ;;
         -h|--help) usage ;;
         *) echo "demo.sh: unknown argument: $1" >&2; usage ;;
     esac
@@ -87,6 +95,11 @@ cleanup() {
         say "stopping the load"
         kill -TERM -- "-$LOAD_PID" 2>/dev/null || true
         wait "$LOAD_PID" 2>/dev/null || true
+    fi
+    if [ -n "$PROM_PID" ] && kill -0 "$PROM_PID" 2>/dev/null; then
+        say "stopping prometheus (pid $PROM_PID)"
+        kill -TERM "$PROM_PID" 2>/dev/null || true
+        wait "$PROM_PID" 2>/dev/null || true
     fi
     if [ -n "$DAEMON_PID" ] && kill -0 "$DAEMON_PID" 2>/dev/null; then
         say "stopping cephscope (pid $DAEMON_PID)"
@@ -154,6 +167,31 @@ say "cephscope ready (pid $DAEMON_PID); collectors: $(curl -s "$URL/metrics" | a
         c = $0; sub(/.*collector="/, "", c); sub(/".*/, "", c)
         h = $0; sub(/.*hook="/, "", h); sub(/".*/, "", h)
         printf "%s %s(%s) ", c, ($NF == 1 ? "up " : "DOWN "), h }')"
+
+# ------------------------------------------------------------------ prometheus (--prometheus)
+if [ "$PROMETHEUS" = 1 ]; then
+    command -v prometheus >/dev/null || { say "prometheus is not installed (apt-get install prometheus)"; exit 1; }
+    PROM_PORT=9090
+    while ss -Htln "sport = :$PROM_PORT" | grep -q .; do PROM_PORT=$((PROM_PORT + 1)); done
+    cat > "$STATE/prometheus.yml" <<EOF
+global: {scrape_interval: 5s, evaluation_interval: 5s}
+rule_files: [$REPO/dashboards/rules/cephscope-rules.yml, $REPO/dashboards/rules/cephscope-alerts.yml]
+scrape_configs: [{job_name: cephscope, static_configs: [{targets: ['127.0.0.1:$PORT']}]}]
+EOF
+    prometheus --config.file="$STATE/prometheus.yml" --storage.tsdb.path="$STATE/prometheus" \
+        --web.listen-address="127.0.0.1:$PROM_PORT" >"$STATE/prometheus.log" 2>&1 &
+    PROM_PID=$!
+    for i in $(seq 1 100); do curl -sf "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null 2>&1 && break; sleep 0.2; done
+    curl -sf "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null || { tail -n 20 "$STATE/prometheus.log"; say "prometheus not ready"; exit 1; }
+    cat <<EOF
+
+  Prometheus:     http://127.0.0.1:$PROM_PORT (rules: /rules, alerts: /alerts), e.g.:
+      cephscope:osd_op_stage_seconds:p99_5m{op="write"}
+      sum by (stage) (rate(cephscope_osd_op_stage_seconds_sum{op="write"}[1m])) / sum by (stage) (rate(cephscope_osd_op_stage_seconds_count{op="write"}[1m]))
+      cephscope:osd_write_amplification:ratio5m
+      ALERTS{alertstate="firing"}
+EOF
+fi
 
 # ------------------------------------------------------------------ load
 setsid "$0" __load "$STATE" "$LOAD_SECONDS" </dev/null >"$STATE/load.log" 2>&1 &
