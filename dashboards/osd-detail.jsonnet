@@ -17,7 +17,8 @@ g.dashboard(
   'cephscope-osd-detail',
   'cephscope / OSD detail',
   'One OSD: each stage\'s distribution, BlueStore, replica sub-ops, its devices and its syscalls.',
-  [g.template.datasource, g.template.cluster, g.template.job, g.template.fsid, g.template.ceph_daemon(), device],
+  [g.template.datasource, g.template.cluster, g.template.job, g.template.instance, g.template.fsid,
+   g.template.ceph_daemon(), device],
   [g.row('Write stages', 0)]
   + g.layout([stageHeatmap(s) for s in writeStages], y=1, width=8, height=7)
   + [g.row('BlueStore and replica sub-ops', 29)]

@@ -1,7 +1,10 @@
 // OSD latency by stage, for a cluster and its hosts: where op time goes, per-stage p50/p99,
 // heatmaps, slow ops by stage, the slowest OSDs per stage.
 local g = import 'lib/panels.libsonnet';
-local sel = g.sel('fsid=~"$fsid", ceph_daemon=~"$ceph_daemon"');
+local sel = g.sel('instance=~"$instance", fsid=~"$fsid", ceph_daemon=~"$ceph_daemon"');
+// Ceph's own exporter names each OSD's host (ceph_osd_metadata); without it, the OSD alone.
+local withHostname(expr) =
+  '(' + expr + ' * on (ceph_daemon) group_left (hostname) max by (ceph_daemon, hostname) (ceph_osd_metadata{cluster=~"$cluster"})) or ' + expr;
 local stageMean(op) =
   'sum by (stage) (rate(cephscope_osd_op_stage_seconds_sum{' + sel + ', op="' + op + '"}[$__rate_interval]))'
   + ' / sum by (stage) (rate(cephscope_osd_op_stage_seconds_count{' + sel + ', op="' + op + '"}[$__rate_interval]))';
@@ -13,7 +16,8 @@ g.dashboard(
   'cephscope-osd-latency',
   'cephscope / OSD latency by stage',
   'Where the time of client ops goes inside the OSDs, stage by stage (cephscope eBPF histograms).',
-  [g.template.datasource, g.template.cluster, g.template.job, g.template.fsid, g.template.ceph_daemon(multi=true)],
+  [g.template.datasource, g.template.cluster, g.template.job, g.template.instance, g.template.fsid,
+   g.template.ceph_daemon(multi=true)],
   [g.row('Where op time goes', 0)]
   + g.layout([
     g.timeseries('Write time by stage (mean per op)',
@@ -46,8 +50,8 @@ g.dashboard(
     g.timeseries('Slow ops by stage', 'Ops over the daemon\'s slow-op threshold, counted under their longest stage.',
                  [g.target('sum by (op, stage) (rate(cephscope_osd_slow_ops_total{' + sel + '}[$__rate_interval]))', '{{op}} {{stage}}')],
                  unit='ops'),
-    g.table('Slowest OSDs per stage (write p99)', 'The five OSDs with the highest p99 of each write stage over the last 5 minutes.',
-            'topk by (stage) (5, histogram_quantile(0.99, sum by (ceph_daemon, fsid, stage, le) (rate(cephscope_osd_op_stage_seconds_bucket{' + sel + ', op="write"}[5m]))))'),
+    g.table('Slowest OSDs per stage (write p99)', 'The five OSDs with the highest p99 of each write stage over the last 5 minutes, with their host where Ceph\'s exporter is scraped.',
+            withHostname('topk by (stage) (5, histogram_quantile(0.99, sum by (ceph_daemon, fsid, stage, le) (rate(cephscope_osd_op_stage_seconds_bucket{' + sel + ', op="write"}[5m]))))')),
     g.timeseries('Whole write p99 per OSD', '99th percentile of client writes per primary OSD.',
                  [g.target('histogram_quantile(0.99, sum by (ceph_daemon, fsid, le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="write"}[$__rate_interval])))', '{{ceph_daemon}}')]),
     g.timeseries('Write p99 per host', '99th percentile of client writes per cephscope instance (host).',

@@ -39,13 +39,17 @@
                         includeAll=true, hide=2),
     job: self.query('job', 'Job', 'label_values(cephscope_build_info{cluster=~"$cluster"}, job)',
                     multi=true, includeAll=true),
+    // A host is a cephscope instance (one daemon per node).
+    instance: self.query('instance', 'Host (cephscope instance)',
+                         'label_values(cephscope_build_info{cluster=~"$cluster", job=~"$job"}, instance)',
+                         multi=true, includeAll=true),
     // A host may run two clusters: their OSDs differ by fsid (docs/metrics.md).
     fsid: self.query('fsid', 'Ceph cluster (fsid)',
                      'label_values(cephscope_osd_op_seconds_count{cluster=~"$cluster", job=~"$job"}, fsid)',
                      multi=true, includeAll=true),
     ceph_daemon(multi=false):: self.query(
       'ceph_daemon', 'OSD',
-      'label_values(cephscope_osd_op_seconds_count{cluster=~"$cluster", job=~"$job", fsid=~"$fsid"}, ceph_daemon)',
+      'label_values(cephscope_osd_op_seconds_count{cluster=~"$cluster", job=~"$job", instance=~"$instance", fsid=~"$fsid"}, ceph_daemon)',
       multi=multi, includeAll=multi),
   },
 

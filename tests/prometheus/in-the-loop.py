@@ -99,7 +99,7 @@ class Prom:
 
 def substitute(expr, daemon):
     for var, value in (("$__rate_interval", "1m"), ("$cluster", ".*"), ("$job", ".*"),
-                       ("$fsid", ".*"), ("$ceph_daemon", daemon), ("$device", ".*")):
+                       ("$fsid", ".*"), ("$instance", ".*"), ("$ceph_daemon", daemon), ("$device", ".*")):
         expr = expr.replace(var, value)
     return expr
 
