@@ -1,6 +1,6 @@
-// libFuzzer entry: ElfFile and the resolver's symbol reader over arbitrary bytes. A file is
-// either refused with an error or read; nothing it holds may crash the reader or make it
-// read outside the file.
+// libFuzzer entry: ElfFile, the resolver's symbol reader and the daemon's offset verifier
+// (symbols, .eh_frame, capstone) over arbitrary bytes. A file is either refused with an error
+// or read; nothing it holds may crash the reader or make it read outside the file.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -8,12 +8,22 @@
 
 #include "memfd_file.h"
 #include "profile/elf_file.h"
+#include "profile/verify.h"
 #include "resolver/symbols.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace cephscope::profile;
   static const cephscope::fuzz::MemfdFile file;
   file.assign(data, size);
+  // The raw bytes as an .eh_frame section, and the whole file through the verifier.
+  (void)eh_frame_function_starts({data, size}, 0x1000);
+  if (auto verifier = OffsetVerifier::open(file.path()); verifier.ok()) {
+    FunctionInstance f;
+    f.vaddr = 0x1000;
+    f.file_offset = 0x1000;
+    f.size = 64;
+    (void)verifier->check(f, 0x1010);
+  }
   auto elf = ElfFile::open(file.path());
   if (!elf.ok()) {
     return 0;

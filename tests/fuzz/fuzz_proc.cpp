@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "discovery/classify.h"
+#include "discovery/containers.h"
 #include "discovery/proc.h"
 #include "profile/process.h"
 
@@ -17,6 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   ProcessInfo info;
   (void)parse_stat(std::string(text), info);
+  (void)parse_cgroup(text);
 
   const std::vector<std::string> argv = parse_cmdline(text);
   const OsdArgs args = parse_osd_args(argv);
