@@ -126,7 +126,7 @@ class Cursor {
 std::optional<std::uint8_t> cie_fde_encoding(std::span<const std::uint8_t> data, std::size_t at,
                                              std::uint64_t section_vaddr) {
   Cursor c(data, at);
-  const std::uint8_t version = c.fixed<std::uint8_t>();
+  const auto version = c.fixed<std::uint8_t>();
   const std::string_view aug = c.cstring();
   c.uleb();  // code alignment
   c.sleb();  // data alignment
@@ -231,11 +231,11 @@ std::vector<std::uint64_t> eh_frame_function_starts(std::span<const std::uint8_t
       break;
     }
     const std::size_t next = body + length;
-    const std::uint32_t id = c.fixed<std::uint32_t>();
+    const auto id = c.fixed<std::uint32_t>();
     if (id != 0 && id <= body) {  // an FDE: id is the distance back to its CIE
       const std::size_t cie = body - id;
       Cursor cie_len(data, cie);
-      const std::uint32_t cie_length = cie_len.fixed<std::uint32_t>();
+      const auto cie_length = cie_len.fixed<std::uint32_t>();
       if (cie_len.ok() && cie_length != 0 && cie_length != 0xffffffff &&
           cie_len.fixed<std::uint32_t>() == 0 && cie_len.ok()) {
         if (auto enc = cie_fde_encoding(data, cie_len.at(), section_vaddr)) {

@@ -123,7 +123,7 @@ TEST_CASE("containers are named from the runtime's own records", "[containers]")
     f.runtime = "docker";
     fs::create_directories(tmp.path / "docker/containers" / kId);
     std::ofstream(tmp.path / "docker/containers" / kId / "config.v2.json")
-        << "{\"Name\":\"/osd\\u0000\\\"3\\n\"}";
+        << R"({"Name":"/osd\u0000\"3\n"})";
     const auto name = container_labels(f, dirs).container;
     CHECK(name.starts_with("osd"));
     CHECK(name.find('\n') == std::string::npos);
