@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * block collector: per device and op, queue time (insert -> issue), device time
- * (issue -> complete), bytes and errors; attributed to the tracked process that submitted
- * the request's first bio. Two flavours of the same four hooks: tp_btf (typed request
- * pointers) and classic tracepoints (device + sector); the daemon loads one of them.
+ * block collector: per device and op, submit time (bio queued -> request allocated), queue
+ * time (insert -> issue), device time (issue -> complete), bytes, errors and bio merges;
+ * attributed to the tracked process that submitted the request's first bio. Two flavours of
+ * the request hooks: tp_btf (typed request pointers) and classic tracepoints (device +
+ * sector); the daemon loads one of them. The bio hooks past block_bio_queue (getrq, merges,
+ * splits) are classic tracepoints in both: their records are keyed by device and sector.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -29,7 +31,7 @@ struct {
 	__uint(map_flags, BPF_F_NO_COMMON_LRU);
 	__uint(max_entries, BLOCK_BIO_OWNER_MAX);
 	__type(key, struct block_bio_key);
-	__type(value, __u32);
+	__type(value, struct block_bio);
 } block_bio_owner SEC(".maps");
 
 struct {
@@ -56,26 +58,26 @@ static __always_inline __u32 whole_disk(__u32 dev)
 	return disk ? *disk : dev;
 }
 
-static __always_inline void on_bio_queue(__u32 dev, __u64 sector)
+/* Every bio, tracked or not: the per-device submit time counts every process's waits. */
+static __always_inline void on_bio_queue(__u32 dev, __u64 sector, __u32 op)
 {
 	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
-	__u32 target = current_target();
+	struct block_bio bio = {
+	    .queue_ns = bpf_ktime_get_ns(), .target = current_target(), .op = op};
 
-	if (target == CEPHSCOPE_UNTRACKED)
-		return;
-	if (bpf_map_update_elem(&block_bio_owner, &key, &target, BPF_ANY))
+	if (bpf_map_update_elem(&block_bio_owner, &key, &bio, BPF_ANY))
 		count_lost(LOST_INFLIGHT_FULL);
 }
 
 static __always_inline __u32 take_owner(__u32 dev, __u64 sector)
 {
 	struct block_bio_key key = {.sector = sector, .dev = dev};
-	__u32 *owner = bpf_map_lookup_elem(&block_bio_owner, &key);
+	struct block_bio *bio = bpf_map_lookup_elem(&block_bio_owner, &key);
 	__u32 target;
 
-	if (!owner)
+	if (!bio)
 		return CEPHSCOPE_UNTRACKED;
-	target = *owner;
+	target = bio->target;
 	bpf_map_delete_elem(&block_bio_owner, &key);
 	return target;
 }
@@ -87,6 +89,61 @@ static __always_inline void add_bytes(__u32 target, __u32 dev, __u32 op, __u64 b
 
 	if (stats)
 		stats->bytes += bytes;
+}
+
+/* The bio got its request: the time it waited to get there (a frozen queue, no free tag). */
+static __always_inline void on_getrq(__u32 dev, __u64 sector)
+{
+	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
+	struct block_bio *bio = bpf_map_lookup_elem(&block_bio_owner, &key);
+	struct block_stats_key skey = {};
+	struct block_stats *stats;
+	__u64 queued;
+
+	if (!bio || !bio->queue_ns)
+		return;
+	queued = bio->queue_ns;
+	bio->queue_ns = 0; /* the owner stays, for the request's insert or issue */
+	skey.target = bio->target;
+	skey.dev = key.dev;
+	skey.op = bio->op;
+	stats = lookup_or_init(&block_stats, &skey, &zero_stats);
+	if (stats)
+		hist_add(&stats->submit, bpf_ktime_get_ns() - queued);
+}
+
+/* The bio joined a request already there: no request of its own, so no submit sample. */
+static __always_inline void on_bio_merge(__u32 dev, __u64 sector)
+{
+	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
+	struct block_bio *bio = bpf_map_lookup_elem(&block_bio_owner, &key);
+	struct block_stats_key skey = {};
+	struct block_stats *stats;
+
+	if (!bio)
+		return;
+	skey.target = bio->target;
+	skey.dev = key.dev;
+	skey.op = bio->op;
+	bpf_map_delete_elem(&block_bio_owner, &key);
+	stats = lookup_or_init(&block_stats, &skey, &zero_stats);
+	if (stats)
+		stats->merges += 1;
+}
+
+/* A bio split at NEW_SECTOR: the remainder goes on from there with the same submit time. */
+static __always_inline void on_bio_split(__u32 dev, __u64 sector, __u64 new_sector)
+{
+	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
+	struct block_bio *bio = bpf_map_lookup_elem(&block_bio_owner, &key);
+	struct block_bio rest;
+
+	if (!bio)
+		return;
+	rest = *bio;
+	key.sector = new_sector;
+	if (bpf_map_update_elem(&block_bio_owner, &key, &rest, BPF_ANY))
+		count_lost(LOST_INFLIGHT_FULL);
 }
 
 /*
@@ -228,7 +285,8 @@ int btf_bio_queue(__u64 *ctx)
 {
 	struct bio *bio = tp_arg(ctx, bio_queue_with_q);
 
-	on_bio_queue(bio_dev(bio), BPF_CORE_READ(bio, bi_iter.bi_sector));
+	on_bio_queue(bio_dev(bio), BPF_CORE_READ(bio, bi_iter.bi_sector),
+		     op_from_flags(BPF_CORE_READ(bio, bi_opf)));
 	return 0;
 }
 
@@ -314,10 +372,60 @@ struct block_tp_prefix {
 	int error; /* block_rq_complete only */
 };
 
+/*
+ * block_bio_queue, block_getrq and the bio merges share one layout on every version (the
+ * block_bio class; block_get_rq and block_bio_merge before 5.11): rwbs at 28 after dev,
+ * sector and nr_sector. block_split has new_sector at 24 instead.
+ */
+struct block_tp_bio {
+	__u64 common;
+	__u32 dev;
+	__u32 pad;
+	__u64 sector;
+	__u32 nr_sector;
+	char rwbs[8];
+};
+
+struct block_tp_split {
+	__u64 common;
+	__u32 dev;
+	__u32 pad;
+	__u64 sector;
+	__u64 new_sector;
+};
+
 SEC("tracepoint/block/block_bio_queue")
-int tp_bio_queue(struct block_tp_prefix *ctx)
+int tp_bio_queue(struct block_tp_bio *ctx)
 {
-	on_bio_queue(ctx->dev, ctx->sector);
+	on_bio_queue(ctx->dev, ctx->sector, op_from_rwbs(ctx->rwbs));
+	return 0;
+}
+
+SEC("tracepoint/block/block_getrq")
+int tp_getrq(struct block_tp_bio *ctx)
+{
+	on_getrq(ctx->dev, ctx->sector);
+	return 0;
+}
+
+SEC("tracepoint/block/block_bio_backmerge")
+int tp_bio_backmerge(struct block_tp_bio *ctx)
+{
+	on_bio_merge(ctx->dev, ctx->sector);
+	return 0;
+}
+
+SEC("tracepoint/block/block_bio_frontmerge")
+int tp_bio_frontmerge(struct block_tp_bio *ctx)
+{
+	on_bio_merge(ctx->dev, ctx->sector);
+	return 0;
+}
+
+SEC("tracepoint/block/block_split")
+int tp_split(struct block_tp_split *ctx)
+{
+	on_bio_split(ctx->dev, ctx->sector, ctx->new_sector);
 	return 0;
 }
 

@@ -30,11 +30,17 @@ struct block_rq {
 	__u32 pad;
 };
 
-/* A bio submitted by a tracked process, until its request is inserted or issued. */
+/* A bio submitted, until its request is inserted or issued (or it merges into one). */
 struct block_bio_key {
 	__u64 sector;
 	__u32 dev;
 	__u32 pad;
+};
+
+struct block_bio {
+	__u64 queue_ns; /* block_bio_queue; 0 once its request was allocated (block_getrq) */
+	__u32 target;	/* CEPHSCOPE_UNTRACKED for other processes' bios */
+	__u32 op;
 };
 
 struct block_stats_key {
@@ -45,10 +51,13 @@ struct block_stats_key {
 };
 
 struct block_stats {
+	struct hist
+	    submit; /* bio queued -> its request allocated: waits for a frozen queue or a tag */
 	struct hist queue;  /* insert -> issue */
 	struct hist device; /* issue -> complete */
 	__u64 bytes;
 	__u64 errors;
+	__u64 merges; /* bios merged into an existing request: no request, no submit sample */
 };
 
 #define BLOCK_INFLIGHT_MAX 16384

@@ -1,5 +1,5 @@
-// block collector: queue and device time, bytes and errors per device and op, and per
-// tracked target that submitted the requests.
+// block collector: submit, queue and device time, bytes, errors and bio merges per device
+// and op, and per tracked target that submitted the requests.
 #include "collectors/block_collector.h"
 
 #include <bpf/bpf.h>
@@ -25,24 +25,30 @@ namespace {
 
 constexpr std::array<const char*, BLOCK_OP_COUNT> kOps = {"read", "write", "flush", "discard",
                                                           "other"};
-const std::vector<std::string> kProbes = {"block_bio_queue", "block_rq_insert", "block_rq_issue",
-                                          "block_rq_requeue", "block_rq_complete"};
+const std::vector<std::string> kProbes = {
+    "block_bio_queue",     "block_rq_insert",      "block_rq_issue",
+    "block_rq_requeue",    "block_rq_complete",    "block_getrq",
+    "block_bio_backmerge", "block_bio_frontmerge", "block_split"};
 
 using BlockSkel = Skeleton<block_bpf, block_bpf__destroy>;
 
 // Partitions rarely come and go, and a rescan walks /sys/class/block.
 constexpr auto kPartitionRescan = std::chrono::seconds(10);
 
+// The bio's way to its request (getrq, merges, splits) is keyed by device and sector in both
+// flavours: classic tracepoints serve both.
 struct Flavour {
   const char* hook;
-  std::array<const char*, 5> programs;  // in the order of kProbes
+  std::array<const char*, 9> programs;  // in the order of kProbes
 };
 constexpr Flavour kTpBtf{
     "tp_btf",
-    {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_requeue", "btf_rq_complete"}};
+    {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_requeue", "btf_rq_complete",
+     "tp_getrq", "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split"}};
 constexpr Flavour kTracepoint{
     "tracepoint",
-    {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_requeue", "tp_rq_complete"}};
+    {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_requeue", "tp_rq_complete", "tp_getrq",
+     "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split"}};
 
 // tp_btf programs read the tracepoints' arguments, whose lists changed in Linux 5.11 (see
 // block.bpf.c): tell the programs which list this kernel has.
@@ -158,10 +164,12 @@ void BlockCollector::start(const CollectorContext& ctx) {
 }
 
 void add_stats(block_stats& to, const block_stats& from) {
+  add_hist(to.submit, from.submit);
   add_hist(to.queue, from.queue);
   add_hist(to.device, from.device);
   to.bytes += from.bytes;
   to.errors += from.errors;
+  to.merges += from.merges;
 }
 
 // Deletes the entries of expired targets, keeping what they counted in retired_. An entry
@@ -237,10 +245,7 @@ Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
       stats_fd_, [&](const block_stats_key& k, std::span<const block_stats> cpus) {
         auto& s = sums[{k.target, k.dev, k.op}];
         for (const auto& c : cpus) {
-          add_hist(s.queue, c.queue);
-          add_hist(s.device, c.device);
-          s.bytes += c.bytes;
-          s.errors += c.errors;
+          add_stats(s, c);
         }
       });
   if (!walked.ok()) {
@@ -260,6 +265,9 @@ Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
       continue;
     }
     const Labels l = labels->second + Labels{{"device", devices_.name(dev)}, {"op", kOps[op]}};
+    out.histogram("cephscope_block_target_submit_seconds",
+                  "Time bios of a tracked process waited for a request (queued to getrq).", l,
+                  s.submit);
     out.histogram("cephscope_block_target_device_seconds",
                   "Device time (issue to complete) of requests submitted by a tracked process.", l,
                   s.device);
@@ -272,8 +280,14 @@ Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   }
   for (const auto& [key, d] : per_device) {
     const Labels l{{"device", devices_.name(key.first)}, {"op", kOps[key.second]}};
+    out.histogram("cephscope_block_submit_seconds",
+                  "Time bios waited for a request: queued to getrq (a frozen queue, no free tag).",
+                  l, d.submit);
     out.histogram("cephscope_block_queue_seconds", "Time requests spent queued (insert to issue).",
                   l, d.queue);
+    out.counter("cephscope_block_bio_merges_total",
+                "Bios merged into an existing request (no request, no submit sample).", l,
+                static_cast<double>(d.merges));
     out.histogram("cephscope_block_device_seconds",
                   "Time requests spent in the device (issue to complete).", l, d.device);
     out.counter("cephscope_block_bytes_total", "Bytes of requests issued to the device.", l,

@@ -148,7 +148,8 @@ std::string podman_name(const std::string& storage, const std::string& id) {
 
 // docker: /var/lib/docker/containers/<id>/config.v2.json, {"Name": "/name", ...}.
 std::string docker_name(const std::string& root, const std::string& id) {
-  const auto doc = read_record(root + "/containers/" + id + "/config.v2.json", kMaxDockerConfigJson);
+  const auto doc =
+      read_record(root + "/containers/" + id + "/config.v2.json", kMaxDockerConfigJson);
   if (!doc.is_object() || !doc.contains("Name") || !doc["Name"].is_string()) {
     return "";
   }

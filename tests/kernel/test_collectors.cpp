@@ -85,6 +85,18 @@ TEST_CASE("syscall and block collectors count a known IO pattern exactly",
         block_written);
   CHECK(m.sum("cephscope_block_target_device_seconds_count",
               {{"process", kTracked}, {"op", "write"}}) >= 1);
+  // Each O_DIRECT write is a bio that waited for a request (a submit sample) or merged into
+  // one; the per-device series count every process's bios, the untracked twin's too.
+  const double submitted = m.sum("cephscope_block_target_submit_seconds_count",
+                                 {{"process", kTracked}, {"op", "write"}});
+  const double merged = m.sum("cephscope_block_bio_merges_total", {{"op", "write"}});
+  INFO("tracked write bios with a request " << submitted << ", write merges on the host "
+                                            << merged);
+  CHECK(submitted + merged >= io.writes);
+  CHECK(submitted >= 1);
+  CHECK(m.sum("cephscope_block_submit_seconds_count", {{"op", "write"}}) >= submitted);
+  check_histogram_shape(m, "cephscope_block_target_submit_seconds",
+                        {{"process", kTracked}, {"op", "write"}});
   const auto per_device = m.find("cephscope_block_bytes_total", {{"op", "write"}});
   REQUIRE_FALSE(per_device.empty());
   for (const auto& s : per_device) {
