@@ -49,7 +49,31 @@ struct {
 	__type(value, __u32);
 } block_partitions SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BLOCK_FROZEN_MAX);
+	__type(key, __u64); /* struct request_queue * */
+	__type(value, struct block_freeze);
+} block_frozen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, BLOCK_FREEZERS_MAX);
+	__type(key, struct block_freezer_key);
+	__type(value, __u64);
+} block_freezers SEC(".maps");
+
+/* Frozen time (freeze start -> unfreeze) per disk. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, BLOCK_PARTITIONS_MAX);
+	__type(key, __u32);
+	__type(value, struct hist);
+} block_frozen_time SEC(".maps");
+
 static const struct block_stats zero_stats;
+static const struct hist zero_hist;
+static const __u64 zero_count;
 
 static __always_inline __u32 whole_disk(__u32 dev)
 {
@@ -458,5 +482,83 @@ int tp_rq_complete(struct block_tp_prefix *ctx)
 	struct block_rq_key key = {.id = ctx->sector, .dev = ctx->dev};
 
 	on_rq_complete(&key, ctx->error);
+	return 0;
+}
+
+/* ---- queue freezes: fentry, where the kernel lets programs attach to functions ---- */
+
+struct request_queue___with_disk {
+	struct gendisk *disk;
+};
+
+static __always_inline __u32 queue_dev(struct request_queue *q)
+{
+	struct request_queue___with_disk *with = (void *)q;
+
+	if (bpf_core_field_exists(with->disk))
+		return disk_dev(BPF_CORE_READ(with, disk));
+	return 0;
+}
+
+SEC("fentry/blk_freeze_queue_start")
+int BPF_PROG(freeze_start, struct request_queue *q)
+{
+	__u64 key = (__u64)q;
+	struct block_freeze *frozen = bpf_map_lookup_elem(&block_frozen, &key);
+	struct block_freeze fresh = {};
+	struct block_freezer_key who = {};
+	__u64 *count;
+
+	if (frozen) {
+		frozen->depth += 1;
+		return 0;
+	}
+	fresh.start_ns = bpf_ktime_get_ns();
+	fresh.depth = 1;
+	fresh.dev = queue_dev(q);
+	if (bpf_map_update_elem(&block_frozen, &key, &fresh, BPF_ANY))
+		count_lost(LOST_INFLIGHT_FULL);
+	who.dev = fresh.dev;
+	bpf_get_current_comm(who.comm, sizeof(who.comm));
+	count = lookup_or_init(&block_freezers, &who, &zero_count);
+	if (count)
+		*count += 1;
+	return 0;
+}
+
+static __always_inline void on_unfreeze(struct request_queue *q)
+{
+	__u64 key = (__u64)q;
+	struct block_freeze *frozen = bpf_map_lookup_elem(&block_frozen, &key);
+	struct hist *time;
+	__u64 start;
+	__u32 dev;
+
+	if (!frozen)
+		return;
+	if (frozen->depth > 1) {
+		frozen->depth -= 1;
+		return;
+	}
+	start = frozen->start_ns;
+	dev = frozen->dev;
+	bpf_map_delete_elem(&block_frozen, &key);
+	time = lookup_or_init(&block_frozen_time, &dev, &zero_hist);
+	if (time)
+		hist_add(time, bpf_ktime_get_ns() - start);
+}
+
+/* 6.15 on: blk_mq_unfreeze_queue is an inline wrapper of this one. */
+SEC("fentry/blk_mq_unfreeze_queue_nomemrestore")
+int BPF_PROG(unfreeze_nomemrestore, struct request_queue *q)
+{
+	on_unfreeze(q);
+	return 0;
+}
+
+SEC("fentry/blk_mq_unfreeze_queue")
+int BPF_PROG(unfreeze, struct request_queue *q)
+{
+	on_unfreeze(q);
 	return 0;
 }

@@ -60,6 +60,21 @@ struct block_stats {
 	__u64 merges; /* bios merged into an existing request: no request, no submit sample */
 };
 
+/* Queue freezes (fentry on the freeze/unfreeze functions): per queue while frozen. */
+struct block_freeze {
+	__u64 start_ns;
+	__u32 depth; /* nested freezes: the outermost one is timed */
+	__u32 dev;   /* the queue's disk; 0 where the queue does not name it (before 5.15) */
+};
+
+/* Freezes started, by the disk and the process (its comm) that started them. */
+struct block_freezer_key {
+	__u32 dev;
+	char comm[16];
+};
+
+#define BLOCK_FROZEN_MAX 1024
+#define BLOCK_FREEZERS_MAX 1024
 #define BLOCK_INFLIGHT_MAX 16384
 #define BLOCK_BIO_OWNER_MAX 16384
 #define BLOCK_STATS_MAX 8192

@@ -17,6 +17,7 @@
 #include "collectors/block_devices.h"
 #include "collectors/bpf_collector.h"
 #include "core/hist.h"
+#include "core/label_value.h"
 #include "libbpf/features.h"
 #include "libbpf/maps.h"
 
@@ -31,6 +32,15 @@ const std::vector<std::string> kProbes = {
     "block_bio_backmerge", "block_bio_frontmerge", "block_split"};
 
 using BlockSkel = Skeleton<block_bpf, block_bpf__destroy>;
+
+// Queue freezes: fentry on these, where the kernel has them (the unfreeze function is an
+// inline wrapper of blk_mq_unfreeze_queue_nomemrestore from 6.15 on).
+const std::vector<std::string> kFreezeProbes = {"blk_freeze_queue_start", "blk_mq_unfreeze_queue"};
+const std::vector<std::string> kFreezeFunctions = {
+    "blk_freeze_queue_start", "blk_mq_unfreeze_queue_nomemrestore", "blk_mq_unfreeze_queue"};
+// The first processes seen freezing a disk keep series of their own, for good; later ones
+// count under process="other", so no count ever moves between series.
+constexpr std::size_t kFreezersPerDevice = 4;
 
 // Partitions rarely come and go, and a rescan walks /sys/class/block.
 constexpr auto kPartitionRescan = std::chrono::seconds(10);
@@ -84,8 +94,12 @@ class BlockCollector final : public BpfCollector {
 
  private:
   void start(const CollectorContext& ctx);
-  // Loads one flavour where the kernel offers its hook, and attaches it.
-  Status load(const Flavour& flavour, const Feature& feature, int tracked_map_fd);
+  // Loads one flavour where the kernel offers its hook, and attaches it; with the freeze
+  // programs where fentry and the functions are there (else they are reported unavailable).
+  Status load(const Flavour& flavour, const Feature& feature, const Feature& fentry,
+              int tracked_map_fd);
+  Status load_with(const Flavour& flavour, int tracked_map_fd, const std::vector<bool>& freeze);
+  void collect_freezes(MetricSink& out);
   // Mirrors the partition -> disk map of /sys into the BPF map.
   Status write_partitions();
   void sync_partitions();  // write_partitions, and a warning when that fails
@@ -96,14 +110,52 @@ class BlockCollector final : public BpfCollector {
   // series count every request, so they must not go back when a target expires.
   std::map<std::pair<std::uint32_t, std::uint32_t>, block_stats> retired_;
   int partitions_fd_ = -1;
+  int freezers_fd_ = -1;
+  int frozen_time_fd_ = -1;
+  std::map<std::uint32_t, std::vector<std::string>> freezers_;  // per disk, in order seen
   Clock::time_point next_partition_scan_ = Clock::now() + kPartitionRescan;
 };
 
-Status BlockCollector::load(const Flavour& flavour, const Feature& feature, int tracked_map_fd) {
+Status BlockCollector::load(const Flavour& flavour, const Feature& feature, const Feature& fentry,
+                            int tracked_map_fd) {
   if (!feature.available) {
     return error_with(feature.why.reason, ErrorKind::kUnsupported,
                       std::string(flavour.hook) + ": " + feature.why.detail);
   }
+  // Which freeze programs to load: freeze_start, unfreeze_nomemrestore, unfreeze.
+  std::vector<bool> freeze(3, false);
+  Cause no_freeze;
+  const auto has = kernel_has_functions(kFreezeFunctions);
+  if (!fentry.available) {
+    no_freeze = {fentry.why.reason, "queue freezes need fentry: " + fentry.why.detail};
+  } else if (!has[0] || (!has[1] && !has[2])) {
+    no_freeze = {Reason::kKernelFeatureMissing,
+                 "queue freezes: this kernel's BTF has no blk_freeze_queue_start or "
+                 "blk_mq_unfreeze_queue(_nomemrestore)"};
+  } else {
+    freeze = {true, has[1], !has[1]};
+  }
+  Status loaded = load_with(flavour, tracked_map_fd, freeze);
+  if (!loaded.ok() && freeze[0]) {
+    no_freeze = {cause_of(loaded.error(), Reason::kLoadFailed).reason,
+                 "queue freezes: the programs did not load (" + loaded.error().message + ")"};
+    spdlog::warn("block: {}; loading without them", no_freeze.detail);
+    freeze.assign(3, false);
+    loaded = load_with(flavour, tracked_map_fd, freeze);
+  }
+  if (loaded.ok() && !freeze[0]) {
+    // The rest of the collector works: only these two probes are reported missing.
+    spdlog::info("block: queue freezes not measured ({}): {}", to_string(no_freeze.reason),
+                 no_freeze.detail);
+    for (const auto& probe : kFreezeProbes) {
+      unavailable_probe({probe, "", false, no_freeze});
+    }
+  }
+  return loaded;
+}
+
+Status BlockCollector::load_with(const Flavour& flavour, int tracked_map_fd,
+                                 const std::vector<bool>& freeze) {
   BlockSkel skel;
   if (auto opened = open_skeleton(skel, block_bpf__open, tracked_map_fd); !opened.ok()) {
     return opened;
@@ -118,11 +170,17 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature, int 
       return set;
     }
   }
+  const std::array<const char*, 3> freeze_programs = {"freeze_start", "unfreeze_nomemrestore",
+                                                      "unfreeze"};
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     const std::string_view n = bpf_program__name(prog);
-    bpf_program__set_autoload(prog, std::find(flavour.programs.begin(), flavour.programs.end(),
-                                              n) != flavour.programs.end());
+    bool load = std::find(flavour.programs.begin(), flavour.programs.end(), n) !=
+                flavour.programs.end();
+    for (std::size_t i = 0; i < freeze_programs.size(); ++i) {
+      load = load || (n == freeze_programs[i] && freeze[i]);
+    }
+    bpf_program__set_autoload(prog, load);
   }
   if (const int err = block_bpf__load(skel.get()); err != 0) {
     return error_with(reason_of_errno(-err, Reason::kLoadFailed), ErrorKind::kSystem,
@@ -131,11 +189,17 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature, int 
   }
   stats_fd_ = bpf_map__fd(skel->maps.block_stats);  // pruned by prune_maps()
   partitions_fd_ = bpf_map__fd(skel->maps.block_partitions);
+  freezers_fd_ = bpf_map__fd(skel->maps.block_freezers);
+  frozen_time_fd_ = bpf_map__fd(skel->maps.block_frozen_time);
   block_bpf* raw = skel.release();
   adopt(
       raw->obj, [raw] { block_bpf__destroy(raw); }, flavour.hook);
   for (std::size_t i = 0; i < kProbes.size(); ++i) {
     attach(bpf_object__find_program_by_name(raw->obj, flavour.programs[i]), kProbes[i]);
+  }
+  if (freeze[0]) {
+    attach(raw->progs.freeze_start, kFreezeProbes[0]);
+    attach(freeze[1] ? raw->progs.unfreeze_nomemrestore : raw->progs.unfreeze, kFreezeProbes[1]);
   }
   return ok_status();
 }
@@ -144,10 +208,12 @@ void BlockCollector::start(const CollectorContext& ctx) {
   const std::string& wanted = ctx.config.collectors.block.hook;
   std::optional<Cause> first;  // why tp_btf failed, when it was tried
   if (wanted != "tracepoint") {
-    const Status tp_btf = load(kTpBtf, ctx.features.tp_btf, ctx.tracked_map_fd);
+    const Status tp_btf =
+        load(kTpBtf, ctx.features.tp_btf, ctx.features.fentry, ctx.tracked_map_fd);
     if (tp_btf.ok() || wanted == "tp_btf") {
       if (!tp_btf.ok()) {
         unavailable(cause_of(tp_btf.error(), Reason::kLoadFailed), kProbes);
+        unavailable(cause_of(tp_btf.error(), Reason::kLoadFailed), kFreezeProbes);
       }
       sync_partitions();
       return;
@@ -155,9 +221,12 @@ void BlockCollector::start(const CollectorContext& ctx) {
     first = cause_of(tp_btf.error(), Reason::kLoadFailed);
     spdlog::info("block: falling back to classic tracepoints ({})", first->detail);
   }
-  if (auto tracepoint = load(kTracepoint, ctx.features.tracefs, ctx.tracked_map_fd);
+  if (auto tracepoint =
+          load(kTracepoint, ctx.features.tracefs, ctx.features.fentry, ctx.tracked_map_fd);
       !tracepoint.ok()) {
-    unavailable(either_failed(first, cause_of(tracepoint.error(), Reason::kLoadFailed)), kProbes);
+    const Cause why = either_failed(first, cause_of(tracepoint.error(), Reason::kLoadFailed));
+    unavailable(why, kProbes);
+    unavailable(why, kFreezeProbes);
     return;
   }
   sync_partitions();
@@ -235,10 +304,65 @@ void BlockCollector::sync_partitions() {
   }
 }
 
+// Frozen time per disk, and freezes per disk and process (the first few processes of each
+// disk by name, the rest as "other").
+void BlockCollector::collect_freezes(MetricSink& out) {
+  std::map<std::uint32_t, struct hist> frozen;
+  Status walked = for_each_percpu<std::uint32_t, struct hist>(
+      frozen_time_fd_, [&](const std::uint32_t& dev, std::span<const struct hist> cpus) {
+        for (const auto& c : cpus) {
+          add_hist(frozen[dev], c);
+        }
+      });
+  std::map<std::pair<std::uint32_t, std::string>, std::uint64_t> freezes;
+  if (walked.ok()) {
+    walked = for_each_percpu<block_freezer_key, std::uint64_t>(
+        freezers_fd_, [&](const block_freezer_key& k, std::span<const std::uint64_t> cpus) {
+          const std::string comm =
+              label_value(std::string_view(k.comm, strnlen(k.comm, sizeof(k.comm))));
+          auto& own = freezers_[k.dev];
+          if (std::find(own.begin(), own.end(), comm) == own.end() &&
+              own.size() < kFreezersPerDevice) {
+            own.push_back(comm);
+          }
+          const bool kept = std::find(own.begin(), own.end(), comm) != own.end();
+          auto& n = freezes[{k.dev, kept ? comm : "other"}];
+          for (const auto c : cpus) {
+            n += c;
+          }
+        });
+  }
+  if (!walked.ok()) {
+    spdlog::warn("block: queue freezes not read: {}", walked.error().message);
+    return;
+  }
+  // A disk the queue does not name (before 5.15) is "unknown".
+  auto device = [&](std::uint32_t dev) -> std::string {
+    return dev == 0 ? "unknown" : devices_.name(dev);
+  };
+  for (const auto& [dev, h] : frozen) {
+    out.histogram("cephscope_block_queue_frozen_seconds",
+                  "Time a disk's request queue stayed frozen (freeze start to unfreeze).",
+                  {{"device", device(dev)}}, h);
+  }
+  for (const auto& [dev, own] : freezers_) {
+    for (const auto& comm : own) {
+      freezes.try_emplace({dev, comm}, 0);
+    }
+  }
+  for (const auto& [key, n] : freezes) {
+    out.counter("cephscope_block_queue_freezes_total",
+                "Queue freezes started, by the process that started them.",
+                {{"device", device(key.first)}, {"process", key.second}},
+                static_cast<double>(n));
+  }
+}
+
 Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   if (stats_fd_ < 0) {
     return ok_status();
   }
+  collect_freezes(out);
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // target, dev, op
   std::map<Key, block_stats> sums;
   Status walked = for_each_percpu<block_stats_key, block_stats>(

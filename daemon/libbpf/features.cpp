@@ -155,4 +155,16 @@ std::vector<int> tp_btf_arg_counts(const std::vector<std::string>& tracepoints) 
   return counts;
 }
 
+std::vector<bool> kernel_has_functions(const std::vector<std::string>& functions) {
+  std::vector<bool> found(functions.size(), false);
+  std::unique_ptr<btf, decltype(&btf__free)> vmlinux(btf__load_vmlinux_btf(), btf__free);
+  if (!vmlinux) {
+    return found;
+  }
+  for (std::size_t i = 0; i < functions.size(); ++i) {
+    found[i] = btf__find_by_name_kind(vmlinux.get(), functions[i].c_str(), BTF_KIND_FUNC) >= 0;
+  }
+  return found;
+}
+
 }  // namespace cephscope

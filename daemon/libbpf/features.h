@@ -33,4 +33,7 @@ struct KernelFeatures {
 // has no such prototype.
 std::vector<int> tp_btf_arg_counts(const std::vector<std::string>& tracepoints);
 
+// Which of `functions` the running kernel's BTF has (fentry can attach to those only).
+std::vector<bool> kernel_has_functions(const std::vector<std::string>& functions);
+
 }  // namespace cephscope
