@@ -34,6 +34,9 @@ DASHBOARDS = ROOT / "dashboards"
 RULES = [DASHBOARDS / "rules/cephscope-rules.yml", DASHBOARDS / "rules/cephscope-alerts.yml"]
 # Metrics no collector serves yet: their panels are listed, and checked once data exists.
 PENDING = ("cephscope_client_op_seconds",)
+# Queue freezes: no series where fentry is refused (the probes say why) or where nothing froze
+# a queue during the test; such panels are listed with the reason.
+FREEZES = ("cephscope_block_queue_frozen_seconds", "cephscope_block_queue_freezes_total")
 T0 = time.monotonic()
 
 
@@ -128,6 +131,13 @@ def check_dashboards(prom, daemon):
                 result = prom.query(expr)
                 if any(p in expr for p in PENDING) and not result:
                     pending.append(f"{path.name}: {panel['title']}")
+                    continue
+                if any(p in expr for p in FREEZES) and not result:
+                    probe = prom.query('cephscope_probe_attached{probe="blk_freeze_queue_start"}')
+                    why = (probe[0]["metric"].get("reason") if probe else "no probe status")
+                    pending.append(f"{path.name}: {panel['title']} (freeze probe: {why}; "
+                                   "no freeze during the test)" if why == "ok" else
+                                   f"{path.name}: {panel['title']} (freeze probe: {why})")
                     continue
                 if not result:
                     failed += 1
