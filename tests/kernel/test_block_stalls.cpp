@@ -62,6 +62,39 @@ struct NullBlk {
   NullBlk& operator=(const NullBlk&) = delete;
 };
 
+// kernel.bpf_stats_enabled on for the test's life (the BPF run time per event it prints).
+struct BpfStats {
+  std::string was;
+  BpfStats() {
+    std::ifstream("/proc/sys/kernel/bpf_stats_enabled") >> was;
+    std::ofstream("/proc/sys/kernel/bpf_stats_enabled") << "1";
+  }
+  ~BpfStats() {
+    if (!was.empty()) {
+      std::ofstream("/proc/sys/kernel/bpf_stats_enabled") << was;
+    }
+  }
+  BpfStats(const BpfStats&) = delete;
+  BpfStats& operator=(const BpfStats&) = delete;
+};
+
+// "program 123 ns/run (N runs)" for each of the block collector's programs that ran.
+std::string run_times(const Metrics& m) {
+  std::string out;
+  for (const auto& runs : m.find("cephscope_bpf_program_runs_total", {{"collector", "block"}})) {
+    const std::string& program = runs.labels.at("program");
+    const double seconds = m.sum("cephscope_bpf_program_run_seconds_total",
+                                 {{"collector", "block"}, {"program", program}});
+    if (runs.value > 0) {
+      char line[160];
+      std::snprintf(line, sizeof line, " %s %.0f ns/run (%.0f runs);", program.c_str(),
+                    seconds / runs.value * 1e9, runs.value);
+      out += line;
+    }
+  }
+  return out;
+}
+
 struct Submits {
   double count = 0;
   double sum = 0;
@@ -87,6 +120,7 @@ TEST_CASE("bios that wait for a request show as submit stalls of that size",
         "kernel-matrix guests");
     return;
   }
+  const BpfStats stats;
   Daemon daemon(fresh_dir(), tracking_config());
   REQUIRE(daemon.wait_ready());
 
@@ -116,6 +150,7 @@ TEST_CASE("bios that wait for a request show as submit stalls of that size",
       "null_blk (1 tag, 10 ms per request): submit stall mean alone %.1f us over %.0f "
       "bios, with a second writer %.2f ms over %.0f bios; merges %.0f\n",
       alone_mean * 1e6, alone.count - before.count, both_mean * 1e3, both_count, both.merges);
+  std::printf("block programs' BPF run time:%s\n", run_times(daemon.scrape()).c_str());
   // Every bio got a request of its own (O_DIRECT, one at a time per writer: nothing to merge).
   CHECK(alone.count - before.count == kWrites);
   CHECK(both_count == 2 * kWrites);
@@ -205,4 +240,66 @@ TEST_CASE("queue freezes are timed and counted under the process that froze the 
       after.sum("cephscope_block_submit_seconds_count", {{"device", "nullb0"}}));
   CHECK(by_flip == kSwitches);  // one freeze per switch
   CHECK(frozen >= kSwitches);   // every freeze ends; other freezers may add theirs
+}
+
+TEST_CASE("split bios and bios through a device-mapper target are measured on the disk",
+          "[kernel][block][stack]") {
+  NullBlk nullb;
+  if (!nullb.loaded || std::system("command -v dmsetup >/dev/null && modprobe dm-mod") != 0) {
+    WARN(
+        "null_blk or device-mapper missing here: splits and stacks are tested in the "
+        "kernel-matrix guests");
+    return;
+  }
+  Daemon daemon(fresh_dir(), tracking_config());
+  REQUIRE(daemon.wait_ready());
+  auto count = [&](const std::string& device) {
+    return daemon.scrape().sum("cephscope_block_submit_seconds_count",
+                               {{"device", device}, {"op", "write"}});
+  };
+
+  // A 1 MiB write to a disk that takes 64 KiB per request: 16 bios after the splits, each
+  // waits for its own request.
+  std::ofstream("/sys/block/nullb0/queue/max_sectors_kb") << "64";
+  const double before = count("nullb0");
+  {
+    const int fd = ::open("/dev/nullb0", O_WRONLY | O_DIRECT | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    void* buf = nullptr;
+    REQUIRE(posix_memalign(&buf, 4096, 1 << 20) == 0);
+    CHECK(::pwrite(fd, buf, 1 << 20, 0) == (1 << 20));
+    std::free(buf);
+    ::close(fd);
+  }
+  REQUIRE(wait_for(
+      daemon, [&](const Metrics&) { return count("nullb0") >= before + 16; },
+      std::chrono::seconds(5)));
+  const double split = count("nullb0") - before;
+
+  // A linear device-mapper target over the disk: its bios are remapped to nullb0's, which get
+  // the requests and the samples; the dm device allocates none.
+  REQUIRE(std::system("dmsetup create cephscope-linear --table "
+                      "\"0 $(blockdev --getsz /dev/nullb0) linear /dev/nullb0 0\"") == 0);
+  struct Remove {
+    ~Remove() { (void)std::system("dmsetup remove cephscope-linear >/dev/null 2>&1"); }
+  } remove;
+  const double below = count("nullb0");
+  REQUIRE(write_direct("/dev/mapper/cephscope-linear", 4 << 20, kWrites));
+  REQUIRE(wait_for(
+      daemon, [&](const Metrics&) { return count("nullb0") >= below + kWrites; },
+      std::chrono::seconds(5)));
+  const auto m = daemon.scrape();
+  double on_dm = 0;
+  for (const auto& s : m.find("cephscope_block_submit_seconds_count")) {
+    if (s.labels.at("device").starts_with("dm-")) {
+      on_dm += s.value;
+    }
+  }
+  std::printf(
+      "1 MiB write with max_sectors_kb 64: %.0f submit samples on nullb0; %d writes "
+      "through dm-linear: %.0f samples on nullb0, %.0f on the dm device\n",
+      split, kWrites, count("nullb0") - below, on_dm);
+  CHECK(split == 16);
+  CHECK(count("nullb0") - below == kWrites);
+  CHECK(on_dm == 0);
 }
