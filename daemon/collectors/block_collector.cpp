@@ -175,8 +175,8 @@ Status BlockCollector::load_with(const Flavour& flavour, int tracked_map_fd,
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     const std::string_view n = bpf_program__name(prog);
-    bool load = std::find(flavour.programs.begin(), flavour.programs.end(), n) !=
-                flavour.programs.end();
+    bool load =
+        std::find(flavour.programs.begin(), flavour.programs.end(), n) != flavour.programs.end();
     for (std::size_t i = 0; i < freeze_programs.size(); ++i) {
       load = load || (n == freeze_programs[i] && freeze[i]);
     }
@@ -353,8 +353,7 @@ void BlockCollector::collect_freezes(MetricSink& out) {
   for (const auto& [key, n] : freezes) {
     out.counter("cephscope_block_queue_freezes_total",
                 "Queue freezes started, by the process that started them.",
-                {{"device", device(key.first)}, {"process", key.second}},
-                static_cast<double>(n));
+                {{"device", device(key.first)}, {"process", key.second}}, static_cast<double>(n));
   }
 }
 
