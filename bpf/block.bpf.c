@@ -500,8 +500,19 @@ static __always_inline __u32 queue_dev(struct request_queue *q)
 	return 0;
 }
 
-SEC("fentry/blk_freeze_queue_start")
-int BPF_PROG(freeze_start, struct request_queue *q)
+/*
+ * Tasks inside blk_mq_freeze_queue (pid_tgid -> queue). Where its call of
+ * blk_freeze_queue_start is not inlined (6.1) that call is the same freeze; where it is (6.12,
+ * in blk-mq.c), only the outer probe sees the elevator switch's freeze.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, BLOCK_FROZEN_MAX);
+	__type(key, __u64);
+	__type(value, __u64);
+} block_freezing SEC(".maps");
+
+static __always_inline void freeze_begin(struct request_queue *q)
 {
 	__u64 key = (__u64)q;
 	struct block_freeze *frozen = bpf_map_lookup_elem(&block_frozen, &key);
@@ -511,7 +522,7 @@ int BPF_PROG(freeze_start, struct request_queue *q)
 
 	if (frozen) {
 		frozen->depth += 1;
-		return 0;
+		return;
 	}
 	fresh.start_ns = bpf_ktime_get_ns();
 	fresh.depth = 1;
@@ -523,6 +534,44 @@ int BPF_PROG(freeze_start, struct request_queue *q)
 	count = lookup_or_init(&block_freezers, &who, &zero_count);
 	if (count)
 		*count += 1;
+}
+
+SEC("fentry/blk_freeze_queue_start")
+int BPF_PROG(freeze_start, struct request_queue *q)
+{
+	__u64 task = bpf_get_current_pid_tgid();
+	__u64 *inside = bpf_map_lookup_elem(&block_freezing, &task);
+
+	if (inside && *inside == (__u64)q) {
+		bpf_map_delete_elem(&block_freezing,
+				    &task); /* counted by blk_mq_freeze_queue's probe */
+		return 0;
+	}
+	freeze_begin(q);
+	return 0;
+}
+
+static __always_inline void on_freeze_queue(struct request_queue *q)
+{
+	__u64 task = bpf_get_current_pid_tgid();
+	__u64 key = (__u64)q;
+
+	bpf_map_update_elem(&block_freezing, &task, &key, BPF_ANY);
+	freeze_begin(q);
+}
+
+/* 6.15 on: blk_mq_freeze_queue is an inline wrapper of this one. */
+SEC("fentry/blk_mq_freeze_queue_nomemsave")
+int BPF_PROG(freeze_queue_nomemsave, struct request_queue *q)
+{
+	on_freeze_queue(q);
+	return 0;
+}
+
+SEC("fentry/blk_mq_freeze_queue")
+int BPF_PROG(freeze_queue, struct request_queue *q)
+{
+	on_freeze_queue(q);
 	return 0;
 }
 

@@ -35,9 +35,16 @@ using BlockSkel = Skeleton<block_bpf, block_bpf__destroy>;
 
 // Queue freezes: fentry on these, where the kernel has them (the unfreeze function is an
 // inline wrapper of blk_mq_unfreeze_queue_nomemrestore from 6.15 on).
-const std::vector<std::string> kFreezeProbes = {"blk_freeze_queue_start", "blk_mq_unfreeze_queue"};
+// blk_mq_freeze_queue too: 6.12 inlines blk_freeze_queue_start into it (blk-mq.c), so an
+// elevator switch's freeze is seen there only (block.bpf.c counts a freeze once either way).
+const std::vector<std::string> kFreezeProbes = {"blk_freeze_queue_start", "blk_mq_unfreeze_queue",
+                                                "blk_mq_freeze_queue"};
+// In the order of the programs below; *_nomem*: 6.15 on, where the others are inline wrappers.
 const std::vector<std::string> kFreezeFunctions = {
-    "blk_freeze_queue_start", "blk_mq_unfreeze_queue_nomemrestore", "blk_mq_unfreeze_queue"};
+    "blk_freeze_queue_start", "blk_mq_unfreeze_queue_nomemrestore", "blk_mq_unfreeze_queue",
+    "blk_mq_freeze_queue_nomemsave", "blk_mq_freeze_queue"};
+const std::array<const char*, 5> kFreezePrograms = {
+    "freeze_start", "unfreeze_nomemrestore", "unfreeze", "freeze_queue_nomemsave", "freeze_queue"};
 // The first processes seen freezing a disk keep series of their own, for good; later ones
 // count under process="other", so no count ever moves between series.
 constexpr std::size_t kFreezersPerDevice = 4;
@@ -122,8 +129,8 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature, cons
     return error_with(feature.why.reason, ErrorKind::kUnsupported,
                       std::string(flavour.hook) + ": " + feature.why.detail);
   }
-  // Which freeze programs to load: freeze_start, unfreeze_nomemrestore, unfreeze.
-  std::vector<bool> freeze(3, false);
+  // Which freeze programs to load (kFreezePrograms).
+  std::vector<bool> freeze(kFreezePrograms.size(), false);
   Cause no_freeze;
   const auto has = kernel_has_functions(kFreezeFunctions);
   if (!fentry.available) {
@@ -133,14 +140,14 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature, cons
                  "queue freezes: this kernel's BTF has no blk_freeze_queue_start or "
                  "blk_mq_unfreeze_queue(_nomemrestore)"};
   } else {
-    freeze = {true, has[1], !has[1]};
+    freeze = {true, has[1], !has[1], has[3], !has[3] && has[4]};
   }
   Status loaded = load_with(flavour, tracked_map_fd, freeze);
   if (!loaded.ok() && freeze[0]) {
     no_freeze = {cause_of(loaded.error(), Reason::kLoadFailed).reason,
                  "queue freezes: the programs did not load (" + loaded.error().message + ")"};
     spdlog::warn("block: {}; loading without them", no_freeze.detail);
-    freeze.assign(3, false);
+    freeze.assign(kFreezePrograms.size(), false);
     loaded = load_with(flavour, tracked_map_fd, freeze);
   }
   if (loaded.ok() && !freeze[0]) {
@@ -150,6 +157,12 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature, cons
     for (const auto& probe : kFreezeProbes) {
       unavailable_probe({probe, "", false, no_freeze});
     }
+  } else if (loaded.ok() && !freeze[3] && !freeze[4]) {
+    unavailable_probe({kFreezeProbes[2],
+                       "",
+                       false,
+                       {Reason::kKernelFeatureMissing,
+                        "no blk_mq_freeze_queue(_nomemsave) in this kernel's BTF"}});
   }
   return loaded;
 }
@@ -170,15 +183,13 @@ Status BlockCollector::load_with(const Flavour& flavour, int tracked_map_fd,
       return set;
     }
   }
-  const std::array<const char*, 3> freeze_programs = {"freeze_start", "unfreeze_nomemrestore",
-                                                      "unfreeze"};
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     const std::string_view n = bpf_program__name(prog);
     bool load =
         std::find(flavour.programs.begin(), flavour.programs.end(), n) != flavour.programs.end();
-    for (std::size_t i = 0; i < freeze_programs.size(); ++i) {
-      load = load || (n == freeze_programs[i] && freeze[i]);
+    for (std::size_t i = 0; i < kFreezePrograms.size(); ++i) {
+      load = load || (n == kFreezePrograms[i] && freeze[i]);
     }
     bpf_program__set_autoload(prog, load);
   }
@@ -200,6 +211,10 @@ Status BlockCollector::load_with(const Flavour& flavour, int tracked_map_fd,
   if (freeze[0]) {
     attach(raw->progs.freeze_start, kFreezeProbes[0]);
     attach(freeze[1] ? raw->progs.unfreeze_nomemrestore : raw->progs.unfreeze, kFreezeProbes[1]);
+    if (freeze[3] || freeze[4]) {
+      attach(freeze[3] ? raw->progs.freeze_queue_nomemsave : raw->progs.freeze_queue,
+             kFreezeProbes[2]);
+    }
   }
   return ok_status();
 }
