@@ -115,12 +115,19 @@ static __always_inline void add_bytes(__u32 target, __u32 dev, __u32 op, __u64 b
 		stats->bytes += bytes;
 }
 
+/* The stats a bio's outcome goes to: its owner's, on its disk, for its op. */
+static __always_inline struct block_stats *bio_stats(const struct block_bio *bio, __u32 dev)
+{
+	struct block_stats_key skey = {.target = bio->target, .dev = dev, .op = bio->op};
+
+	return lookup_or_init(&block_stats, &skey, &zero_stats);
+}
+
 /* The bio got its request: the time it waited to get there (a frozen queue, no free tag). */
 static __always_inline void on_getrq(__u32 dev, __u64 sector)
 {
 	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
 	struct block_bio *bio = bpf_map_lookup_elem(&block_bio_owner, &key);
-	struct block_stats_key skey = {};
 	struct block_stats *stats;
 	__u64 queued;
 
@@ -128,10 +135,7 @@ static __always_inline void on_getrq(__u32 dev, __u64 sector)
 		return;
 	queued = bio->queue_ns;
 	bio->queue_ns = 0; /* the owner stays, for the request's insert or issue */
-	skey.target = bio->target;
-	skey.dev = key.dev;
-	skey.op = bio->op;
-	stats = lookup_or_init(&block_stats, &skey, &zero_stats);
+	stats = bio_stats(bio, key.dev);
 	if (stats)
 		hist_add(&stats->submit, bpf_ktime_get_ns() - queued);
 }
@@ -141,18 +145,14 @@ static __always_inline void on_bio_merge(__u32 dev, __u64 sector)
 {
 	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
 	struct block_bio *bio = bpf_map_lookup_elem(&block_bio_owner, &key);
-	struct block_stats_key skey = {};
 	struct block_stats *stats;
 
 	if (!bio)
 		return;
-	skey.target = bio->target;
-	skey.dev = key.dev;
-	skey.op = bio->op;
-	bpf_map_delete_elem(&block_bio_owner, &key);
-	stats = lookup_or_init(&block_stats, &skey, &zero_stats);
+	stats = bio_stats(bio, key.dev);
 	if (stats)
 		stats->merges += 1;
+	bpf_map_delete_elem(&block_bio_owner, &key);
 }
 
 /* A bio split at NEW_SECTOR: the remainder goes on from there with the same submit time. */
