@@ -12,8 +12,8 @@
 //   3. pauses one OSD with SIGSTOP for 2 s during a bench: the primaries that replicate to it
 //      count slow ops under stage="replication".
 //
-// Another cluster's osd.N on the same host is the same cephscope target (ceph_daemon="osd.N"):
-// its perf counters are added to the ground truth when its admin socket is found.
+// Another cluster's osd.N on the same host is a target of its own (its fsid): every series
+// read here is this cluster's.
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -33,6 +33,7 @@
 
 #include "ceph_harness.h"
 #include "osd_control.h"
+#include "osd_stages_common.h"
 #include "support/daemon_runner.h"
 #include "support/metrics_text.h"
 
@@ -41,40 +42,6 @@ using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
 namespace {
-
-const std::vector<std::string> kProbes = {
-    "BlueStore::queue_transactions",           "PrimaryLogPG::log_op_stats",
-    "ReplicatedBackend::repop_commit",         "BlueStore::_txc_aio_submit",
-    "BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_committed_kv"};
-// BlueStore's stages, in the order of Ceph's state_*_lat counters (kBlueStoreStates).
-const std::vector<std::string> kStoreStages = {"bluestore_prepare", "bluestore_aio_wait",
-                                               "bluestore_io_done", "bluestore_kv_queued",
-                                               "bluestore_kv_commit"};
-// The stages every op has: message, queue and execute.
-const std::vector<std::string> kReadStages = {"throttle", "receive", "dispatch", "queue",
-                                              "execute"};
-
-std::vector<std::string> stages(std::initializer_list<std::vector<std::string>> parts) {
-  std::vector<std::string> out;
-  for (const auto& p : parts) {
-    out.insert(out.end(), p.begin(), p.end());
-  }
-  return out;
-}
-const std::vector<std::string> kSubopStages = stages({kReadStages, kStoreStages, {"commit"}});
-const std::vector<std::string> kWriteStages =
-    stages({kReadStages, kStoreStages, {"replication", "commit"}});
-
-std::string osd_name(int id) {
-  return "osd." + std::to_string(id);
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Admin sockets of the cluster's OSDs. Another cluster's osd.N on the host is a target of its
 // own (its fsid tells the series apart), so only ours count.
@@ -120,14 +87,6 @@ struct OsdView {
   std::map<std::string, double> slow;  // stage -> count (writes)
 };
 
-// The labels of one OSD's series: osd.N of this cluster (another cluster's osd.N has its own).
-std::map<std::string, std::string> osd_labels(const ClusterInfo& c, int id,
-                                              std::map<std::string, std::string> more = {}) {
-  more.emplace("ceph_daemon", osd_name(id));
-  more.emplace("fsid", c.fsid);
-  return more;
-}
-
 OsdView view(const Metrics& m, const ClusterInfo& c, int id) {
   OsdView v;
   for (const char* op : {"read", "write", "other"}) {
@@ -159,10 +118,6 @@ std::map<int, OsdView> views(const ClusterInfo& c, const Metrics& m) {
 
 bool within(double a, double b, double rel) {
   return std::fabs(a - b) <= rel * std::max(std::fabs(b), 1.0);
-}
-
-std::string daemon_config() {
-  return osd_only_config(", slow_op_threshold: 1s");
 }
 
 // Lets in-flight ops finish and the counters settle before a snapshot.
@@ -247,52 +202,6 @@ void check_store_stages(const ClusterInfo& cluster, const std::map<int, OsdView>
   std::fflush(stdout);
 }
 
-// Every stage of every OSD is measured in this build.
-void check_stages_available(const ClusterInfo& cluster, const Metrics& m) {
-  for (const auto& o : cluster.osds) {
-    for (const auto& st : kWriteStages) {
-      INFO(osd_name(o.id) << " stage " << st);
-      CHECK(m.sum("cephscope_osd_stage_available",
-                  osd_labels(cluster, o.id, {{"stage", st}, {"reason", "ok"}})) == 1);
-    }
-  }
-}
-
-// Waits until every probe is attached on each of the cluster's OSDs (the first OSD resolves
-// the build's profile) and prints how long that took.
-bool wait_for_probes(const ClusterInfo& cluster, Daemon& daemon) {
-  const auto t0 = std::chrono::steady_clock::now();
-  while (std::chrono::steady_clock::now() - t0 < 180s) {
-    const auto m = daemon.scrape();
-    bool attached = true;
-    for (const auto& o : cluster.osds) {
-      for (const auto& p : kProbes) {
-        attached = attached && m.sum("cephscope_probe_attached", {{"collector", "osd"},
-                                                                  {"target", osd_name(o.id)},
-                                                                  {"fsid", cluster.fsid},
-                                                                  {"probe", p},
-                                                                  {"reason", "ok"}}) >= 1;
-      }
-    }
-    if (attached) {
-      std::printf("osd probes attached on %zu OSDs %.1f s after /readyz\n", cluster.osds.size(),
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-      return true;
-    }
-    std::this_thread::sleep_for(200ms);
-  }
-  return false;
-}
-
-// A daemon given the shipped profiles: every OSD gets every stage from them.
-void check_shipped_profile_used(const ClusterInfo& cluster, Daemon& daemon) {
-  DaemonLogOnFailure print_log{daemon};
-  REQUIRE(daemon.wait_ready(60s));
-  REQUIRE(wait_for_probes(cluster, daemon));
-  check_stages_available(cluster, daemon.scrape());
-  CHECK(daemon.log_has("(shipped)", 5s));
-}
-
 BenchSummary bench(const ClusterInfo& cluster, BenchMode mode, int seconds) {
   BenchOptions opt;
   opt.mode = mode;
@@ -302,22 +211,6 @@ BenchSummary bench(const ClusterInfo& cluster, BenchMode mode, int seconds) {
               static_cast<unsigned long long>(s.total_ops), s.avg_iops, s.avg_latency_s * 1e3);
   std::fflush(stdout);
   return s;
-}
-
-// The ceph-osd of a cephadm-style container: the child of its init (podman --init).
-pid_t container_osd_pid(const std::string& container) {
-  const auto r = run_command({"podman", "inspect", "-f", "{{.State.Pid}}", container}, 30s);
-  if (!r.ok()) {
-    return 0;
-  }
-  const std::string init = r.out.substr(0, r.out.find('\n'));
-  std::stringstream children(slurp("/proc/" + init + "/task/" + init + "/children"));
-  for (pid_t child = 0; children >> child;) {
-    if (slurp("/proc/" + std::to_string(child) + "/comm") == "ceph-osd\n") {
-      return child;
-    }
-  }
-  return 0;
 }
 
 }  // namespace
@@ -565,218 +458,4 @@ TEST_CASE("with Ceph's op tracker off, ops are counted and event-only stages sta
   const auto rc = daemon.stop(20s);
   REQUIRE(rc.has_value());
   CHECK(*rc == 0);
-}
-
-TEST_CASE("an OSD of a shipped build gets every stage with no debug file and no resolver",
-          "[e2e][ceph][osd][profiles]") {
-  auto loaded = cluster_from_env();
-  REQUIRE(loaded.has_value());
-  const ClusterInfo cluster = *loaded;
-  const std::string dir = test_dir(cluster.dir);
-  // An empty cache, the repository's shipped profiles, and a resolver that cannot run: the
-  // node as if it had no -dbg package (the host's are never read without the resolver).
-  Daemon daemon(dir, daemon_config() + "profiles:\n  cache_dir: " + dir +
-                         "/cache\n  shipped_dirs: [" + CEPHSCOPE_SOURCE_DIR +
-                         "/config/profiles]\n  resolver: /nonexistent/cephscope-resolver\n");
-  check_shipped_profile_used(cluster, daemon);
-  CHECK_FALSE(daemon.log_has("resolver failed", 1s));
-}
-
-TEST_CASE("a profile from a container's debug files steers a probe only where the binary agrees",
-          "[e2e][ceph][osd][verify][container]") {
-  auto loaded = cluster_from_env();
-  REQUIRE(loaded.has_value());
-  const ClusterInfo cluster = *loaded;
-  REQUIRE_FALSE(cluster.osds.front().container.empty());  // a container cluster's test
-  const std::string dir = test_dir(cluster.dir);
-  const std::string cache = dir + "/cache";
-  auto config = [&](const std::string& shipped, const std::string& resolver) {
-    return daemon_config() + "profiles:\n  cache_dir: " + cache + "\n  shipped_dirs: [" + shipped +
-           "]\n" + (resolver.empty() ? "" : "  resolver: " + resolver + "\n");
-  };
-
-  // 1. No shipped profile, an empty cache: resolved from the -dbg package inside the
-  // container, checked against each OSD's binary, cached apart.
-  std::string container_profile;
-  {
-    Daemon daemon(dir, config("", ""));
-    DaemonLogOnFailure print_log{daemon};
-    REQUIRE(daemon.wait_ready(60s));
-    REQUIRE(wait_for_probes(cluster, daemon));
-    check_stages_available(cluster, daemon.scrape());
-    CHECK(daemon.log_has("profile made from the container's files: its offsets are checked", 5s));
-    for (const auto& e : fs::directory_iterator(cache + "/containers")) {
-      if (e.path().string().ends_with(".osd-stages.json")) {
-        container_profile = e.path().string();
-      }
-    }
-    REQUIRE_FALSE(container_profile.empty());
-    for (const auto& e : fs::directory_iterator(cache)) {
-      INFO(e.path());
-      CHECK_FALSE(e.path().string().ends_with(".json"));  // nothing in the host's cache
-    }
-    REQUIRE(daemon.stop() == std::optional<int>(0));
-  }
-
-  // 2. The cached container profile says _txc_committed_kv starts one byte later: that probe
-  // is refused, every other probe and stage still works.
-  auto doc = nlohmann::json::parse(slurp(container_profile));
-  bool moved = false;
-  for (auto& f : doc["functions"]) {
-    if (f["name"] == "BlueStore::_txc_committed_kv") {
-      for (auto& i : f["instances"]) {
-        i["vaddr"] = i["vaddr"].get<std::uint64_t>() + 1;
-        i["file_offset"] = i["file_offset"].get<std::uint64_t>() + 1;
-        moved = true;
-      }
-    }
-  }
-  REQUIRE(moved);
-  std::ofstream(container_profile) << doc.dump();
-  {
-    Daemon daemon(dir, config("", "/nonexistent/cephscope-resolver"));
-    DaemonLogOnFailure print_log{daemon};
-    REQUIRE(daemon.wait_ready(60s));
-    const auto& o = cluster.osds.front();
-    const std::map<std::string, std::string> refused{{"collector", "osd"},
-                                                     {"target", osd_name(o.id)},
-                                                     {"fsid", cluster.fsid},
-                                                     {"probe", "BlueStore::_txc_committed_kv"},
-                                                     {"reason", "offset_unverified"}};
-    REQUIRE(poll_until(
-        [&] { return daemon.scrape().find("cephscope_probe_attached", refused).size() == 1; },
-        60s));
-    CHECK(daemon.log_has("no function starts at", 5s));
-    const auto m = daemon.scrape();
-    CHECK(m.sum("cephscope_osd_stage_available",
-                osd_labels(cluster, o.id, {{"stage", "bluestore_kv_commit"}})) == 0);
-    for (const char* st : {"queue", "execute", "replication", "commit"}) {
-      INFO(st);
-      CHECK(m.sum("cephscope_osd_stage_available",
-                  osd_labels(cluster, o.id, {{"stage", st}, {"reason", "ok"}})) == 1);
-    }
-    std::printf(
-        "tampered container profile: _txc_committed_kv refused (offset_unverified), "
-        "other stages ok\n");
-    REQUIRE(daemon.stop() == std::optional<int>(0));
-  }
-
-  // 3. A shipped profile of the build is the host's word: the container's never shadows it.
-  {
-    Daemon daemon(dir, config(std::string(CEPHSCOPE_SOURCE_DIR) + "/config/profiles",
-                              "/nonexistent/cephscope-resolver"));
-    check_shipped_profile_used(cluster, daemon);
-    CHECK_FALSE(daemon.log_has("profile made from the container's files", 1s));
-  }
-}
-
-namespace {
-
-// Wall-clock seconds at which PID started.
-double process_start_wall(pid_t pid) {
-  const std::string stat = slurp("/proc/" + std::to_string(pid) + "/stat");
-  std::stringstream rest(stat.substr(stat.rfind(')') + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-  }
-  const double started = std::stod(field) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  timespec boot{};
-  timespec wall{};
-  clock_gettime(CLOCK_BOOTTIME, &boot);
-  clock_gettime(CLOCK_REALTIME, &wall);
-  return static_cast<double>(wall.tv_sec) + static_cast<double>(wall.tv_nsec) * 1e-9 -
-         (static_cast<double>(boot.tv_sec) + static_cast<double>(boot.tv_nsec) * 1e-9 - started);
-}
-
-// The wall-clock stamp ("[2026-11-23 23:32:16.152]", local time) of the log line holding AT.
-double log_stamp_at(const std::string& log, std::size_t at) {
-  const std::size_t line = log.rfind('\n', at);
-  const std::string stamp = log.substr(line == std::string::npos ? 1 : line + 2, 23);
-  std::tm tm{};
-  const char* end = strptime(stamp.c_str(), "%Y-%m-%d %H:%M:%S", &tm);
-  REQUIRE(end != nullptr);
-  tm.tm_isdst = -1;
-  return static_cast<double>(mktime(&tm)) + std::stod(stamp.substr(19));
-}
-
-}  // namespace
-
-TEST_CASE("a containerised OSD that restarts has its probes live again within 2 s",
-          "[e2e][ceph][osd][pickup][container]") {
-  auto loaded = cluster_from_env();
-  REQUIRE(loaded.has_value());
-  const ClusterInfo cluster = *loaded;
-  const CephDaemon& osd = cluster.osds.back();
-  REQUIRE_FALSE(osd.container.empty());  // a container cluster's test
-  Daemon daemon(test_dir(cluster.dir), daemon_config());
-  DaemonLogOnFailure print_log{daemon};
-  REQUIRE(daemon.wait_ready(60s));
-  REQUIRE(wait_for_probes(cluster, daemon));  // the build's profile is now in memory and cached
-
-  for (int round = 0; round < 3; ++round) {
-    const pid_t old_pid = container_osd_pid(osd.container);
-    REQUIRE(old_pid > 0);
-    // As cephadm's unit restarts it: stopped (and removed, --rm), then run again.
-    const auto restarted =
-        run_command({std::string(CEPHSCOPE_SOURCE_DIR) + "/tests/ceph/container-cluster.sh",
-                     "restart-osd", cluster.release, cluster.dir, std::to_string(osd.id)},
-                    120s);
-    INFO(restarted.out << restarted.err);
-    REQUIRE(restarted.ok());
-    pid_t pid = 0;
-    auto seen = std::chrono::steady_clock::now();
-    while (std::chrono::steady_clock::now() - seen < 60s) {
-      pid = container_osd_pid(osd.container);
-      if (pid > 0 && pid != old_pid) {
-        break;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    REQUIRE(pid > 0);
-    REQUIRE(pid != old_pid);
-    seen = std::chrono::steady_clock::now();
-    // "osd: osd.N (pid P): A of T probes attached": live when every probe of the plan is.
-    // (a profile from the container's files logs its check first, on a line of its own)
-    const std::string mark = "(pid " + std::to_string(pid) + "): ";
-    unsigned n = 0;
-    unsigned total = 0;
-    auto attached_line = [&](const std::string& log) -> std::size_t {
-      for (auto at = log.find(mark); at != std::string::npos; at = log.find(mark, at + 1)) {
-        if (std::sscanf(log.c_str() + at + mark.size(), "%u of %u probes attached", &n, &total) ==
-            2) {
-          return at;
-        }
-      }
-      return std::string::npos;
-    };
-    std::string log;
-    std::size_t at = std::string::npos;
-    for (auto t0 = std::chrono::steady_clock::now();
-         at == std::string::npos && std::chrono::steady_clock::now() - t0 < 30s;) {
-      std::this_thread::sleep_for(5ms);
-      log = daemon.log();
-      at = attached_line(log);
-    }
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - seen).count();
-    REQUIRE(at != std::string::npos);
-    const std::string line = log.substr(at, log.find('\n', at) - at);
-    INFO(line);
-    CHECK(n == total);
-    // From the process's start (/proc/PID/stat, 10 ms ticks) to the log line's own stamp.
-    const double live = log_stamp_at(log, at) - process_start_wall(pid);
-    std::printf(
-        "%s restart %d: probes live %.3f s after its ceph-osd (pid %d) started (seen by the test "
-        "%.2f s later): %s\n",
-        osd.name.c_str(), round + 1, live, pid, seconds, line.c_str());
-    CHECK(live >= 0);
-    std::fflush(stdout);
-    // The next round restarts an OSD that is up again.
-    bool up = false;
-    for (auto t0 = std::chrono::steady_clock::now();
-         !up && std::chrono::steady_clock::now() - t0 < 120s; std::this_thread::sleep_for(1s)) {
-      up = osds_up(cluster);
-    }
-    REQUIRE(up);
-  }
 }
