@@ -171,6 +171,36 @@ static __always_inline void on_bio_split(__u32 dev, __u64 sector, __u64 new_sect
 }
 
 /*
+ * A stacked device (dm, md) or a partition sent the bio on to DEV at SECTOR. Some drivers
+ * resubmit the same bio, whose block_bio_queue fired once only (BIO_TRACE_COMPLETION; md
+ * raid0 on 5.10 does so), so the bio is stamped here as queued at its new disk, with the
+ * owner and op it had above. Where a block_bio_queue follows (clones, first submissions), it
+ * stamps the bio again. A partition's remap keeps the disk: a bio with no record there is
+ * left to its block_bio_queue.
+ */
+static __always_inline void on_bio_remap(__u32 dev, __u64 sector, __u32 old_dev, __u64 old_sector,
+					 __u32 op)
+{
+	struct block_bio_key old_key = {.sector = old_sector, .dev = whole_disk(old_dev)};
+	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
+	struct block_bio *above = bpf_map_lookup_elem(&block_bio_owner, &old_key);
+	struct block_bio bio = {.queue_ns = bpf_ktime_get_ns()};
+
+	if (above) {
+		bio.target = above->target;
+		bio.op = above->op;
+		bpf_map_delete_elem(&block_bio_owner, &old_key);
+	} else if (old_key.dev == key.dev) {
+		return;
+	} else {
+		bio.target = current_target();
+		bio.op = op;
+	}
+	if (bpf_map_update_elem(&block_bio_owner, &key, &bio, BPF_ANY))
+		count_lost(LOST_INFLIGHT_FULL);
+}
+
+/*
  * insert (issue == false) or issue (issue == true) of a request of `bytes`. Bytes count at
  * the first issue, in the context that issues, so a completion the kernel does not report
  * loses a latency sample, never bytes: a classic tracepoint program is skipped while another
@@ -450,6 +480,25 @@ SEC("tracepoint/block/block_split")
 int tp_split(struct block_tp_split *ctx)
 {
 	on_bio_split(ctx->dev, ctx->sector, ctx->new_sector);
+	return 0;
+}
+
+/* block_bio_remap: old_dev and old_sector follow nr_sector, rwbs after them. */
+struct block_tp_remap {
+	__u64 common;
+	__u32 dev;
+	__u32 pad;
+	__u64 sector;
+	__u32 nr_sector;
+	__u32 old_dev;
+	__u64 old_sector;
+	char rwbs[8];
+};
+
+SEC("tracepoint/block/block_bio_remap")
+int tp_bio_remap(struct block_tp_remap *ctx)
+{
+	on_bio_remap(ctx->dev, ctx->sector, ctx->old_dev, ctx->old_sector, op_from_rwbs(ctx->rwbs));
 	return 0;
 }
 

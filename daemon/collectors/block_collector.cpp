@@ -27,9 +27,9 @@ namespace {
 constexpr std::array<const char*, BLOCK_OP_COUNT> kOps = {"read", "write", "flush", "discard",
                                                           "other"};
 const std::vector<std::string> kProbes = {
-    "block_bio_queue",     "block_rq_insert",      "block_rq_issue",
-    "block_rq_requeue",    "block_rq_complete",    "block_getrq",
-    "block_bio_backmerge", "block_bio_frontmerge", "block_split"};
+    "block_bio_queue",   "block_rq_insert", "block_rq_issue",      "block_rq_requeue",
+    "block_rq_complete", "block_getrq",     "block_bio_backmerge", "block_bio_frontmerge",
+    "block_split",       "block_bio_remap"};
 
 using BlockSkel = Skeleton<block_bpf, block_bpf__destroy>;
 
@@ -52,20 +52,20 @@ constexpr std::size_t kFreezersPerDevice = 4;
 // Partitions rarely come and go, and a rescan walks /sys/class/block.
 constexpr auto kPartitionRescan = std::chrono::seconds(10);
 
-// The bio's way to its request (getrq, merges, splits) is keyed by device and sector in both
-// flavours: classic tracepoints serve both.
+// The bio's way to its request (getrq, merges, splits, remaps) is keyed by device and sector in
+// both flavours: classic tracepoints serve both.
 struct Flavour {
   const char* hook;
-  std::array<const char*, 9> programs;  // in the order of kProbes
+  std::array<const char*, 10> programs;  // in the order of kProbes
 };
 constexpr Flavour kTpBtf{
     "tp_btf",
     {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_requeue", "btf_rq_complete",
-     "tp_getrq", "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split"}};
+     "tp_getrq", "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split", "tp_bio_remap"}};
 constexpr Flavour kTracepoint{
     "tracepoint",
     {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_requeue", "tp_rq_complete", "tp_getrq",
-     "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split"}};
+     "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split", "tp_bio_remap"}};
 
 // tp_btf programs read the tracepoints' arguments, whose lists changed in Linux 5.11 (see
 // block.bpf.c): tell the programs which list this kernel has.

@@ -129,12 +129,12 @@ ParamLocation translate(Dwarf_Attribute* attr, const Dwarf_Op* ops, size_t n, bo
     loc.kind = ParamLocation::Kind::kMemory;
     loc.dwarf_reg = op.atom - DW_OP_breg0;
     loc.offset = static_cast<int64_t>(op.number);
-  } else if (n == 1 && op.atom == DW_OP_fbreg && cfa_base) {
+  } else if (n == 1 && op.atom == DW_OP_fbreg && cfa_base &&
+             !__builtin_add_overflow(static_cast<int64_t>(op.number), int64_t{8}, &loc.offset)) {
     // The frame base is the CFA; at the first instruction the CFA is rsp + 8 (the return
-    // address was just pushed).
+    // address was just pushed). An offset that overflows is a corrupt file: complex.
     loc.kind = ParamLocation::Kind::kMemory;
     loc.dwarf_reg = kRsp;
-    loc.offset = 8 + static_cast<int64_t>(op.number);
   } else if (n == 2 && (op.atom == DW_OP_entry_value || op.atom == DW_OP_GNU_entry_value) &&
              ops[1].atom == DW_OP_stack_value) {
     // At the entry pc a register's entry value is its current value.
@@ -152,6 +152,7 @@ ParamLocation translate(Dwarf_Attribute* attr, const Dwarf_Op* ops, size_t n, bo
     }
   } else {
     loc.kind = ParamLocation::Kind::kComplex;
+    loc.offset = 0;
     loc.expr = describe(ops, n);
   }
   if (loc.dwarf_reg > 16) {

@@ -23,7 +23,7 @@ VM_ROOTFS_PACKAGES=(
   libbpf1 libelf1 libdw1 zlib1g libdebuginfod1 libstdc++6
   libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 libcivetweb1
   libyaml-cpp0.7 libspdlog1.10 libfmt9 libsystemd0 libdeflate0 libssl3 libcrypt1 libcapstone4
-  dmsetup
+  dmsetup mdadm
   bpftool iproute2 util-linux procps e2fsprogs kmod
 )
 
