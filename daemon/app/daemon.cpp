@@ -14,6 +14,7 @@
 
 #include "app/event_fds.h"
 #include "app/privileges.h"
+#include "app/service_notify.h"
 #include "app/target_sync.h"
 #include "collectors/collector.h"
 #include "collectors/osd_probes.h"
@@ -257,9 +258,27 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
     return 1;
   }
 
+  auto notifier = ServiceNotifier::from_environment();
+  if (!notifier.ok()) {
+    spdlog::critical("{}", notifier.error().message);
+    return 1;
+  }
+  // STATUS= for systemctl status: what is tracked, what works.
+  auto status_line = [&] {
+    std::size_t up = 0;
+    for (const auto& c : collectors) {
+      up += c->hook() != "unavailable" ? 1 : 0;
+    }
+    return std::to_string(registry.tracked_processes()) + " processes tracked, " +
+           std::to_string(up) + " of " + std::to_string(collectors.size()) +
+           " collectors up, serving " + config.listen;
+  };
+
   TargetSync target_sync(registry, collectors);
   discovery->scan(Clock::now());
+  target_sync();  // the first attach pass, before anyone is told the daemon is ready
   ready = true;
+  notifier->ready(status_line());
   auto next_scan = Clock::now() + config.discovery.scan_interval;
   for (;;) {
     std::array<epoll_event, 4> evs{};
@@ -287,11 +306,15 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
         }
         if (**signal != SIGHUP) {
           spdlog::info("signal {}: shutting down", **signal);
+          notifier->stopping();
           return 0;  // destructors detach every probe: server first, then collectors, then
                      // discovery
         }
+        notifier->reloading();
+        const auto reloaded = [&] { notifier->ready(status_line()); };
         auto fresh = load_config(config_path);
         if (!fresh.ok()) {
+          reloaded();
           spdlog::error("reload rejected, the running config stays in force: {}",
                         fresh.error().message);
           continue;
@@ -299,6 +322,7 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
         apply_overrides(*fresh, overrides);
         auto fresh_web = load_web_config(fresh->web_config_file);
         if (!fresh_web.ok()) {
+          reloaded();
           spdlog::error("reload rejected, the running config stays in force: {}",
                         fresh_web.error().message);
           continue;
@@ -317,6 +341,7 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
         exporter.set_max_series(config.limits.max_series);
         next_scan = Clock::now();
         spdlog::info("config reloaded from {}", config_path);
+        reloaded();
       }
     }
     if (auto serving = (*server)->status(); !serving.ok()) {
@@ -333,6 +358,9 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
     for (const auto& c : collectors) {
       c->refresh(now);
     }
+    // The loop runs at least every 100 ms: a ping proves it is not stuck.
+    notifier->watchdog(now);
+    notifier->status(status_line());
   }
 }
 

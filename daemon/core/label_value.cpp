@@ -5,11 +5,13 @@
 namespace cephscope {
 namespace {
 
-constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+bool is_control(char32_t cp) {
+  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
+}
 
-// The length of the well-formed UTF-8 sequence at the start of S (Unicode 15, table 3-7:
-// no overlong forms, no surrogates, nothing above U+10FFFF), or 0 when there is none.
-std::size_t sequence_length(std::string_view s, char32_t& cp) {
+}  // namespace
+
+std::size_t utf8_sequence_length(std::string_view s, char32_t& cp) {
   const auto byte = [&](std::size_t i) { return static_cast<std::uint8_t>(s[i]); };
   const std::uint8_t b0 = byte(0);
   if (b0 < 0x80) {
@@ -48,21 +50,15 @@ std::size_t sequence_length(std::string_view s, char32_t& cp) {
   return n;
 }
 
-bool is_control(char32_t cp) {
-  return cp < 0x20 || (cp >= 0x7F && cp <= 0x9F);
-}
-
-}  // namespace
-
 std::string label_value(std::string_view raw) {
   std::string out;
   out.reserve(raw.size() < kMaxLabelValueBytes ? raw.size() : kMaxLabelValueBytes);
   while (!raw.empty()) {
     char32_t cp = 0;
-    std::size_t n = sequence_length(raw, cp);
+    std::size_t n = utf8_sequence_length(raw, cp);
     std::string_view piece = raw.substr(0, n);
     if (n == 0 || is_control(cp)) {
-      piece = kReplacement;
+      piece = kUtf8Replacement;
       n = n == 0 ? 1 : n;
     }
     if (out.size() + piece.size() > kMaxLabelValueBytes) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <sstream>
 
+#include "core/build_info.h"
 #include "discovery/process_events.h"
 #include "metrics/prometheus_sink.h"
 
@@ -46,8 +47,10 @@ std::string Exporter::render() {
 
 void Exporter::self_metrics(PrometheusSink& out, const std::vector<TargetView>& targets,
                             const std::vector<std::pair<std::string, double>>& durations) {
-  out.gauge("cephscope_build_info", "cephscope's version and the libbpf and kernel it runs with.",
-            {{"version", CEPHSCOPE_VERSION},
+  out.gauge("cephscope_build_info",
+            "cephscope's version and git revision, and the libbpf and kernel it runs with.",
+            {{"version", build_info().version},
+             {"revision", build_info().revision},
              {"libbpf", std::to_string(libbpf_major_version()) + "." +
                             std::to_string(libbpf_minor_version())},
              {"kernel", features_.kernel_release}},
