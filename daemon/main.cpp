@@ -34,9 +34,10 @@ constexpr const char* kCompiler = "gcc ";
 std::string version_text() {
   const auto& info = cephscope::build_info();
   return std::string("cephscope, version ") + info.version + " (revision: " + info.revision +
-         ")\n  build date: " + info.build_date + "\n  libbpf: " +
-         std::to_string(libbpf_major_version()) + "." + std::to_string(libbpf_minor_version()) +
-         "\n  compiler: " + kCompiler + __VERSION__ + "\n  platform: linux/" + kPlatform;
+         ")\n  build date: " + info.build_date +
+         "\n  libbpf: " + std::to_string(libbpf_major_version()) + "." +
+         std::to_string(libbpf_minor_version()) + "\n  compiler: " + kCompiler + __VERSION__ +
+         "\n  platform: linux/" + kPlatform;
 }
 
 int run(int argc, char** argv) {

@@ -56,8 +56,8 @@ Result<ServiceNotifier> ServiceNotifier::from_environment() {
   const bool ours = pid.empty() || (parse_number(pid, watchdog_pid) && watchdog_pid == ::getpid());
   if (!usec.empty() && ours) {
     if (!parse_number(usec, microseconds) || microseconds == 0) {
-      return make_error(ErrorKind::kInvalidInput, "WATCHDOG_USEC: not a positive number: '" +
-                                                      usec + "'");
+      return make_error(ErrorKind::kInvalidInput,
+                        "WATCHDOG_USEC: not a positive number: '" + usec + "'");
     }
     n.watchdog_ = std::chrono::microseconds(microseconds);
   }

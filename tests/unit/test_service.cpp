@@ -105,15 +105,13 @@ TEST_CASE("log lines stay parseable whatever bytes a message holds", "[service]"
   const std::string hostile = std::string("osd \"x\" \\ tab\there\nnew line \x01 bad \xff\xfe end");
   const auto json = nlohmann::json::parse(format_line(LogFormat::kJson, hostile));
   CHECK(json.at("level") == "warn");
-  CHECK(json.at("msg") ==
-        "osd \"x\" \\ tab\there\nnew line \x01 bad \xEF\xBF\xBD\xEF\xBF\xBD end");
+  CHECK(json.at("msg") == "osd \"x\" \\ tab\there\nnew line \x01 bad \xEF\xBF\xBD\xEF\xBF\xBD end");
   CHECK(json.at("ts").get<std::string>().ends_with("Z"));
 
   const std::string logfmt = format_line(LogFormat::kLogfmt, hostile);
   CHECK(logfmt.starts_with("ts="));
-  CHECK(logfmt.find(
-            " level=warn msg=\"osd \\\"x\\\" \\\\ tab\\there\\nnew line \\u0001 bad "
-            "\xEF\xBF\xBD\xEF\xBF\xBD end\"\n") != std::string::npos);
+  CHECK(logfmt.find(" level=warn msg=\"osd \\\"x\\\" \\\\ tab\\there\\nnew line \\u0001 bad "
+                    "\xEF\xBF\xBD\xEF\xBF\xBD end\"\n") != std::string::npos);
   CHECK(logfmt.find('\n') == logfmt.size() - 1);  // one line, always
   CHECK(parse_log_format("logfmt") == LogFormat::kLogfmt);
   CHECK(!parse_log_format("text").has_value());
