@@ -24,6 +24,9 @@
 #ifndef CEPHSCOPE_RESOLVER_INSTALLED
 #define CEPHSCOPE_RESOLVER_INSTALLED "/usr/libexec/cephscope/cephscope-resolver"
 #endif
+#ifndef CEPHSCOPE_RESOLVER_FROM_SBIN
+#define CEPHSCOPE_RESOLVER_FROM_SBIN "../libexec/cephscope/cephscope-resolver"
+#endif
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): not in unistd.h for C++
 
@@ -259,9 +262,13 @@ std::string resolver_executable() {
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const auto beside = self.parent_path() / "cephscope-resolver";
-    if (access(beside.c_str(), X_OK) == 0) {
-      return beside.string();
+    // The build tree keeps it beside the daemon; an installed tree where the daemon's
+    // folder and libexec stand as they did at configure time, under any prefix.
+    for (const auto& candidate : {self.parent_path() / "cephscope-resolver",
+                                  (self.parent_path() / CEPHSCOPE_RESOLVER_FROM_SBIN)}) {
+      if (access(candidate.c_str(), X_OK) == 0) {
+        return candidate.lexically_normal().string();
+      }
     }
   }
   return CEPHSCOPE_RESOLVER_INSTALLED;

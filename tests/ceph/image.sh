@@ -41,6 +41,8 @@ set -euo pipefail
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
 # shellcheck source=tests/lib/debian-mirror.sh
 source "$(dirname "$SELF")/../lib/debian-mirror.sh"
+# shellcheck source=tests/lib/podman.sh
+source "$(dirname "$SELF")/../lib/podman.sh"
 CACHE_ROOT=${CEPH_IMAGE_CACHE:-/var/cache/cephscope-ceph}
 APT_LOCK_TIMEOUT=${APT_LOCK_TIMEOUT:-600}
 REPO=localhost/cephscope-ceph
@@ -96,39 +98,7 @@ ensure_tools() {
     log "time: host tools install $(since "$t") s"
 }
 
-podman_settings_ok() {
-    local s
-    s=$(podman info --format '{{.Host.CgroupManager}} {{.Host.OCIRuntime.Name}}' 2>/dev/null) || return 1
-    [ "$s" = "cgroupfs runc" ]
-}
-
-CONF_TEXT='# Written by cephscope tests/ceph/image.sh (see /work/shared/MACHINE.md "Containers"):
-# crun fails on this host'"'"'s hybrid cgroups, systemd cgroups are not available, and raising
-# ulimits is not permitted.
-[containers]
-default_ulimits = []
-
-[engine]
-cgroup_manager = "cgroupfs"
-runtime = "runc"'
-
-ensure_podman_conf() {
-    local f=/etc/containers/containers.conf d=/etc/containers/containers.conf.d
-    if [ ! -e "$f" ]; then
-        log "writing $f (runc, cgroupfs, no default ulimits)"
-        mkdir -p /etc/containers
-        printf '%s\n' "$CONF_TEXT" > "$f"
-    elif ! grep -Eq '^[[:space:]]*default_ulimits[[:space:]]*=[[:space:]]*\[[[:space:]]*\]' "$f" \
-         || ! podman_settings_ok; then
-        if ! [ -e "$d/50-cephscope.conf" ]; then
-            log "$f exists with other settings: adding the drop-in $d/50-cephscope.conf"
-            mkdir -p "$d"
-            printf '%s\n' "$CONF_TEXT" > "$d/50-cephscope.conf"
-        fi
-    fi
-    podman_settings_ok || die "podman does not use runc and cgroupfs (podman info: \
-$(podman info --format '{{.Host.CgroupManager}} {{.Host.OCIRuntime.Name}}' 2>&1 | head -n 3))"
-}
+ensure_podman_conf() { podman_configure || die "podman is not set up for this host"; }
 
 # ------------------------------------------------------------------ the suite's version
 suite_version() {   # candidate version of ceph-osd in SUITE, from private apt lists
