@@ -82,11 +82,11 @@ class LineFormatter final : public spdlog::formatter {
   void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& out) override {
     const std::string_view text(msg.payload.data(), msg.payload.size());
     if (format_ == LogFormat::kJson) {
-      append(out, "{\"ts\":\"");
+      append(out, R"({"ts":")");
       append_time(out, msg.time);
-      append(out, "\",\"level\":\"");
+      append(out, R"(","level":")");
       append(out, level_name(msg.level));
-      append(out, "\",\"msg\":");
+      append(out, R"(","msg":)");
       append_quoted(out, text);
       append(out, "}\n");
       return;
@@ -100,7 +100,7 @@ class LineFormatter final : public spdlog::formatter {
     out.push_back('\n');
   }
 
-  std::unique_ptr<spdlog::formatter> clone() const override {
+  [[nodiscard]] std::unique_ptr<spdlog::formatter> clone() const override {
     return std::make_unique<LineFormatter>(format_);
   }
 

@@ -38,7 +38,7 @@ struct NotifySocket {
     timeval tv{0, 200000};
     ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   }
-  std::string receive() const {
+  [[nodiscard]] std::string receive() const {
     char buf[512];
     const ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
     return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : "";
