@@ -8,7 +8,10 @@
 # made once with `debootstrap --variant=minbase bookworm` from $DEBIAN_MIRROR (default: the
 # host's apt mirror) and `podman import`. Prints the image's name and size.
 set -euo pipefail
-[ $# -ge 1 ] && [ $# -le 2 ] || { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+  exit 2
+fi
 deb=$(realpath "$1")
 [ -f "$deb" ] || { echo "build-image: no such package: $1" >&2; exit 2; }
 version=$(dpkg-deb -f "$deb" Version)

@@ -64,12 +64,12 @@ if [ "$result" != PASS ]; then
   deploy_die "checks under systemd: $result"
 fi
 left=0
-for id in $(cat "$work/out/prog-ids.txt"); do
+while read -r id; do
   if bpftool prog show id "$id" >/dev/null 2>&1; then
     echo "program $id still loaded after the stop" >&2
     left=$((left + 1))
   fi
-done
+done < "$work/out/prog-ids.txt"
 [ "$left" -eq 0 ] || deploy_die "$left of the daemon's BPF programs outlived it"
 deploy_log "stop: none of the daemon's $(wc -w < "$work/out/prog-ids.txt") BPF programs remains"
 echo "systemd-analyze security cephscope:"

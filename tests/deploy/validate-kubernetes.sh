@@ -8,8 +8,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${CEPHSCOPE_DEPLOY_CACHE:-/var/cache/cephscope-deploy}/npm
-command -v node >/dev/null && command -v npm >/dev/null ||
-  { echo "validate-kubernetes: node and npm missing (.ci/install-deps)" >&2; exit 1; }
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  echo "validate-kubernetes: node and npm missing (.ci/install-deps)" >&2
+  exit 1
+fi
 mkdir -p "$cache"
 if ! cmp -s "$here/npm/package.json" "$cache/package.json" || [ ! -d "$cache/node_modules" ]; then
   cp "$here/npm/package.json" "$cache/package.json"
