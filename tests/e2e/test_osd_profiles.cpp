@@ -150,15 +150,17 @@ double process_start_wall(pid_t pid) {
          (static_cast<double>(boot.tv_sec) + static_cast<double>(boot.tv_nsec) * 1e-9 - started);
 }
 
-// The wall-clock stamp ("[2026-11-23 23:32:16.152]", local time) of the log line holding AT.
+// The wall-clock time of the log line holding AT, from its logfmt stamp
+// ("ts=2026-11-24T23:23:12.054Z", UTC).
 double log_stamp_at(const std::string& log, std::size_t at) {
   const std::size_t line = log.rfind('\n', at);
-  const std::string stamp = log.substr(line == std::string::npos ? 1 : line + 2, 23);
+  const std::size_t ts = log.find("ts=", line == std::string::npos ? 0 : line + 1);
+  REQUIRE(ts != std::string::npos);
+  const std::string stamp = log.substr(ts + 3, 24);
   std::tm tm{};
-  const char* end = strptime(stamp.c_str(), "%Y-%m-%d %H:%M:%S", &tm);
+  const char* end = strptime(stamp.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
   REQUIRE(end != nullptr);
-  tm.tm_isdst = -1;
-  return static_cast<double>(mktime(&tm)) + std::stod(stamp.substr(19));
+  return static_cast<double>(timegm(&tm)) + std::stod(stamp.substr(19, 4));
 }
 
 }  // namespace
