@@ -17,6 +17,22 @@ namespace {
 constexpr std::array<const char*, LOST_REASONS> kLostReasons = {"inflight_full", "stats_full",
                                                                 "no_start"};
 
+// Which series limits.max_series keeps first: the OSD stages, which nothing else on the node
+// measures, then the block devices (shared by every OSD on them), then per-process syscall
+// and vfs series.
+int series_priority(const std::string& collector) {
+  if (collector == "osd") {
+    return 0;
+  }
+  if (collector == "block") {
+    return 1;
+  }
+  if (collector == "syscall") {
+    return 2;
+  }
+  return 3;
+}
+
 }  // namespace
 
 std::string Exporter::render() {
@@ -32,13 +48,14 @@ std::string Exporter::render() {
   std::vector<std::pair<std::string, double>> durations;
   for (const auto& c : collectors_) {
     const auto start = std::chrono::steady_clock::now();
+    sink.set_source(c->name(), series_priority(c->name()));
     if (auto scraped = c->scrape(sink, targets); !scraped.ok()) {
       spdlog::warn("collector {}: maps not read: {}", c->name(), scraped.error().message);
     }
     durations.emplace_back(
         c->name(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
-  sink.set_uncapped(true);
+  sink.apply_cap();
   self_metrics(sink, snapshot, durations);
   std::ostringstream text;
   prometheus::TextSerializer().Serialize(text, sink.take());
@@ -154,6 +171,17 @@ void Exporter::self_metrics(PrometheusSink& out, const std::vector<TargetView>& 
   out.gauge("cephscope_scrape_series_dropped",
             "Series left out of this scrape by limits.max_series.", {},
             static_cast<double>(out.dropped()));
+  // Each collector's share, for the series budget (docs/metrics.md): kept, and left out by
+  // the cap (OSD series are the last to go).
+  for (const auto& [collector, n] : out.kept_by_source()) {
+    out.gauge("cephscope_scrape_series", "Series of this scrape by collector (self-metrics apart).",
+              {{"collector", collector}}, static_cast<double>(n));
+  }
+  for (const auto& [collector, n] : out.dropped_by_source()) {
+    out.gauge("cephscope_scrape_series_dropped_by_collector",
+              "Series of this scrape left out by limits.max_series, by collector.",
+              {{"collector", collector}}, static_cast<double>(n));
+  }
 }
 
 }  // namespace cephscope

@@ -348,3 +348,38 @@ TEST_CASE("/metrics passes promtool with processes named by random bytes",
   }
   std::filesystem::remove_all(links);
 }
+
+TEST_CASE("the series cap leaves out the least valuable series first, whatever scrapes first",
+          "[kernel][series][cap]") {
+  const std::string dir = fresh_dir();
+  require_block_device(dir);
+  const std::string body = with_ttl(tracking_config(), "60s");
+  Daemon daemon(dir, body);
+  DaemonLogOnFailure log_on_failure(daemon);
+  REQUIRE(daemon.wait_ready());
+  run_io(daemon, dir, IoPattern{8, 4096, 1, 2});
+  const Metrics uncapped = daemon.scrape();
+  const double block = uncapped.sum("cephscope_scrape_series", {{"collector", "block"}});
+  const double syscall = uncapped.sum("cephscope_scrape_series", {{"collector", "syscall"}});
+  REQUIRE(block > 0);
+  REQUIRE(syscall > 0);  // the syscall collector scrapes before the block collector
+
+  // Room for the block collector's series only: first come, the syscall series would take it.
+  std::ofstream(daemon.config_path()) << "listen: \"127.0.0.1:" << daemon.port() << "\"\n"
+                                      << "limits:\n  max_series: " << block << "\n"
+                                      << body;
+  reload(daemon);
+  const Metrics capped = daemon.scrape();
+  std::printf(
+      "series cap %.0f: block kept %.0f of %.0f, syscall kept %.0f of %.0f (dropped %.0f)\n", block,
+      capped.sum("cephscope_scrape_series", {{"collector", "block"}}), block,
+      capped.sum("cephscope_scrape_series", {{"collector", "syscall"}}), syscall,
+      capped.sum("cephscope_scrape_series_dropped_by_collector", {{"collector", "syscall"}}));
+  CHECK(capped.sum("cephscope_scrape_series", {{"collector", "block"}}) > block / 2);
+  CHECK(capped.sum("cephscope_scrape_series", {{"collector", "syscall"}}) == 0);
+  CHECK(capped.find("cephscope_syscall_seconds_count").empty());
+  CHECK(!capped.find("cephscope_block_device_seconds_count").empty());
+  CHECK(capped.sum("cephscope_scrape_series_dropped_by_collector", {{"collector", "syscall"}}) >=
+        syscall);
+  CHECK(capped.sum("cephscope_scrape_series_dropped", {}) >= syscall);
+}
