@@ -245,7 +245,8 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   }
   const std::string security = web->summary();
   auto server = HttpServer::start(
-      {.listen = config.listen}, std::move(*web), [&] { return exporter.render(); }, ready);
+      {.listen = config.listen, .metrics_protobuf = [&] { return exporter.render_protobuf(); }},
+      std::move(*web), [&] { return exporter.render(); }, ready);
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message);
     return 1;

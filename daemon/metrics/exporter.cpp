@@ -10,6 +10,7 @@
 #include "core/build_info.h"
 #include "discovery/process_events.h"
 #include "metrics/prometheus_sink.h"
+#include "metrics/protobuf_exposition.h"
 
 namespace cephscope {
 namespace {
@@ -36,6 +37,16 @@ int series_priority(const std::string& collector) {
 }  // namespace
 
 std::string Exporter::render() {
+  std::ostringstream text;
+  prometheus::TextSerializer().Serialize(text, collect());
+  return text.str();
+}
+
+std::string Exporter::render_protobuf() {
+  return serialize_protobuf(collect());
+}
+
+std::vector<prometheus::MetricFamily> Exporter::collect() {
   std::lock_guard lock(mu_);
   PrometheusSink sink(max_series_.load());
   // One look at the targets for the whole scrape: a target that expires meanwhile goes away
@@ -57,9 +68,7 @@ std::string Exporter::render() {
   }
   sink.apply_cap();
   self_metrics(sink, snapshot, durations);
-  std::ostringstream text;
-  prometheus::TextSerializer().Serialize(text, sink.take());
-  return text.str();
+  return sink.take();
 }
 
 void Exporter::self_metrics(PrometheusSink& out, const std::vector<TargetView>& targets,

@@ -2,6 +2,8 @@
 // (probe status, map usage, lost events, scrape cost, targets, build).
 #pragma once
 
+#include <prometheus/metric_family.h>
+
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -26,8 +28,12 @@ class Exporter {
   void set_max_series(std::size_t n) { max_series_.store(n); }
   // The text exposition format; scrapes are serialised.
   std::string render();
+  // The protobuf exposition, histograms also in their native form (protobuf_exposition.h).
+  std::string render_protobuf();
 
  private:
+  std::vector<prometheus::MetricFamily> collect();
+
   void self_metrics(PrometheusSink& out, const std::vector<TargetView>& targets,
                     const std::vector<std::pair<std::string, double>>& durations);
 

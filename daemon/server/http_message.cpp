@@ -151,6 +151,32 @@ bool accepts_gzip(std::string_view accept_encoding) {
   return gzip >= 0 ? gzip > 0 : any > 0;
 }
 
+bool prefers_protobuf(std::string_view accept) {
+  double protobuf = -1;
+  double other = -1;
+  while (!accept.empty()) {
+    const auto comma = accept.find(',');
+    const std::string_view element = trim(accept.substr(0, comma));
+    accept.remove_prefix(comma == std::string_view::npos ? accept.size() : comma + 1);
+    const auto semi = element.find(';');
+    const std::string type = lower(trim(element.substr(0, semi)));
+    const std::string_view params =
+        semi == std::string_view::npos ? std::string_view() : element.substr(semi + 1);
+    const double q = q_value(params);
+    const std::string p = lower(params);
+    if (type == "application/vnd.google.protobuf") {
+      // Only the length-delimited stream of MetricFamily messages is served.
+      if (p.find("proto=io.prometheus.client.metricfamily") != std::string::npos &&
+          p.find("encoding=delimited") != std::string::npos) {
+        protobuf = std::max(protobuf, q);
+      }
+    } else if (!type.empty()) {
+      other = std::max(other, q);
+    }
+  }
+  return protobuf > 0 && protobuf >= other;
+}
+
 Result<std::string> gzip_compress(std::string_view data) {
   if (data.size() > std::numeric_limits<uInt>::max()) {
     return make_error(ErrorKind::kInvalidInput, "gzip: " + std::to_string(data.size()) +

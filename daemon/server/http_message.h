@@ -37,6 +37,13 @@ std::optional<HttpRequest> parse_request_head(std::string_view head);
 // Whether an Accept-Encoding value admits gzip (gzip, x-gzip or *, with a q-value above 0).
 bool accepts_gzip(std::string_view accept_encoding);
 
+// Whether an Accept value asks for Prometheus' protobuf exposition (length-delimited
+// io.prometheus.client.MetricFamily) at least as much as for anything else.
+bool prefers_protobuf(std::string_view accept);
+inline constexpr const char* kProtobufExpositionType =
+    "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
+    "encoding=delimited";
+
 // `data` as a gzip member (RFC 1952).
 Result<std::string> gzip_compress(std::string_view data);
 

@@ -585,6 +585,12 @@ struct HttpServer::Impl {
     }
     if (req.path == "/metrics") {
       try {
+        if (options.metrics_protobuf && prefers_protobuf(req.header("accept").value_or(""))) {
+          HttpResponse r = text(200, options.metrics_protobuf());
+          r.content_type = kProtobufExpositionType;
+          r.headers.emplace_back("Vary", "Accept");
+          return r;
+        }
         HttpResponse r = text(200, metrics());
         r.content_type = "text/plain; version=0.0.4; charset=utf-8";
         return r;

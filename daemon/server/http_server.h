@@ -32,6 +32,8 @@ class HttpServer {
     std::chrono::milliseconds write_timeout{30'000};   // to send one response
     std::size_t max_connections = 128;
     std::size_t workers = 2;  // threads that check credentials, render and compress
+    // The protobuf exposition, for scrapers that prefer it (unset: text for everyone).
+    Render metrics_protobuf;
   };
 
   static Result<std::unique_ptr<HttpServer>> start(const Options& options, WebConfig web,

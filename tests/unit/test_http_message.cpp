@@ -97,3 +97,28 @@ TEST_CASE("a HEAD response has a GET's headers and no body", "[http]") {
         "Vary: Accept-Encoding\r\nConnection: close\r\n\r\nhello\n");
   CHECK(head == get.substr(0, get.size() - 6));
 }
+
+TEST_CASE("protobuf only for a scraper that prefers Prometheus' delimited MetricFamily stream",
+          "[http]") {
+  // What Prometheus sends with native histograms on, and without.
+  CHECK(
+      prefers_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+                       "encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"));
+  CHECK(!prefers_protobuf(
+      "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+      "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
+  CHECK(!prefers_protobuf(""));
+  CHECK(!prefers_protobuf("*/*"));
+  // Another protobuf message, or text encoding of it: not what is served.
+  CHECK(
+      !prefers_protobuf("application/vnd.google.protobuf;proto=other.Message;encoding=delimited"));
+  CHECK(!prefers_protobuf(
+      "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=text"));
+  // Asked for, but less than text.
+  CHECK(
+      !prefers_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+                        "encoding=delimited;q=0.2,text/plain;q=0.9"));
+  CHECK(
+      !prefers_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+                        "encoding=delimited;q=0"));
+}

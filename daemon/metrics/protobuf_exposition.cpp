@@ -1,0 +1,201 @@
+#include "metrics/protobuf_exposition.h"
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "bpf/histogram.h"
+
+namespace cephscope {
+namespace {
+
+// Slot k holds (2^(k-1), 2^k] us = (2^(k-20.93), 2^(k-19.93)] s, which native bucket k-20,
+// (2^(k-21), 2^(k-20)] s, matches but for a factor 2^0.07 (1.048576 = 2^20 / 10^6).
+constexpr int kFirstSlotIndex = -20;
+
+enum WireType : std::uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2 };
+
+// Field numbers of io.prometheus.client's messages (metrics.proto).
+namespace field {
+constexpr std::uint32_t kFamilyName = 1, kFamilyHelp = 2, kFamilyType = 3, kFamilyMetric = 4;
+constexpr std::uint32_t kLabelName = 1, kLabelValue = 2;
+constexpr std::uint32_t kMetricLabel = 1, kMetricGauge = 2, kMetricCounter = 3, kMetricUntyped = 5,
+                        kMetricHistogram = 7;
+constexpr std::uint32_t kValue = 1;  // Gauge, Counter, Untyped
+constexpr std::uint32_t kSampleCount = 1, kSampleSum = 2, kBucket = 3, kSchema = 5,
+                        kZeroThreshold = 6, kPositiveSpan = 12, kPositiveDelta = 13;
+constexpr std::uint32_t kCumulativeCount = 1, kUpperBound = 2;
+constexpr std::uint32_t kSpanOffset = 1, kSpanLength = 2;
+}  // namespace field
+
+// MetricType of metrics.proto.
+std::uint64_t proto_type(prometheus::MetricType type) {
+  switch (type) {
+    case prometheus::MetricType::Counter:
+      return 0;
+    case prometheus::MetricType::Gauge:
+      return 1;
+    case prometheus::MetricType::Summary:
+      return 2;
+    case prometheus::MetricType::Histogram:
+      return 4;
+    default:
+      return 3;  // untyped
+  }
+}
+
+class Writer {
+ public:
+  void varint(std::uint64_t v) {
+    while (v >= 0x80) {
+      out_.push_back(static_cast<char>((v & 0x7F) | 0x80));
+      v >>= 7;
+    }
+    out_.push_back(static_cast<char>(v));
+  }
+  void tag(std::uint32_t number, WireType type) { varint((std::uint64_t{number} << 3) | type); }
+  void uint(std::uint32_t number, std::uint64_t v) {
+    tag(number, kVarint);
+    varint(v);
+  }
+  void sint(std::uint32_t number, std::int64_t v) {
+    tag(number, kVarint);
+    varint(zigzag(v));
+  }
+  void real(std::uint32_t number, double v) {
+    tag(number, kFixed64);
+    const auto bits = std::bit_cast<std::uint64_t>(v);
+    for (int i = 0; i < 8; ++i) {
+      out_.push_back(static_cast<char>((bits >> (8 * i)) & 0xFF));
+    }
+  }
+  void bytes(std::uint32_t number, std::string_view s) {
+    tag(number, kLengthDelimited);
+    varint(s.size());
+    out_.append(s);
+  }
+  void message(std::uint32_t number, const Writer& sub) { bytes(number, sub.out_); }
+  void raw(std::string_view s) { out_.append(s); }
+  void packed_sint(std::uint32_t number, const std::vector<std::int64_t>& values) {
+    Writer packed;
+    for (const auto v : values) {
+      packed.varint(zigzag(v));
+    }
+    bytes(number, packed.out_);
+  }
+  [[nodiscard]] const std::string& str() const { return out_; }
+
+  static std::uint64_t zigzag(std::int64_t v) {
+    return (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63);
+  }
+
+ private:
+  std::string out_;
+};
+
+// The native form of a classic histogram whose buckets are the kernel's slots in order.
+void native(Writer& h, const prometheus::ClientMetric::Histogram& classic) {
+  std::vector<std::int64_t> counts;
+  std::uint64_t below = 0;
+  for (const auto& b : classic.bucket) {
+    counts.push_back(static_cast<std::int64_t>(b.cumulative_count - below));
+    below = b.cumulative_count;
+  }
+  std::size_t first = 0;
+  while (first < counts.size() && counts[first] == 0) {
+    ++first;
+  }
+  std::size_t last = counts.size();
+  while (last > first && counts[last - 1] == 0) {
+    --last;
+  }
+  h.sint(field::kSchema, 0);
+  h.real(field::kZeroThreshold, 0);
+  Writer span;
+  if (first == last) {
+    // No observation: a no-op span, which marks the histogram native.
+    span.sint(field::kSpanOffset, 0);
+    span.uint(field::kSpanLength, 0);
+    h.message(field::kPositiveSpan, span);
+    return;
+  }
+  span.sint(field::kSpanOffset, native_bucket_index(first));
+  span.uint(field::kSpanLength, last - first);
+  h.message(field::kPositiveSpan, span);
+  std::vector<std::int64_t> deltas;
+  std::int64_t previous = 0;
+  for (std::size_t i = first; i < last; ++i) {
+    deltas.push_back(counts[i] - previous);
+    previous = counts[i];
+  }
+  h.packed_sint(field::kPositiveDelta, deltas);
+}
+
+Writer histogram(const prometheus::ClientMetric::Histogram& classic) {
+  Writer h;
+  h.uint(field::kSampleCount, classic.sample_count);
+  h.real(field::kSampleSum, classic.sample_sum);
+  for (const auto& b : classic.bucket) {
+    Writer bucket;
+    bucket.uint(field::kCumulativeCount, b.cumulative_count);
+    bucket.real(field::kUpperBound, b.upper_bound);
+    h.message(field::kBucket, bucket);
+  }
+  // Only a histogram with the kernel's slots has a native form.
+  if (classic.bucket.size() == HIST_SLOTS && std::isinf(classic.bucket.back().upper_bound)) {
+    native(h, classic);
+  }
+  return h;
+}
+
+Writer metric(const prometheus::ClientMetric& m, prometheus::MetricType type) {
+  Writer w;
+  for (const auto& l : m.label) {
+    Writer pair;
+    pair.bytes(field::kLabelName, l.name);
+    pair.bytes(field::kLabelValue, l.value);
+    w.message(field::kMetricLabel, pair);
+  }
+  Writer value;
+  switch (type) {
+    case prometheus::MetricType::Counter:
+      value.real(field::kValue, m.counter.value);
+      w.message(field::kMetricCounter, value);
+      break;
+    case prometheus::MetricType::Gauge:
+      value.real(field::kValue, m.gauge.value);
+      w.message(field::kMetricGauge, value);
+      break;
+    case prometheus::MetricType::Histogram:
+      w.message(field::kMetricHistogram, histogram(m.histogram));
+      break;
+    default:
+      value.real(field::kValue, m.untyped.value);
+      w.message(field::kMetricUntyped, value);
+  }
+  return w;
+}
+
+}  // namespace
+
+int native_bucket_index(std::size_t slot) {
+  return kFirstSlotIndex + static_cast<int>(slot);
+}
+
+std::string serialize_protobuf(const std::vector<prometheus::MetricFamily>& families) {
+  Writer out;
+  for (const auto& f : families) {
+    Writer family;
+    family.bytes(field::kFamilyName, f.name);
+    family.bytes(field::kFamilyHelp, f.help);
+    family.uint(field::kFamilyType, proto_type(f.type));
+    for (const auto& m : f.metric) {
+      family.message(field::kFamilyMetric, metric(m, f.type));
+    }
+    out.varint(family.str().size());  // each message after its length
+    out.raw(family.str());
+  }
+  return out.str();
+}
+
+}  // namespace cephscope

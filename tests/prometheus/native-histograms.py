@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Native histograms (Ceph layer): cephscope on the real host cluster under rados bench,
+scraped by two Debian prometheus servers at once, one classic (text exposition, `_bucket`
+series) and one with `--enable-feature=native-histograms` (protobuf exposition, which
+cephscope answers with each histogram also in its native form). Checks, at one evaluation
+time on both: histogram_quantile() of every OSD's write latency (p50, p90, p99) agrees within
+one bucket (a factor of 2), and the native server stores the native form (no `_bucket`
+series). Prints both quantiles and both servers' stored series side by side.
+
+  native-histograms.py DAEMON_BINARY   (CEPHSCOPE_CEPH_DIR names the cluster, as for e2e)
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+QUANTILES = (0.5, 0.9, 0.99)
+T0 = time.monotonic()
+
+
+def log(msg):
+    print(f"[native {time.monotonic() - T0:6.1f}s] {msg}", flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def get(url):
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.read().decode()
+    except OSError:
+        return ""
+
+
+def query(port, expr, at):
+    qs = urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"})
+    body = get(f"http://127.0.0.1:{port}/api/v1/query?{qs}")
+    return json.loads(body)["data"]["result"] if body else []
+
+
+def wait_until(what, pred, timeout):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{what}: not within {timeout} s")
+
+
+def main():
+    daemon_bin = sys.argv[1]
+    cluster_dir = os.environ.get("CEPHSCOPE_CEPH_DIR")
+    if not cluster_dir:
+        print("skipped: CEPHSCOPE_CEPH_DIR is unset (run through ctest -L e2e)")
+        return 77
+    cluster = json.loads((Path(cluster_dir) / "cluster.json").read_text())
+    work = Path(tempfile.mkdtemp(prefix="cephscope-native-", dir=cluster_dir))
+    procs = []
+    try:
+        port = free_port()
+        (work / "cephscope.yaml").write_text(
+            f'listen: "127.0.0.1:{port}"\n'
+            "discovery: {scan_interval: 1s}\n"
+            f"profiles: {{cache_dir: {work}/profiles}}\n")
+        procs.append(subprocess.Popen([daemon_bin, "--config.file", str(work / "cephscope.yaml")],
+                                      stdout=open(work / "cephscope.log", "w"),
+                                      stderr=subprocess.STDOUT))
+        servers = {}
+        for form, flags in (("classic", []), ("native", ["--enable-feature=native-histograms"])):
+            p = free_port()
+            (work / f"{form}.yml").write_text(
+                "global: {scrape_interval: 1s}\n"
+                f"scrape_configs: [{{job_name: cephscope, static_configs: "
+                f"[{{targets: ['127.0.0.1:{port}']}}]}}]\n")
+            procs.append(subprocess.Popen(
+                ["prometheus", f"--config.file={work}/{form}.yml",
+                 f"--storage.tsdb.path={work}/{form}-tsdb", f"--web.listen-address=127.0.0.1:{p}",
+                 *flags], stdout=open(work / f"{form}.log", "w"), stderr=subprocess.STDOUT))
+            servers[form] = p
+        for form, p in servers.items():
+            wait_until(f"{form} prometheus scraping attached OSD probes", lambda p=p: query(
+                p, 'cephscope_probe_attached{collector="osd",reason="ok"}', time.time()), 180)
+
+        rados = ["rados", "-c", cluster["conf"], "-p", cluster["pool"]]
+        subprocess.run(rados + ["bench", "20", "write", "-t", "16", "-b", "4096", "--no-cleanup"],
+                       check=True, stdout=subprocess.DEVNULL)
+        time.sleep(3)
+        at = time.time() - 2  # both servers have scraped up to here
+        window = 'rate(cephscope_osd_op_seconds{x}{{op="write"}}[20s])'
+        failed = []
+        log(f"{'osd':8} {'q':>5} {'classic':>12} {'native':>12} {'ratio':>6}")
+        for q in QUANTILES:
+            classic = {r["metric"]["ceph_daemon"]: float(r["value"][1]) for r in query(
+                servers["classic"], f"histogram_quantile({q}, sum by (ceph_daemon, le) "
+                f"({window.format(x='_bucket')}))", at)}
+            native = {r["metric"]["ceph_daemon"]: float(r["value"][1]) for r in query(
+                servers["native"], f"histogram_quantile({q}, sum by (ceph_daemon) "
+                f"({window.format(x='')}))", at)}
+            if set(classic) != set(native) or len(classic) < len(cluster["osds"]):
+                failed.append(f"p{q}: OSDs classic {sorted(classic)} native {sorted(native)}")
+                continue
+            for osd in sorted(classic):
+                ratio = native[osd] / classic[osd]
+                log(f"{osd:8} {q:5} {classic[osd] * 1e3:10.3f}ms {native[osd] * 1e3:10.3f}ms "
+                    f"{ratio:6.3f}")
+                if not 0.5 <= ratio <= 2:  # one bucket: the slots are powers of two
+                    failed.append(f"{osd} p{q}: classic {classic[osd]} native {native[osd]}")
+        stored_buckets = query(servers["native"], "count(cephscope_osd_op_seconds_bucket)", at)
+        if stored_buckets:
+            failed.append("the native server stored classic _bucket series")
+        for form, p in servers.items():
+            head = json.loads(get(f"http://127.0.0.1:{p}/api/v1/status/tsdb"))["data"]["headStats"]
+            osd = query(p, 'count({__name__=~"cephscope_osd_op_seconds.*"})', at)
+            log(f"{form}: {head['numSeries']} series stored, of which cephscope_osd_op_seconds*: "
+                f"{osd[0]['value'][1] if osd else 0}")
+        for f in failed:
+            log(f"FAIL {f}")
+        return 1 if failed else 0
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
