@@ -131,41 +131,46 @@ std::optional<HttpRequest> parse_request_head(std::string_view head) {
   return req;
 }
 
+namespace {
+
+// Calls VISIT(value, params, q) for each element of a comma-separated header with q-values
+// (Accept, Accept-Encoding): the lower-cased value, its parameters after the first ';' and
+// their q-value (1 when absent, -1 when malformed).
+template <typename Visit>
+void for_each_element(std::string_view header, Visit visit) {
+  while (!header.empty()) {
+    const auto comma = header.find(',');
+    const std::string_view element = trim(header.substr(0, comma));
+    header.remove_prefix(comma == std::string_view::npos ? header.size() : comma + 1);
+    const auto semi = element.find(';');
+    const std::string_view params =
+        semi == std::string_view::npos ? std::string_view() : element.substr(semi + 1);
+    visit(lower(trim(element.substr(0, semi))), params, q_value(params));
+  }
+}
+
+}  // namespace
+
 bool accepts_gzip(std::string_view accept_encoding) {
   double gzip = -1;
   double any = -1;
-  while (!accept_encoding.empty()) {
-    const auto comma = accept_encoding.find(',');
-    const std::string_view element = trim(accept_encoding.substr(0, comma));
-    accept_encoding.remove_prefix(comma == std::string_view::npos ? accept_encoding.size()
-                                                                  : comma + 1);
-    const auto semi = element.find(';');
-    const std::string coding = lower(trim(element.substr(0, semi)));
-    const double q = semi == std::string_view::npos ? 1.0 : q_value(element.substr(semi + 1));
+  for_each_element(accept_encoding, [&](const std::string& coding, std::string_view, double q) {
     if (coding == "gzip" || coding == "x-gzip") {
       gzip = std::max(gzip, q);
     } else if (coding == "*") {
       any = std::max(any, q);
     }
-  }
+  });
   return gzip >= 0 ? gzip > 0 : any > 0;
 }
 
 bool prefers_protobuf(std::string_view accept) {
   double protobuf = -1;
   double other = -1;
-  while (!accept.empty()) {
-    const auto comma = accept.find(',');
-    const std::string_view element = trim(accept.substr(0, comma));
-    accept.remove_prefix(comma == std::string_view::npos ? accept.size() : comma + 1);
-    const auto semi = element.find(';');
-    const std::string type = lower(trim(element.substr(0, semi)));
-    const std::string_view params =
-        semi == std::string_view::npos ? std::string_view() : element.substr(semi + 1);
-    const double q = q_value(params);
-    const std::string p = lower(params);
+  for_each_element(accept, [&](const std::string& type, std::string_view params, double q) {
     if (type == "application/vnd.google.protobuf") {
       // Only the length-delimited stream of MetricFamily messages is served.
+      const std::string p = lower(params);
       if (p.find("proto=io.prometheus.client.metricfamily") != std::string::npos &&
           p.find("encoding=delimited") != std::string::npos) {
         protobuf = std::max(protobuf, q);
@@ -173,7 +178,7 @@ bool prefers_protobuf(std::string_view accept) {
     } else if (!type.empty()) {
       other = std::max(other, q);
     }
-  }
+  });
   return protobuf > 0 && protobuf >= other;
 }
 

@@ -18,16 +18,16 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.parse
-import urllib.request
 from datetime import datetime, timezone
 from pathlib import Path
+
+from harness import free_port, get, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = ROOT / "dashboards"
@@ -42,29 +42,6 @@ T0 = time.monotonic()
 
 def log(msg):
     print(f"[in-the-loop {time.monotonic() - T0:6.1f}s] {msg}", flush=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(url, timeout=10):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.read().decode()
-
-
-def wait_until(what, pred, timeout, period=0.5):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            if pred():
-                return True
-        except OSError:
-            pass
-        time.sleep(period)
-    raise SystemExit(f"FAILED: {what} within {timeout} s")
 
 
 class Webhook(http.server.BaseHTTPRequestHandler):

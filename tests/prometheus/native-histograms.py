@@ -11,14 +11,14 @@ series). Prints both quantiles and both servers' stored series side by side.
 """
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
+
+from harness import free_port, get, wait_until
 
 QUANTILES = (0.5, 0.9, 0.99)
 T0 = time.monotonic()
@@ -28,33 +28,9 @@ def log(msg):
     print(f"[native {time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def get(url):
-    try:
-        with urllib.request.urlopen(url, timeout=10) as r:
-            return r.read().decode()
-    except OSError:
-        return ""
-
-
 def query(port, expr, at):
     qs = urllib.parse.urlencode({"query": expr, "time": f"{at:.3f}"})
-    body = get(f"http://127.0.0.1:{port}/api/v1/query?{qs}")
-    return json.loads(body)["data"]["result"] if body else []
-
-
-def wait_until(what, pred, timeout):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return
-        time.sleep(0.5)
-    raise TimeoutError(f"{what}: not within {timeout} s")
+    return json.loads(get(f"http://127.0.0.1:{port}/api/v1/query?{qs}"))["data"]["result"]
 
 
 def main():
