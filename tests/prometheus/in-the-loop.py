@@ -20,14 +20,13 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness import free_port, get, wait_until
+from harness import free_port, get, host_cluster, start_daemon, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS = ROOT / "dashboards"
@@ -140,26 +139,12 @@ def check_recording_rules(prom, rule_files):
 
 def main():
     daemon_bin = sys.argv[1]
-    cluster_dir = os.environ.get("CEPHSCOPE_CEPH_DIR")
-    if not cluster_dir:
-        print("skipped: CEPHSCOPE_CEPH_DIR is unset (run through ctest -L e2e)")
-        return 77
-    cluster = json.loads((Path(cluster_dir) / "cluster.json").read_text())
-    work = Path(tempfile.mkdtemp(prefix="cephscope-prom-", dir=cluster_dir))
+    cluster, work = host_cluster("cephscope-prom-")
     procs = []
     stopped = []
     ok = False
     try:
-        # cephscope, every collector, its own profile cache
-        port = free_port()
-        (work / "cephscope.yaml").write_text(
-            f'listen: "127.0.0.1:{port}"\nlog_level: info\n'
-            "discovery: {scan_interval: 1s}\n"
-            f"profiles: {{cache_dir: {work}/profiles}}\n")
-        procs.append(subprocess.Popen([daemon_bin, "--config", str(work / "cephscope.yaml")],
-                                      stdout=open(work / "cephscope.log", "w"),
-                                      stderr=subprocess.STDOUT))
-        wait_until("cephscope ready", lambda: get(f"http://127.0.0.1:{port}/readyz") != "", 60)
+        port = start_daemon(daemon_bin, work, procs)
 
         # the webhook, alertmanager, prometheus
         hook_port = free_port()

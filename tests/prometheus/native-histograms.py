@@ -10,15 +10,12 @@ series). Prints both quantiles and both servers' stored series side by side.
   native-histograms.py DAEMON_BINARY   (CEPHSCOPE_CEPH_DIR names the cluster, as for e2e)
 """
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
-from pathlib import Path
 
-from harness import free_port, get, wait_until
+from harness import free_port, get, host_cluster, start_daemon, wait_until
 
 QUANTILES = (0.5, 0.9, 0.99)
 T0 = time.monotonic()
@@ -35,22 +32,10 @@ def query(port, expr, at):
 
 def main():
     daemon_bin = sys.argv[1]
-    cluster_dir = os.environ.get("CEPHSCOPE_CEPH_DIR")
-    if not cluster_dir:
-        print("skipped: CEPHSCOPE_CEPH_DIR is unset (run through ctest -L e2e)")
-        return 77
-    cluster = json.loads((Path(cluster_dir) / "cluster.json").read_text())
-    work = Path(tempfile.mkdtemp(prefix="cephscope-native-", dir=cluster_dir))
+    cluster, work = host_cluster("cephscope-native-")
     procs = []
     try:
-        port = free_port()
-        (work / "cephscope.yaml").write_text(
-            f'listen: "127.0.0.1:{port}"\n'
-            "discovery: {scan_interval: 1s}\n"
-            f"profiles: {{cache_dir: {work}/profiles}}\n")
-        procs.append(subprocess.Popen([daemon_bin, "--config.file", str(work / "cephscope.yaml")],
-                                      stdout=open(work / "cephscope.log", "w"),
-                                      stderr=subprocess.STDOUT))
+        port = start_daemon(daemon_bin, work, procs)
         servers = {}
         for form, flags in (("classic", []), ("native", ["--enable-feature=native-histograms"])):
             p = free_port()
