@@ -4,8 +4,8 @@ scraped by two Debian prometheus servers at once, one classic (text exposition, 
 series) and one with `--enable-feature=native-histograms` (protobuf exposition, which
 cephscope answers with each histogram also in its native form). Checks, at one evaluation
 time on both: histogram_quantile() of every OSD's write latency (p50, p90, p99) agrees within
-one bucket (a factor of 2), and the native server stores the native form (no `_bucket`
-series). Prints both quantiles and both servers' stored series side by side.
+one bucket (a factor of 2), the native server stores the native form (no `_bucket`
+series), and the shipped recording rules that read histograms yield the same series on both. Prints both quantiles and both servers' stored series side by side.
 
   native-histograms.py DAEMON_BINARY   (CEPHSCOPE_CEPH_DIR names the cluster, as for e2e)
 """
@@ -14,10 +14,17 @@ import subprocess
 import sys
 import time
 import urllib.parse
+from pathlib import Path
 
 from harness import free_port, get, host_cluster, start_daemon, wait_until
 
 QUANTILES = (0.5, 0.9, 0.99)
+RULES = [Path(__file__).resolve().parents[2] / "dashboards" / "rules" / f
+         for f in ("cephscope-rules.yml", "cephscope-alerts.yml")]
+# The recording rules that read histograms, each checked on both servers.
+RECORDED = ("cephscope:osd_op_seconds:p99_5m", "cephscope:osd_subop_seconds:p99_5m",
+            'cephscope:osd_op_stage_seconds:p50_5m{op="write"}',
+            "cephscope:osd_latency_bound_seconds")
 T0 = time.monotonic()
 
 
@@ -40,7 +47,8 @@ def main():
         for form, flags in (("classic", []), ("native", ["--enable-feature=native-histograms"])):
             p = free_port()
             (work / f"{form}.yml").write_text(
-                "global: {scrape_interval: 1s}\n"
+                "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+                f"rule_files: [{', '.join(str(r) for r in RULES)}]\n"
                 f"scrape_configs: [{{job_name: cephscope, static_configs: "
                 f"[{{targets: ['127.0.0.1:{port}']}}]}}]\n")
             procs.append(subprocess.Popen(
@@ -76,6 +84,14 @@ def main():
                     f"{ratio:6.3f}")
                 if not 0.5 <= ratio <= 2:  # one bucket: the slots are powers of two
                     failed.append(f"{osd} p{q}: classic {classic[osd]} native {native[osd]}")
+        # The shipped recording rules, on either form.
+        for rule in RECORDED:
+            values = {form: {r["metric"].get("ceph_daemon"): float(r["value"][1])
+                             for r in query(p, rule, at)} for form, p in servers.items()}
+            log(f"{rule}: classic {len(values['classic'])} series, native "
+                f"{len(values['native'])}")
+            if not values["native"] or set(values["classic"]) != set(values["native"]):
+                failed.append(f"{rule}: classic {values['classic']} native {values['native']}")
         stored_buckets = query(servers["native"], "count(cephscope_osd_op_seconds_bucket)", at)
         if stored_buckets:
             failed.append("the native server stored classic _bucket series")
