@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/safe_file.h"
 #include "core/unique_fd.h"
 
 namespace cephscope::profile {
@@ -231,42 +232,13 @@ bool json_depth_within(std::string_view text, int max_depth) {
 }
 
 Result<std::string> read_small_file(const std::string& path, size_t max_bytes) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) {
-    const int err = errno;
-    return make_error(err == ENOENT ? ErrorKind::kNotFound : ErrorKind::kSystem,
-                      path + ": " + std::strerror(err), err);
+  // A profile or spec file is data: only a regular file is ever opened, so a FIFO or device
+  // put in a profile directory can neither block the daemon nor be touched.
+  auto fd = open_regular(path, SafeOpen{max_bytes, RootWalk::kAuto});
+  if (!fd.ok()) {
+    return fd.error();
   }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) {
-    const int err = errno;
-    return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return make_error(ErrorKind::kInvalidInput, path + ": not a regular file");
-  }
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
-    return make_error(ErrorKind::kInvalidInput,
-                      path + ": larger than " + std::to_string(max_bytes) + " bytes");
-  }
-  std::string out(static_cast<size_t>(st.st_size), '\0');
-  size_t done = 0;
-  while (done < out.size()) {
-    const ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n < 0) {
-      const int err = errno;
-      return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
-    }
-    if (n == 0) {
-      break;  // the file shrank while read
-    }
-    done += static_cast<size_t>(n);
-  }
-  out.resize(done);
-  return out;
+  return read_capped(fd->get(), path, max_bytes);
 }
 
 std::string fnv1a_hex(std::string_view data) {

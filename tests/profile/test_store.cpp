@@ -1,4 +1,6 @@
 // ProfileStore: cache, shipped profiles, fresh resolves, and what it refuses.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -109,6 +111,24 @@ TEST_CASE("shipped profiles are used, bad ones rejected", "[unit][store]") {
   auto other = store.for_binary(FIXTURE_O2, set);
   REQUIRE(other.ok());
   CHECK(other->origin == Origin::kResolved);
+}
+
+TEST_CASE("a FIFO among the profiles is refused without being opened", "[unit][store]") {
+  // Opening a FIFO for reading blocks until a writer comes: were it opened, this test would
+  // hang until CTest's timeout.
+  test::TempDir dir;
+  StoreOptions o = options_in(dir);
+  REQUIRE(::mkfifo((dir / "shipped/fifo.json").c_str(), 0600) == 0);
+  ProfileStore store(o);
+  store.load_shipped();
+  CHECK(store.shipped_count() == 0);
+  REQUIRE(store.rejected().size() == 1);
+  CHECK(store.rejected()[0].error.message.find("a FIFO, not a regular file") != std::string::npos);
+
+  auto direct = load_profile(dir / "shipped/fifo.json");
+  REQUIRE_FALSE(direct.ok());
+  CHECK(direct.error().reason == "not_regular");
+  CHECK_FALSE(load_probe_set(dir / "shipped/fifo.json").ok());
 }
 
 TEST_CASE("stored-only mode, and symbol-table profiles upgraded", "[unit][store]") {
