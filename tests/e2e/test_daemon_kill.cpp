@@ -10,6 +10,12 @@
 //   - the bench ends without an error and every OSD still runs: the OSDs kept serving;
 //   - a daemon started again attaches its probes again and counts the next bench's writes.
 // The times from SIGKILL to the kernel's cleanup and from the restart to attachment are printed.
+//
+// And the capabilities of docs/operations.md suffice for the OSD's uprobes: a daemon run as
+// user nobody with exactly the set this kernel needs (the five of every kernel, plus
+// CAP_SYS_ADMIN where the daemon finds perf events or the uprobe PMU refused without it),
+// at kernel.perf_event_paranoid 2 and 3, attaches every OSD probe and counts a bench's writes;
+// where CAP_SYS_ADMIN is needed, the daemon without it reports the probes refused.
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -19,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <map>
@@ -32,6 +39,7 @@
 #include "support/bpf_held.h"
 #include "support/daemon_runner.h"
 #include "support/metrics_text.h"
+#include "support/privileges.h"
 
 using namespace cephscope::test;
 using namespace std::chrono_literals;
@@ -144,7 +152,7 @@ BenchSummary write_bench(const ClusterInfo& cluster, int seconds) {
 }  // namespace
 
 TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving",
-          "[e2e][ceph][daemon]") {
+          "[e2e][ceph][daemon][kill]") {
   auto loaded = cluster_from_env();
   REQUIRE(loaded.has_value());
   const ClusterInfo cluster = *loaded;
@@ -248,5 +256,89 @@ TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving
     INFO(osd_name(id) << " after SIGTERM");
     CHECK(n == 0);
   }
+  rados_cleanup(cluster);
+}
+
+namespace {
+
+// The daemon's config for the capability test: the repository's shipped profiles (Debian's
+// 16.2.15 is among them, so no resolver runs) and a profile cache nobody may write.
+std::string unprivileged_config(const std::string& dir) {
+  return osd_only_config() + "profiles:\n  cache_dir: " + dir +
+         "/cache\n  shipped_dirs: [" CEPHSCOPE_SOURCE_DIR "/config/profiles]\n";
+}
+
+// What the daemon started as root keeps on this kernel, from its log: CAP_SYS_ADMIN or not.
+bool root_daemon_keeps_sys_admin(const std::string& dir, const ClusterInfo& cluster) {
+  Daemon root(dir, unprivileged_config(dir));
+  DaemonLogOnFailure print_log{root};
+  REQUIRE(root.wait_ready(60s));
+  REQUIRE(poll_until([&] { return all_probes_attached(cluster, root.scrape()); }, 180s, 200ms));
+  REQUIRE(root.log_has("capabilities kept: ", 5s));
+  const std::string log = root.log();
+  const auto at = log.find("capabilities kept: ");
+  const std::string kept = log.substr(at, log.find('\n', at) - at);
+  std::printf("perf_event_paranoid=%d, started as root: %s\n", paranoid_level(), kept.c_str());
+  REQUIRE(root.stop(20s) == 0);
+  return kept.find("sys_admin") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("the documented capabilities attach the OSDs' uprobes, at perf_event_paranoid 2 and 3",
+          "[e2e][ceph][daemon][caps]") {
+  const int level = GENERATE(2, 3);
+  const ParanoidLevel paranoid(level);
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  rados_cleanup(cluster);
+  const std::string dir = test_dir(cluster.dir) + "/caps-" + std::to_string(level);
+  std::filesystem::create_directories(dir + "/cache");
+  for (const std::string& d : {dir, dir + "/cache"}) {
+    std::filesystem::permissions(d, std::filesystem::perms::all);
+  }
+
+  // The root daemon mounts tracefs where it is missing; nobody could not.
+  const bool needs_sys_admin = root_daemon_keeps_sys_admin(dir, cluster);
+  const std::string exact =
+      std::string(kDocumentedCaps) + (needs_sys_admin ? ",+sys_admin" : "");
+  std::printf("perf_event_paranoid=%d: the set this kernel needs: %s\n", level, exact.c_str());
+
+  if (needs_sys_admin) {
+    // The need is real: without CAP_SYS_ADMIN the OSD probes are refused, and say so.
+    Daemon without(dir, unprivileged_config(dir), as_nobody_argv(kDocumentedCaps, ""));
+    DaemonLogOnFailure print_log{without};
+    REQUIRE(without.wait_ready(60s));
+    const auto refused = poll_until(
+        [&] {
+          const auto probes =
+              without.scrape().find("cephscope_probe_attached", {{"collector", "osd"}});
+          return !probes.empty() &&
+                 std::all_of(probes.begin(), probes.end(), [](const Sample& s) {
+                   return s.value == 0 && s.labels.at("reason") == "permission_denied";
+                 });
+        },
+        60s, 200ms);
+    CHECK(refused.has_value());
+    REQUIRE(without.stop(20s) == 0);
+  }
+
+  Daemon daemon(dir, unprivileged_config(dir), as_nobody_argv(exact, ""));
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  const auto attached =
+      poll_until([&] { return all_probes_attached(cluster, daemon.scrape()); }, 180s, 200ms);
+  REQUIRE(attached.has_value());
+  std::printf("as nobody with %s: osd probes attached %.1f s after /readyz\n", exact.c_str(),
+              *attached);
+  const double w0 = writes_counted(cluster, daemon.scrape());
+  const auto w = write_bench(cluster, 4);
+  std::this_thread::sleep_for(1500ms);
+  const double w1 = writes_counted(cluster, daemon.scrape());
+  std::printf("as nobody: counted %.0f write ops for rados bench's %llu writes\n", w1 - w0,
+              static_cast<unsigned long long>(w.total_ops));
+  CHECK(w1 - w0 >= static_cast<double>(w.total_ops));
+  REQUIRE(daemon.stop(20s) == 0);
   rados_cleanup(cluster);
 }

@@ -15,43 +15,19 @@
 
 #include "kernel/io_workload.h"
 #include "libbpf/tracefs.h"
+#include "support/privileges.h"
 
 using namespace cephscope::test;
 
 namespace {
 
-constexpr const char* kParanoidPath = "/proc/sys/kernel/perf_event_paranoid";
-
-// kernel.perf_event_paranoid set for one test, and put back after it.
-class ParanoidLevel {
- public:
-  explicit ParanoidLevel(int level) {
-    std::ifstream(kParanoidPath) >> old_;
-    REQUIRE(set(level));
-  }
-  ~ParanoidLevel() { (void)set(old_); }
-  ParanoidLevel(const ParanoidLevel&) = delete;
-  ParanoidLevel& operator=(const ParanoidLevel&) = delete;
-
- private:
-  static bool set(int level) {
-    std::ofstream out(kParanoidPath);
-    out << level;
-    out.flush();
-    return out.good();
-  }
-  int old_ = 2;
-};
-
 // The set docs/operations.md documents (CAP_SYS_ADMIN is added where perf_event_paranoid is 3).
-const std::string kDocumentedSet = "+bpf,+perfmon,+sys_ptrace,+dac_read_search,+checkpoint_restore";
+const std::string kDocumentedSet = kDocumentedCaps;
 
 // Debian's kernels add perf_event_paranoid=3 (their default), where perf_event_open, and so
 // every tracepoint attach, needs CAP_SYS_ADMIN; at 2 and below CAP_PERFMON is enough.
 std::string paranoid_caps() {
-  int level = 2;
-  std::ifstream("/proc/sys/kernel/perf_event_paranoid") >> level;
-  return level >= 3 ? ",+sys_admin" : "";
+  return paranoid_level() >= 3 ? ",+sys_admin" : "";
 }
 
 std::string documented_memlock() {
@@ -76,17 +52,7 @@ std::vector<std::string> as_nobody_with(std::string caps,
   if (sys_admin_at_paranoid_3) {
     caps += paranoid_caps();
   }
-  std::vector<std::string> argv;
-  if (!memlock.empty()) {
-    argv = {"/usr/bin/prlimit", "--memlock=" + memlock + ":" + memlock, "--"};
-  }
-  for (std::string arg : {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"}) {
-    argv.push_back(arg);
-  }
-  for (const char* set : {"--inh-caps=-all,", "--ambient-caps=-all,", "--bounding-set=-all,"}) {
-    argv.push_back(set + caps);
-  }
-  return argv;
+  return as_nobody_argv(caps, memlock);
 }
 
 }  // namespace
