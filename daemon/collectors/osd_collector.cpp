@@ -305,9 +305,10 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
     attached.insert(point.program);
   }
   proc.stage_gaps = osd::stage_gaps(plan, attached);
-  spdlog::info("osd: {} (pid {}): {} of {} probes attached, profile {} ({})", who, pid,
+  spdlog::info("osd: {} (pid {}): {} of {} probes attached, profile {} ({}){}{}", who, pid,
                proc.links.size(), plan.points.size() + plan.unavailable.size(), prof.build_id,
-               profile::to_string(loaded->origin));
+               profile::to_string(loaded->origin), loaded->location.empty() ? "" : " from ",
+               loaded->location);
 }
 
 // One status per probe and target: a target (osd.N of a cluster) can have several processes

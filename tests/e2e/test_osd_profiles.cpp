@@ -244,3 +244,93 @@ TEST_CASE("a containerised OSD that restarts has its probes live again within 2 
     REQUIRE(up);
   }
 }
+
+namespace {
+
+// Restarts the cluster's last OSD from `image` as cephadm's unit would; its new pid.
+pid_t restart_from_image(const ClusterInfo& cluster, const std::string& image) {
+  const CephDaemon& osd = cluster.osds.back();
+  const pid_t old_pid = container_osd_pid(osd.container);
+  const auto r = run_command({"env", "CEPH_IMAGE=" + image,
+                              std::string(CEPHSCOPE_SOURCE_DIR) + "/tests/ceph/container-cluster.sh",
+                              "restart-osd", cluster.release, cluster.dir, std::to_string(osd.id)},
+                             180s);
+  INFO(r.out << r.err);
+  REQUIRE(r.ok());
+  pid_t pid = 0;
+  for (auto t0 = std::chrono::steady_clock::now();
+       (pid == 0 || pid == old_pid) && std::chrono::steady_clock::now() - t0 < 60s;
+       std::this_thread::sleep_for(50ms)) {
+    pid = container_osd_pid(osd.container);
+  }
+  REQUIRE(pid > 0);
+  REQUIRE(pid != old_pid);
+  bool up = false;
+  for (auto t0 = std::chrono::steady_clock::now();
+       !up && std::chrono::steady_clock::now() - t0 < 120s; std::this_thread::sleep_for(1s)) {
+    up = osds_up(cluster);
+  }
+  REQUIRE(up);
+  return pid;
+}
+
+std::string build_id_of(const std::string& elf) {
+  const auto r =
+      run_command({"sh", "-c", "readelf -n '" + elf + "' | sed -n 's/.*Build ID: //p'"}, 30s);
+  REQUIRE(r.ok());
+  const std::string id = r.out.substr(0, r.out.find('\n'));
+  REQUIRE(id.size() == 40);
+  return id;
+}
+
+}  // namespace
+
+TEST_CASE("a container without -dbg gets every stage from shipped or operator-supplied profiles",
+          "[e2e][ceph][osd][profiles][nodbg][container]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  ClusterInfo cluster = *loaded;
+  REQUIRE_FALSE(cluster.osds.front().container.empty());  // a container cluster's test
+  const std::string image = "localhost/cephscope-ceph:" + cluster.release;
+  const pid_t pid = restart_from_image(cluster, image + "-nodbg");
+  cluster.osds.back().pid = pid;
+  // This OSD's root holds no debug file of its ceph-osd.
+  const std::string id = build_id_of("/proc/" + std::to_string(pid) + "/exe");
+  const std::string debug_file = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" +
+                                 id.substr(2) + ".debug";
+  CHECK_FALSE(fs::exists("/proc/" + std::to_string(pid) + "/root" + debug_file));
+  std::printf("%s runs %s-nodbg (pid %d, build-id %s, no %s in its root)\n",
+              cluster.osds.back().name.c_str(), image.c_str(), pid, id.c_str(),
+              debug_file.c_str());
+
+  const std::string dir = test_dir(cluster.dir);
+  auto config = [&](const std::string& shipped) {
+    return daemon_config() + "profiles:\n  cache_dir: " + dir + "/cache-nodbg\n  shipped_dirs: [" +
+           shipped + "]\n  resolver: /nonexistent/cephscope-resolver\n";
+  };
+  {  // the profiles shipped in the repository
+    Daemon daemon(dir, config(std::string(CEPHSCOPE_SOURCE_DIR) + "/config/profiles"));
+    check_shipped_profile_used(cluster, daemon);
+  }
+  {  // an operator's profile directory, made with `profile generate` on another root.
+    // Another machine's root: the -dbg image's file system, where the debug package is.
+    const auto mounted = run_command({"podman", "image", "mount", image}, 60s);
+    INFO(mounted.out << mounted.err);
+    REQUIRE(mounted.ok());
+    const std::string root = mounted.out.substr(0, mounted.out.find('\n'));
+    const std::string operator_dir = dir + "/operator-profiles";
+    fs::create_directories(operator_dir);
+    const auto made = run_command({daemon_binary(), "profile", "generate", "--binary",
+                                   root + "/usr/bin/ceph-osd", "--debug-file", root + debug_file,
+                                   "--out", operator_dir + "/" + id + ".osd-stages.json"},
+                                  600s);
+    (void)run_command({"podman", "image", "unmount", image}, 60s);
+    INFO(made.out << made.err);
+    REQUIRE(made.ok());
+    Daemon daemon(dir, config(operator_dir));
+    check_shipped_profile_used(cluster, daemon);
+    CHECK(daemon.log_has(operator_dir, 1s));
+  }
+  // Back on the -dbg image, as the other tests expect.
+  (void)restart_from_image(cluster, image);
+}
