@@ -217,6 +217,12 @@ TEST_CASE("queue freezes are timed and counted under the process that froze the 
   const double frozen_before = before.sum("cephscope_block_queue_frozen_seconds_count", {});
   const double flip_before = freezes(before, "schedflip");
   const double other_before = freezes(before, "other");
+  const double submit_before =
+      before.sum("cephscope_block_submit_seconds_count", {{"device", "nullb0"}, {"op", "write"}});
+  const double merges_before =
+      before.sum("cephscope_block_bio_merges_total", {{"device", "nullb0"}, {"op", "write"}});
+  const double frozen_sum_before = before.sum("cephscope_block_queue_frozen_seconds_sum", {});
+  const auto t0 = std::chrono::steady_clock::now();
   bool writer_ok = false;
   std::thread writer([&] { writer_ok = write_direct("/dev/nullb0", 0, 4 * kWrites); });
   std::thread flipper([&] {
@@ -228,6 +234,7 @@ TEST_CASE("queue freezes are timed and counted under the process that froze the 
   });
   flipper.join();
   writer.join();
+  const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE(writer_ok);
   REQUIRE(wait_for(
       daemon,
@@ -254,6 +261,21 @@ TEST_CASE("queue freezes are timed and counted under the process that froze the 
   CHECK(by_flip + by_other == kSwitches);  // one freeze per switch, under its own series or other
   CHECK((by_flip == kSwitches || by_other == kSwitches));  // never split between the two
   CHECK(frozen >= kSwitches);  // every freeze ends; other freezers may add theirs
+  // Frozen time is real and bounded by the test's own clock: the switches ran one after
+  // another inside the window.
+  const double frozen_in_window = frozen_sum - frozen_sum_before;
+  std::printf("frozen %.3f ms of a %.3f ms window\n", frozen_in_window * 1e3, window * 1e3);
+  CHECK(frozen_in_window > 0);
+  CHECK(frozen_in_window <= window);
+  // Every bio of the writer got a request (a submit sample) or merged into one: none is lost
+  // across the freezes.
+  const double submits =
+      after.sum("cephscope_block_submit_seconds_count", {{"device", "nullb0"}, {"op", "write"}}) -
+      submit_before;
+  const double merges =
+      after.sum("cephscope_block_bio_merges_total", {{"device", "nullb0"}, {"op", "write"}}) -
+      merges_before;
+  CHECK(submits + merges == 4 * kWrites);
 }
 
 TEST_CASE("split bios and bios through a device-mapper target are measured on the disk",
