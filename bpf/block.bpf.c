@@ -534,7 +534,7 @@ int tp_rq_complete(struct block_tp_prefix *ctx)
 	return 0;
 }
 
-/* ---- queue freezes: fentry, where the kernel lets programs attach to functions ---- */
+/* ---- queue freezes: fentry where the kernel lets programs attach to functions, else kprobes ---- */
 
 struct request_queue___with_disk {
 	struct gendisk *disk;
@@ -585,8 +585,7 @@ static __always_inline void freeze_begin(struct request_queue *q)
 		*count += 1;
 }
 
-SEC("fentry/blk_freeze_queue_start")
-int BPF_PROG(freeze_start, struct request_queue *q)
+static __always_inline void on_freeze_start(struct request_queue *q)
 {
 	__u64 task = bpf_get_current_pid_tgid();
 	__u64 *inside = bpf_map_lookup_elem(&block_freezing, &task);
@@ -594,9 +593,15 @@ int BPF_PROG(freeze_start, struct request_queue *q)
 	if (inside && *inside == (__u64)q) {
 		bpf_map_delete_elem(&block_freezing,
 				    &task); /* counted by blk_mq_freeze_queue's probe */
-		return 0;
+		return;
 	}
 	freeze_begin(q);
+}
+
+SEC("fentry/blk_freeze_queue_start")
+int BPF_PROG(freeze_start, struct request_queue *q)
+{
+	on_freeze_start(q);
 	return 0;
 }
 
@@ -658,5 +663,44 @@ SEC("fentry/blk_mq_unfreeze_queue")
 int BPF_PROG(unfreeze, struct request_queue *q)
 {
 	on_unfreeze(q);
+	return 0;
+}
+
+/*
+ * The same five as kprobes, for kernels that refuse fentry but have kprobes: the collector
+ * loads one set or the other (kFreezePrograms, kFreezeKprobePrograms).
+ */
+SEC("kprobe/blk_freeze_queue_start")
+int BPF_KPROBE(kp_freeze_start, struct request_queue *q)
+{
+	on_freeze_start(q);
+	return 0;
+}
+
+SEC("kprobe/blk_mq_unfreeze_queue_nomemrestore")
+int BPF_KPROBE(kp_unfreeze_nomemrestore, struct request_queue *q)
+{
+	on_unfreeze(q);
+	return 0;
+}
+
+SEC("kprobe/blk_mq_unfreeze_queue")
+int BPF_KPROBE(kp_unfreeze, struct request_queue *q)
+{
+	on_unfreeze(q);
+	return 0;
+}
+
+SEC("kprobe/blk_mq_freeze_queue_nomemsave")
+int BPF_KPROBE(kp_freeze_queue_nomemsave, struct request_queue *q)
+{
+	on_freeze_queue(q);
+	return 0;
+}
+
+SEC("kprobe/blk_mq_freeze_queue")
+int BPF_KPROBE(kp_freeze_queue, struct request_queue *q)
+{
+	on_freeze_queue(q);
 	return 0;
 }

@@ -43,8 +43,20 @@ const std::vector<std::string> kFreezeProbes = {"blk_freeze_queue_start", "blk_m
 const std::vector<std::string> kFreezeFunctions = {
     "blk_freeze_queue_start", "blk_mq_unfreeze_queue_nomemrestore", "blk_mq_unfreeze_queue",
     "blk_mq_freeze_queue_nomemsave", "blk_mq_freeze_queue"};
-const std::array<const char*, 5> kFreezePrograms = {
-    "freeze_start", "unfreeze_nomemrestore", "unfreeze", "freeze_queue_nomemsave", "freeze_queue"};
+using FreezePrograms = std::array<const char*, 5>;
+const FreezePrograms kFreezePrograms = {"freeze_start", "unfreeze_nomemrestore", "unfreeze",
+                                        "freeze_queue_nomemsave", "freeze_queue"};
+// The same as kprobes, where the kernel refuses fentry (or collectors.block.freeze_hook says).
+const FreezePrograms kFreezeKprobePrograms = {"kp_freeze_start", "kp_unfreeze_nomemrestore",
+                                              "kp_unfreeze", "kp_freeze_queue_nomemsave",
+                                              "kp_freeze_queue"};
+
+// How queue freezes may be hooked: the kernel's features and the config's choice.
+struct FreezeHooks {
+  const Feature& fentry;
+  const Feature& kprobe;
+  const std::string& wanted;  // auto, fentry or kprobe
+};
 // The first processes seen freezing a disk keep series of their own, for good; later ones
 // count under process="other", so no count ever moves between series.
 constexpr std::size_t kFreezersPerDevice = 4;
@@ -103,9 +115,10 @@ class BlockCollector final : public BpfCollector {
   void start(const CollectorContext& ctx);
   // Loads one flavour where the kernel offers its hook, and attaches it; with the freeze
   // programs where fentry and the functions are there (else they are reported unavailable).
-  Status load(const Flavour& flavour, const Feature& feature, const Feature& fentry,
+  Status load(const Flavour& flavour, const Feature& feature, const FreezeHooks& hooks,
               int tracked_map_fd);
-  Status load_with(const Flavour& flavour, int tracked_map_fd, const std::vector<bool>& freeze);
+  Status load_with(const Flavour& flavour, int tracked_map_fd, const std::vector<bool>& freeze,
+                   const FreezePrograms& freeze_programs);
   void collect_freezes(MetricSink& out);
   // Mirrors the partition -> disk map of /sys into the BPF map.
   Status write_partitions();
@@ -123,52 +136,71 @@ class BlockCollector final : public BpfCollector {
   Clock::time_point next_partition_scan_ = Clock::now() + kPartitionRescan;
 };
 
-Status BlockCollector::load(const Flavour& flavour, const Feature& feature, const Feature& fentry,
-                            int tracked_map_fd) {
+Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
+                            const FreezeHooks& hooks, int tracked_map_fd) {
   if (!feature.available) {
     return error_with(feature.why.reason, ErrorKind::kUnsupported,
                       std::string(flavour.hook) + ": " + feature.why.detail);
   }
-  // Which freeze programs to load (kFreezePrograms).
-  std::vector<bool> freeze(kFreezePrograms.size(), false);
-  Cause no_freeze;
+  // Which freeze programs to load (kFreezeFunctions), through fentry, else kprobes.
   const auto has = kernel_has_functions(kFreezeFunctions);
-  if (!fentry.available) {
-    no_freeze = {fentry.why.reason, "queue freezes need fentry: " + fentry.why.detail};
-  } else if (!has[0] || (!has[1] && !has[2])) {
-    no_freeze = {Reason::kKernelFeatureMissing,
-                 "queue freezes: this kernel's BTF has no blk_freeze_queue_start or "
-                 "blk_mq_unfreeze_queue(_nomemrestore)"};
-  } else {
+  std::vector<bool> none(kFreezePrograms.size(), false);
+  std::vector<bool> freeze = none;
+  Cause no_freeze;
+  const struct {
+    const char* name;
+    const Feature& feature;
+    const FreezePrograms& programs;
+  } kinds[] = {{"fentry", hooks.fentry, kFreezePrograms},
+               {"kprobe", hooks.kprobe, kFreezeKprobePrograms}};
+  for (const auto& kind : kinds) {
+    if (hooks.wanted != "auto" && hooks.wanted != kind.name) {
+      continue;
+    }
+    const std::string prefix = std::string("queue freezes through ") + kind.name + ": ";
+    if (!kind.feature.available) {
+      no_freeze = {kind.feature.why.reason, prefix + kind.feature.why.detail};
+      continue;
+    }
+    if (!has[0] || (!has[1] && !has[2])) {
+      no_freeze = {Reason::kKernelFeatureMissing,
+                   "queue freezes: this kernel's BTF has no blk_freeze_queue_start or "
+                   "blk_mq_unfreeze_queue(_nomemrestore)"};
+      break;
+    }
     freeze = {true, has[1], !has[1], has[3], !has[3] && has[4]};
-  }
-  Status loaded = load_with(flavour, tracked_map_fd, freeze);
-  if (!loaded.ok() && freeze[0]) {
+    Status loaded = load_with(flavour, tracked_map_fd, freeze, kind.programs);
+    if (loaded.ok()) {
+      spdlog::info("block: queue freezes through {}", kind.name);
+      if (!freeze[3] && !freeze[4]) {
+        unavailable_probe({kFreezeProbes[2],
+                           "",
+                           false,
+                           {Reason::kKernelFeatureMissing,
+                            "no blk_mq_freeze_queue(_nomemsave) in this kernel's BTF"}});
+      }
+      return loaded;
+    }
     no_freeze = {cause_of(loaded.error(), Reason::kLoadFailed).reason,
-                 "queue freezes: the programs did not load (" + loaded.error().message + ")"};
-    spdlog::warn("block: {}; loading without them", no_freeze.detail);
-    freeze.assign(kFreezePrograms.size(), false);
-    loaded = load_with(flavour, tracked_map_fd, freeze);
+                 prefix + "the programs did not load (" + loaded.error().message + ")"};
+    spdlog::warn("block: {}", no_freeze.detail);
+    freeze = none;
   }
-  if (loaded.ok() && !freeze[0]) {
-    // The rest of the collector works: only these two probes are reported missing.
+  Status loaded = load_with(flavour, tracked_map_fd, none, kFreezePrograms);
+  if (loaded.ok()) {
+    // The rest of the collector works: only the freeze probes are reported missing.
     spdlog::info("block: queue freezes not measured ({}): {}", to_string(no_freeze.reason),
                  no_freeze.detail);
     for (const auto& probe : kFreezeProbes) {
       unavailable_probe({probe, "", false, no_freeze});
     }
-  } else if (loaded.ok() && !freeze[3] && !freeze[4]) {
-    unavailable_probe({kFreezeProbes[2],
-                       "",
-                       false,
-                       {Reason::kKernelFeatureMissing,
-                        "no blk_mq_freeze_queue(_nomemsave) in this kernel's BTF"}});
   }
   return loaded;
 }
 
 Status BlockCollector::load_with(const Flavour& flavour, int tracked_map_fd,
-                                 const std::vector<bool>& freeze) {
+                                 const std::vector<bool>& freeze,
+                                 const FreezePrograms& freeze_programs) {
   BlockSkel skel;
   if (auto opened = open_skeleton(skel, block_bpf__open, tracked_map_fd); !opened.ok()) {
     return opened;
@@ -188,8 +220,8 @@ Status BlockCollector::load_with(const Flavour& flavour, int tracked_map_fd,
     const std::string_view n = bpf_program__name(prog);
     bool load =
         std::find(flavour.programs.begin(), flavour.programs.end(), n) != flavour.programs.end();
-    for (std::size_t i = 0; i < kFreezePrograms.size(); ++i) {
-      load = load || (n == kFreezePrograms[i] && freeze[i]);
+    for (std::size_t i = 0; i < freeze_programs.size(); ++i) {
+      load = load || (n == freeze_programs[i] && freeze[i]);
     }
     bpf_program__set_autoload(prog, load);
   }
@@ -209,11 +241,13 @@ Status BlockCollector::load_with(const Flavour& flavour, int tracked_map_fd,
     attach(bpf_object__find_program_by_name(raw->obj, flavour.programs[i]), kProbes[i]);
   }
   if (freeze[0]) {
-    attach(raw->progs.freeze_start, kFreezeProbes[0]);
-    attach(freeze[1] ? raw->progs.unfreeze_nomemrestore : raw->progs.unfreeze, kFreezeProbes[1]);
+    auto program = [&](std::size_t i) {
+      return bpf_object__find_program_by_name(raw->obj, freeze_programs[i]);
+    };
+    attach(program(0), kFreezeProbes[0]);
+    attach(program(freeze[1] ? 1 : 2), kFreezeProbes[1]);
     if (freeze[3] || freeze[4]) {
-      attach(freeze[3] ? raw->progs.freeze_queue_nomemsave : raw->progs.freeze_queue,
-             kFreezeProbes[2]);
+      attach(program(freeze[3] ? 3 : 4), kFreezeProbes[2]);
     }
   }
   return ok_status();
@@ -221,10 +255,12 @@ Status BlockCollector::load_with(const Flavour& flavour, int tracked_map_fd,
 
 void BlockCollector::start(const CollectorContext& ctx) {
   const std::string& wanted = ctx.config.collectors.block.hook;
+  const FreezeHooks freeze_hooks{ctx.features.fentry, ctx.features.kprobe,
+                                 ctx.config.collectors.block_freeze_hook};
   std::optional<Cause> first;  // why tp_btf failed, when it was tried
   if (wanted != "tracepoint") {
     const Status tp_btf =
-        load(kTpBtf, ctx.features.tp_btf, ctx.features.fentry, ctx.tracked_map_fd);
+        load(kTpBtf, ctx.features.tp_btf, freeze_hooks, ctx.tracked_map_fd);
     if (tp_btf.ok() || wanted == "tp_btf") {
       if (!tp_btf.ok()) {
         unavailable(cause_of(tp_btf.error(), Reason::kLoadFailed), kProbes);
@@ -237,7 +273,7 @@ void BlockCollector::start(const CollectorContext& ctx) {
     spdlog::info("block: falling back to classic tracepoints ({})", first->detail);
   }
   if (auto tracepoint =
-          load(kTracepoint, ctx.features.tracefs, ctx.features.fentry, ctx.tracked_map_fd);
+          load(kTracepoint, ctx.features.tracefs, freeze_hooks, ctx.tracked_map_fd);
       !tracepoint.ok()) {
     const Cause why = either_failed(first, cause_of(tracepoint.error(), Reason::kLoadFailed));
     unavailable(why, kProbes);

@@ -277,8 +277,19 @@ Config parse_root(const YAML::Node& root) {
       cfg.collectors.syscall = parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"});
     }
     if (c["block"]) {
-      cfg.collectors.block =
-          parse_collector(c["block"], "collectors.block", {"tp_btf", "tracepoint"});
+      cfg.collectors.block = parse_collector(c["block"], "collectors.block",
+                                             {"tp_btf", "tracepoint"}, {"freeze_hook"});
+      if (const auto& h = c["block"]["freeze_hook"]) {
+        const std::string key = "collectors.block.freeze_hook";
+        cfg.collectors.block_freeze_hook = scalar(h, key);
+        if (cfg.collectors.block_freeze_hook != "auto" &&
+            cfg.collectors.block_freeze_hook != "fentry" &&
+            cfg.collectors.block_freeze_hook != "kprobe") {
+          throw ConfigProblem{line_of(h), key,
+                              "unknown hook '" + cfg.collectors.block_freeze_hook +
+                                  "' (one of: auto, fentry, kprobe)"};
+        }
+      }
     }
     if (c["vfs"]) {
       cfg.collectors.vfs = parse_collector(c["vfs"], "collectors.vfs", {"fentry", "kprobe"});

@@ -61,6 +61,9 @@ struct Config {
     // BlueStore transaction stages: 3 more uprobe hits per transaction, one on the kv_final
     // thread (collectors.osd.bluestore_stages)
     bool osd_bluestore_stages = true;
+    // Queue freezes: fentry, else kprobes ("auto"), or only the one named
+    // (collectors.block.freeze_hook)
+    std::string block_freeze_hook = "auto";
   } collectors;
 
   struct Limits {

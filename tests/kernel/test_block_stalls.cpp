@@ -182,7 +182,11 @@ std::vector<std::string> schedulers(const std::string& device) {
 
 TEST_CASE("queue freezes are timed and counted under the process that froze the queue",
           "[kernel][block][freezes]") {
-  Daemon daemon(fresh_dir(), tracking_config());
+  // Through fentry, and again through the kprobe fallback (kernels that refuse fentry).
+  const std::string hook = GENERATE(as<std::string>(), "fentry", "kprobe");
+  INFO("collectors.block.freeze_hook: " << hook);
+  Daemon daemon(fresh_dir(),
+                tracking_config("  block: {enabled: true, freeze_hook: " + hook + "}\n"));
   REQUIRE(daemon.wait_ready());
   const auto m = daemon.scrape();
   const auto status = m.find("cephscope_probe_attached",
@@ -194,10 +198,12 @@ TEST_CASE("queue freezes are timed and counted under the process that froze the 
     CHECK(m.sum("cephscope_probe_attached",
                 {{"collector", "block"}, {"probe", "blk_mq_unfreeze_queue"}}) == 0);
     CHECK(m.sum("cephscope_collector_up", {{"collector", "block"}}) == 1);  // the rest works
-    WARN("queue freezes unavailable here (" << status[0].labels.at("reason")
-                                            << "): counted in the kernel-matrix guests");
+    WARN("queue freezes through " << hook << " unavailable here ("
+                                  << status[0].labels.at("reason")
+                                  << "): counted in the kernel-matrix guests");
     return;
   }
+  CHECK(daemon.log_has("queue freezes through " + hook, std::chrono::seconds(1)));
   NullBlk nullb;
   REQUIRE(nullb.loaded);
   const auto scheds = schedulers("nullb0");
