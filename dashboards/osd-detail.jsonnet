@@ -10,7 +10,7 @@ local stageHeatmap(stage) = g.heatmap(
   'sum by (le) (rate(cephscope_osd_op_stage_seconds_bucket{' + sel + ', op="write", stage="' + stage + '"}[$__rate_interval]))');
 local device = g.template.query(
   'device', 'Device',
-  'label_values(cephscope_block_target_device_seconds_count{cluster=~"$cluster", job=~"$job", fsid=~"$fsid", ceph_daemon="$ceph_daemon"}, device)',
+  'label_values(cephscope_block_target_bytes_total{cluster=~"$cluster", job=~"$job", fsid=~"$fsid", ceph_daemon="$ceph_daemon"}, device)',
   multi=true, includeAll=true);
 
 g.dashboard(
@@ -31,20 +31,18 @@ g.dashboard(
   ], y=30)
   + [g.row('Devices and syscalls', 38)]
   + g.layout([
-    g.timeseries('Device time p99 (this OSD\'s requests)', 'Issue to completion of the block requests this OSD submitted, per device.',
-                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_target_device_seconds_bucket{' + sel + ', device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}')]),
+    g.timeseries('Device time p99 (its devices, all requests)', 'Issue to completion of the block requests of the devices this OSD writes to (per-target latency is opt-in: collectors.block.target_histograms).',
+                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_device_seconds_bucket{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}')]),
     g.timeseries('Queue time p99 (its devices, all requests)', 'Insert to issue in the block layer\'s queue of this OSD\'s devices.',
                  [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_queue_seconds_bucket{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}')]),
-    g.timeseries('Submit stall p99 (this OSD\'s bios)', 'Time this OSD\'s bios waited for a request (a frozen queue, no free tag), before the device or its queue saw them.',
-                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_target_submit_seconds_bucket{' + sel + ', device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}')]),
-    g.timeseries('Submit stall p99 (its devices, all bios)', 'The same for every process writing to these devices, and the bios merged into existing requests.',
+    g.timeseries('Submit stall p99 (its devices, all bios)', 'Time bios waited for a request (a frozen queue, no free tag) before the device or its queue saw them, on the devices this OSD writes to; and the bios merged into existing requests.',
                  [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_submit_seconds_bucket{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}'),
                   g.target('sum by (device, op) (rate(cephscope_block_bio_merges_total{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval]))', 'merges/s {{device}} {{op}}') + { refId: 'B' }]),
     g.timeseries('Queue freezes (its devices)', 'How long its devices\' request queues stayed frozen (p99), and who froze them (an elevator switch: whoever wrote queue/scheduler).',
                  [g.target('histogram_quantile(0.99, sum by (device, le) (rate(cephscope_block_queue_frozen_seconds_bucket{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval])))', 'frozen p99 {{device}}'),
                   g.target('sum by (device, process) (increase(cephscope_block_queue_freezes_total{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval]))', 'freezes {{device}} by {{process}}') + { refId: 'B' }]),
-    g.timeseries('Syscall p99', '99th percentile of each syscall this OSD makes.',
-                 [g.target('histogram_quantile(0.99, sum by (syscall, le) (rate(cephscope_syscall_seconds_bucket{' + sel + '}[$__rate_interval])))', '{{syscall}}')]),
+    g.timeseries('Syscall mean latency', 'Mean time of each syscall this OSD makes (a Ceph daemon\'s syscalls carry their rate and mean; collectors.syscall.buckets: full gives their distributions).',
+                 [g.target('sum by (syscall) (rate(cephscope_syscall_seconds_sum{' + sel + '}[$__rate_interval])) / sum by (syscall) (rate(cephscope_syscall_seconds_count{' + sel + '}[$__rate_interval]))', '{{syscall}}')]),
     g.timeseries('Syscalls per second', 'How often this OSD makes each syscall.',
                  [g.target('sum by (syscall) (rate(cephscope_syscall_seconds_count{' + sel + '}[$__rate_interval]))', '{{syscall}}')], unit='ops'),
   ], y=39)

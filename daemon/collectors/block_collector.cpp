@@ -130,6 +130,7 @@ class BlockCollector final : public BpfCollector {
   // series count every request, so they must not go back when a target expires.
   std::map<std::pair<std::uint32_t, std::uint32_t>, block_stats> retired_;
   int partitions_fd_ = -1;
+  bool target_histograms_ = false;  // collectors.block.target_histograms
   int freezers_fd_ = -1;
   int frozen_time_fd_ = -1;
   std::map<std::uint32_t, std::vector<std::string>> freezers_;  // per disk, in order seen
@@ -146,7 +147,7 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
   const auto has = kernel_has_functions(kFreezeFunctions);
   std::vector<bool> none(kFreezePrograms.size(), false);
   std::vector<bool> freeze = none;
-  Cause no_freeze;
+  std::optional<Cause> no_freeze;  // the preferred hook's failure first, as the vfs collector
   const struct {
     const char* name;
     const Feature& feature;
@@ -159,7 +160,7 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
     }
     const std::string prefix = std::string("queue freezes through ") + kind.name + ": ";
     if (!kind.feature.available) {
-      no_freeze = {kind.feature.why.reason, prefix + kind.feature.why.detail};
+      no_freeze = either_failed(no_freeze, {kind.feature.why.reason, prefix + kind.feature.why.detail});
       continue;
     }
     if (!has[0] || (!has[1] && !has[2])) {
@@ -181,18 +182,20 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
       }
       return loaded;
     }
-    no_freeze = {cause_of(loaded.error(), Reason::kLoadFailed).reason,
-                 prefix + "the programs did not load (" + loaded.error().message + ")"};
-    spdlog::warn("block: {}", no_freeze.detail);
+    const Cause failed{cause_of(loaded.error(), Reason::kLoadFailed).reason,
+                       prefix + "the programs did not load (" + loaded.error().message + ")"};
+    spdlog::warn("block: {}", failed.detail);
+    no_freeze = either_failed(no_freeze, failed);
     freeze = none;
   }
   Status loaded = load_with(flavour, tracked_map_fd, none, kFreezePrograms);
   if (loaded.ok()) {
     // The rest of the collector works: only the freeze probes are reported missing.
-    spdlog::info("block: queue freezes not measured ({}): {}", to_string(no_freeze.reason),
-                 no_freeze.detail);
+    const Cause why = no_freeze.value_or(
+        Cause{Reason::kDisabled, "queue freezes: collectors.block.freeze_hook chose no hook"});
+    spdlog::info("block: queue freezes not measured ({}): {}", to_string(why.reason), why.detail);
     for (const auto& probe : kFreezeProbes) {
-      unavailable_probe({probe, "", false, no_freeze});
+      unavailable_probe({probe, "", false, why});
     }
   }
   return loaded;
@@ -254,6 +257,7 @@ Status BlockCollector::load_with(const Flavour& flavour, int tracked_map_fd,
 }
 
 void BlockCollector::start(const CollectorContext& ctx) {
+  target_histograms_ = ctx.config.collectors.block_target_histograms;
   const std::string& wanted = ctx.config.collectors.block.hook;
   const FreezeHooks freeze_hooks{ctx.features.fentry, ctx.features.kprobe,
                                  ctx.config.collectors.block_freeze_hook};
@@ -439,12 +443,14 @@ Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
       continue;
     }
     const Labels l = labels->second + Labels{{"device", devices_.name(dev)}, {"op", kOps[op]}};
-    out.histogram("cephscope_block_target_submit_seconds",
-                  "Time bios of a tracked process waited for a request (queued to getrq).", l,
-                  s.submit);
-    out.histogram("cephscope_block_target_device_seconds",
-                  "Device time (issue to complete) of requests submitted by a tracked process.", l,
-                  s.device);
+    if (target_histograms_) {  // opt-in: the per-device series carry the latency
+      out.histogram("cephscope_block_target_submit_seconds",
+                    "Time bios of a tracked process waited for a request (queued to getrq).", l,
+                    s.submit);
+      out.histogram("cephscope_block_target_device_seconds",
+                    "Device time (issue to complete) of requests submitted by a tracked process.",
+                    l, s.device);
+    }
     out.counter("cephscope_block_target_bytes_total",
                 "Bytes of requests submitted by a tracked process.", l,
                 static_cast<double>(s.bytes));

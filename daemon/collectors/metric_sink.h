@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bpf/histogram.h"
+#include "core/hist.h"
 #include "core/labels.h"
 
 namespace cephscope {
@@ -20,9 +21,10 @@ class MetricSink {
                        double value) = 0;
   virtual void gauge(const std::string& name, const std::string& help, const Labels& labels,
                      double value) = 0;
-  // A histogram as the kernel folds it: log2 slots and the sum in nanoseconds.
+  // A histogram as the kernel folds it: log2 slots and the sum in nanoseconds, exported with
+  // the classic buckets of `buckets`.
   virtual void histogram(const std::string& name, const std::string& help, const Labels& labels,
-                         const struct hist& h) = 0;
+                         const struct hist& h, Buckets buckets = Buckets::kFull) = 0;
 };
 
 }  // namespace cephscope

@@ -1,5 +1,6 @@
 #include "collectors/op_stats.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -8,8 +9,8 @@
 
 namespace cephscope {
 
-Status scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
-                       const TargetLabelMap& targets) {
+Status scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, const std::string& buckets,
+                       MetricSink& out, const TargetLabelMap& targets) {
   std::map<std::pair<std::uint32_t, std::uint32_t>, op_stats> sums;
   Status walked = for_each_percpu<target_op_key, op_stats>(
       stats_fd, [&](const target_op_key& k, std::span<const op_stats> cpus) {
@@ -34,8 +35,11 @@ Status scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out
       continue;
     }
     const Labels l = labels->second + Labels{{spec.op_label, spec.op_names[op]}};
+    const bool ceph_daemon = std::any_of(labels->second.begin(), labels->second.end(),
+                                         [](const auto& kv) { return kv.first == "ceph_daemon"; });
     out.histogram(prefix + "_seconds", "Latency of " + what + " made by tracked processes.", l,
-                  s.latency);
+                  s.latency,
+                  buckets_setting(buckets, ceph_daemon ? Buckets::kNone : Buckets::kFull));
     out.counter(prefix + "_errors_total", "Count of " + what + " that returned an error.", l,
                 static_cast<double>(s.errors));
     if (const char* dir = spec.direction(op)) {

@@ -18,7 +18,10 @@ struct OpStatsMetrics {
   const char* (*direction)(unsigned op);
 };
 
-Status scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, MetricSink& out,
-                       const TargetLabelMap& targets);
+// `buckets`: the collector's setting; "auto" exports a Ceph daemon's latency with +Inf alone
+// (its rate and mean: its own stages say where its time goes, docs/metrics.md#series-budget)
+// and every other target's with every bucket.
+Status scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, const std::string& buckets,
+                       MetricSink& out, const TargetLabelMap& targets);
 
 }  // namespace cephscope

@@ -104,7 +104,9 @@ class OsdCollector final : public BpfCollector {
   osd_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
   int layouts_fd_ = -1;
-  bool store_stages_ = true;
+  bool store_stages_ = false;
+  Buckets whole_buckets_ = Buckets::kFull;
+  Buckets stage_buckets_ = Buckets::kCoarse;
 
   mutable std::mutex mu_;  // guards the members below
   std::condition_variable_any wake_;
@@ -134,6 +136,9 @@ void OsdCollector::start(const CollectorContext& ctx) {
     return;
   }
   store_stages_ = ctx.config.collectors.osd_bluestore_stages;
+  // The whole op keeps every bucket; each stage, every other (docs/metrics.md#series-budget).
+  whole_buckets_ = buckets_setting(ctx.config.collectors.osd.buckets, Buckets::kFull);
+  stage_buckets_ = buckets_setting(ctx.config.collectors.osd.buckets, Buckets::kCoarse);
   skel->bss->rt_off_ns = realtime_offset_ns();
   skel->bss->slow_ns = static_cast<std::uint64_t>(
       std::chrono::nanoseconds(ctx.config.collectors.osd_slow_op_threshold).count());
@@ -390,12 +395,12 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
       out.histogram("cephscope_osd_subop_seconds",
                     "Replicated writes received from a primary: MOSDRepOp received -> local "
                     "commit (Ceph's subop_w_latency).",
-                    l, s.latency[OSD_STAGE_WHOLE]);
+                    l, s.latency[OSD_STAGE_WHOLE], whole_buckets_);
     } else {
       out.histogram("cephscope_osd_op_seconds",
                     "Client ops on their primary OSD: message received -> reply (Ceph's "
                     "op_r/op_w_latency).",
-                    l, s.latency[OSD_STAGE_WHOLE]);
+                    l, s.latency[OSD_STAGE_WHOLE], whole_buckets_);
     }
     const Labels layer = labels->second + Labels{{"layer", subop ? "replica" : "osd_op"}};
     const char* help = "Bytes seen at each layer of the IO path, per target.";
@@ -413,7 +418,7 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
       const Labels ls = l + Labels{{"stage", kStages[i]}};
       out.histogram(subop ? "cephscope_osd_subop_stage_seconds" : "cephscope_osd_op_stage_seconds",
                     "Time an OSD op spent in each stage (see docs/collectors/osd.md).", ls,
-                    s.latency[i]);
+                    s.latency[i], stage_buckets_);
       if (!subop) {
         out.counter("cephscope_osd_slow_ops_total",
                     "Client ops over the slow-op threshold, by the stage that took longest.", ls,

@@ -56,9 +56,11 @@ class SyscallCollector final : public BpfCollector {
  private:
   void start(const CollectorContext& ctx);
   int stats_fd_ = -1;
+  std::string buckets_;  // collectors.syscall.buckets
 };
 
 void SyscallCollector::start(const CollectorContext& ctx) {
+  buckets_ = ctx.config.collectors.syscall.buckets;
   std::vector<std::string> all(kNames.begin(), kNames.end());
   if (!ctx.features.tracefs.available) {
     unavailable(ctx.features.tracefs.why, all);
@@ -113,7 +115,7 @@ Status SyscallCollector::collect(MetricSink& out, const TargetLabelMap& targets)
   }
   return scrape_op_stats(stats_fd_,
                          {"cephscope_syscall", "syscalls", "syscall", "syscall", kNames, direction},
-                         out, targets);
+                         buckets_, out, targets);
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ class VfsCollector final : public BpfCollector {
       return ok_status();
     }
     return scrape_op_stats(stats_fd_, {"cephscope_vfs", "vfs calls", "op", "vfs", kOps, direction},
-                           out, targets);
+                           buckets_, out, targets);
   }
 
  private:
@@ -62,6 +62,7 @@ class VfsCollector final : public BpfCollector {
   // Loads one flavour where the kernel offers its hook, and attaches it.
   Status load(const Flavour& flavour, const Feature& feature, int tracked_map_fd);
   int stats_fd_ = -1;
+  std::string buckets_;  // collectors.vfs.buckets
 };
 
 Status VfsCollector::load(const Flavour& flavour, const Feature& feature, int tracked_map_fd) {
@@ -98,6 +99,7 @@ Status VfsCollector::load(const Flavour& flavour, const Feature& feature, int tr
 }
 
 void VfsCollector::start(const CollectorContext& ctx) {
+  buckets_ = ctx.config.collectors.vfs.buckets;
   const std::string& wanted = ctx.config.collectors.vfs.hook;
   const std::vector<std::string> probes(kFunctions.begin(), kFunctions.end());
   std::optional<Cause> first;  // why fentry failed, when it was tried

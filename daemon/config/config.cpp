@@ -118,6 +118,15 @@ CollectorConfig parse_collector(const YAML::Node& node, const std::string& key,
                           "unknown hook '" + out.hook + "' (one of: " + allowed + ")"};
     }
   }
+  if (node["buckets"]) {
+    out.buckets = scalar(node["buckets"], key + ".buckets");
+    if (out.buckets != "auto" && out.buckets != "full" && out.buckets != "coarse" &&
+        out.buckets != "none") {
+      throw ConfigProblem{line_of(node["buckets"]), key + ".buckets",
+                          "unknown buckets '" + out.buckets +
+                              "' (one of: auto, full, coarse, none)"};
+    }
+  }
   return out;
 }
 
@@ -274,11 +283,16 @@ Config parse_root(const YAML::Node& root) {
     require_map(c, "collectors");
     check_keys(c, "collectors", {"syscall", "block", "vfs", "osd"});
     if (c["syscall"]) {
-      cfg.collectors.syscall = parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"});
+      cfg.collectors.syscall =
+          parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"}, {"buckets"});
     }
     if (c["block"]) {
       cfg.collectors.block = parse_collector(c["block"], "collectors.block",
-                                             {"tp_btf", "tracepoint"}, {"freeze_hook"});
+                                             {"tp_btf", "tracepoint"},
+                                             {"freeze_hook", "target_histograms"});
+      if (const auto& t = c["block"]["target_histograms"]) {
+        cfg.collectors.block_target_histograms = boolean(t, "collectors.block.target_histograms");
+      }
       if (const auto& h = c["block"]["freeze_hook"]) {
         const std::string key = "collectors.block.freeze_hook";
         cfg.collectors.block_freeze_hook = scalar(h, key);
@@ -292,11 +306,12 @@ Config parse_root(const YAML::Node& root) {
       }
     }
     if (c["vfs"]) {
-      cfg.collectors.vfs = parse_collector(c["vfs"], "collectors.vfs", {"fentry", "kprobe"});
+      cfg.collectors.vfs =
+          parse_collector(c["vfs"], "collectors.vfs", {"fentry", "kprobe"}, {"buckets"});
     }
     if (c["osd"]) {
       cfg.collectors.osd = parse_collector(c["osd"], "collectors.osd", {"uprobe"},
-                                           {"slow_op_threshold", "bluestore_stages"});
+                                           {"slow_op_threshold", "bluestore_stages", "buckets"});
       if (c["osd"]["slow_op_threshold"]) {
         cfg.collectors.osd_slow_op_threshold =
             duration(c["osd"]["slow_op_threshold"], "collectors.osd.slow_op_threshold");

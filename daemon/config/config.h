@@ -24,6 +24,9 @@ struct Matcher {
 struct CollectorConfig {
   bool enabled = true;
   std::string hook = "auto";  // auto, or one hook type the collector supports
+  // The classic buckets of its histograms (docs/metrics.md#series-budget): auto, full,
+  // coarse or none; what auto means is the collector's (syscall, vfs, osd).
+  std::string buckets = "auto";
 };
 
 // Where the container runtimes keep their records on the host (discovery/containers.h); a
@@ -58,9 +61,12 @@ struct Config {
     CollectorConfig osd;  // uprobes in ceph-osd, attached per OSD process
     // Ops slower than this count in cephscope_osd_slow_ops_total (collectors.osd.slow_op_threshold)
     std::chrono::milliseconds osd_slow_op_threshold{1000};
-    // BlueStore transaction stages: 3 more uprobe hits per transaction, one on the kv_final
-    // thread (collectors.osd.bluestore_stages)
-    bool osd_bluestore_stages = true;
+    // BlueStore transaction stages, tier 2: 3 more uprobe hits per transaction, one on the
+    // kv_final thread, and 10 more histograms per OSD (collectors.osd.bluestore_stages)
+    bool osd_bluestore_stages = false;
+    // Per-target block latency histograms (collectors.block.target_histograms): the
+    // per-device ones carry the latency; per target only the bytes by default.
+    bool block_target_histograms = false;
     // Queue freezes: fentry, else kprobes ("auto"), or only the one named
     // (collectors.block.freeze_hook)
     std::string block_freeze_hook = "auto";

@@ -15,14 +15,28 @@ const std::array<double, HIST_FINITE_SLOTS>& bucket_bounds_seconds() {
   return bounds;
 }
 
-prometheus::ClientMetric::Histogram to_prometheus(const struct hist& h) {
+bool slot_is_bucket(std::size_t slot, Buckets buckets) {
+  switch (buckets) {
+    case Buckets::kFull:
+      return true;
+    case Buckets::kCoarse:
+      return slot % 2 == 0;
+    case Buckets::kNone:
+      return false;
+  }
+  return true;
+}
+
+prometheus::ClientMetric::Histogram to_prometheus(const struct hist& h, Buckets buckets) {
   prometheus::ClientMetric::Histogram out;
   const auto& bounds = bucket_bounds_seconds();
   std::uint64_t cumulative = 0;
   out.bucket.reserve(HIST_SLOTS);
   for (std::size_t i = 0; i < HIST_FINITE_SLOTS; ++i) {
     cumulative += h.slots[i];
-    out.bucket.push_back({cumulative, bounds[i]});
+    if (slot_is_bucket(i, buckets)) {
+      out.bucket.push_back({cumulative, bounds[i]});
+    }
   }
   cumulative += h.slots[HIST_FINITE_SLOTS];
   out.bucket.push_back({cumulative, std::numeric_limits<double>::infinity()});

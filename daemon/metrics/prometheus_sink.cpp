@@ -93,11 +93,11 @@ void PrometheusSink::gauge(const std::string& name, const std::string& help, con
 }
 
 void PrometheusSink::histogram(const std::string& name, const std::string& help,
-                               const Labels& labels, const struct hist& h) {
+                               const Labels& labels, const struct hist& h, Buckets buckets) {
   auto m = metric_with(labels);
-  m.histogram = to_prometheus(h);
-  // every bucket, _sum and _count
-  add(family(name, help, prometheus::MetricType::Histogram), std::move(m), HIST_SLOTS + 2);
+  m.histogram = to_prometheus(h, buckets);
+  const std::size_t series = m.histogram.bucket.size() + 2;  // the buckets, _sum and _count
+  add(family(name, help, prometheus::MetricType::Histogram), std::move(m), series);
 }
 
 std::vector<prometheus::MetricFamily> PrometheusSink::take() {

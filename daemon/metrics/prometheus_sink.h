@@ -26,7 +26,7 @@ class PrometheusSink final : public MetricSink {
   void gauge(const std::string& name, const std::string& help, const Labels& labels,
              double value) override;
   void histogram(const std::string& name, const std::string& help, const Labels& labels,
-                 const struct hist& h) override;
+                 const struct hist& h, Buckets buckets = Buckets::kFull) override;
 
   // Where the series that follow come from (a collector's name), and their priority (0 is
   // kept first).

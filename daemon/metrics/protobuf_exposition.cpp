@@ -93,8 +93,13 @@ class Writer {
   std::string out_;
 };
 
-// The native form of a classic histogram whose buckets are the kernel's slots in order.
-void native(Writer& h, const prometheus::ClientMetric::Histogram& classic) {
+// Classic buckets of Buckets::kCoarse: every other slot, then +Inf.
+constexpr std::size_t kCoarseBuckets = HIST_FINITE_SLOTS / 2 + 2;
+
+// The native form of a classic histogram whose buckets are the kernel's slots in order
+// (schema 0), or every other slot (kCoarse: bucket j ends at 4^j us, native bucket j-10 of
+// schema -1, (4^(j-11), 4^(j-10)] s, 4.6% below as with schema 0).
+void native(Writer& h, const prometheus::ClientMetric::Histogram& classic, int schema) {
   std::vector<std::int64_t> counts;
   std::uint64_t below = 0;
   for (const auto& b : classic.bucket) {
@@ -109,7 +114,7 @@ void native(Writer& h, const prometheus::ClientMetric::Histogram& classic) {
   while (last > first && counts[last - 1] == 0) {
     --last;
   }
-  h.sint(field::kSchema, 0);
+  h.sint(field::kSchema, schema);
   h.real(field::kZeroThreshold, 0);
   Writer span;
   if (first == last) {
@@ -119,7 +124,8 @@ void native(Writer& h, const prometheus::ClientMetric::Histogram& classic) {
     h.message(field::kPositiveSpan, span);
     return;
   }
-  span.sint(field::kSpanOffset, native_bucket_index(first));
+  span.sint(field::kSpanOffset, schema == 0 ? native_bucket_index(first)
+                                            : kFirstSlotIndex / 2 + static_cast<int>(first));
   span.uint(field::kSpanLength, last - first);
   h.message(field::kPositiveSpan, span);
   std::vector<std::int64_t> deltas;
@@ -141,9 +147,14 @@ Writer histogram(const prometheus::ClientMetric::Histogram& classic) {
     bucket.real(field::kUpperBound, b.upper_bound);
     h.message(field::kBucket, bucket);
   }
-  // Only a histogram with the kernel's slots has a native form.
-  if (classic.bucket.size() == HIST_SLOTS && std::isinf(classic.bucket.back().upper_bound)) {
-    native(h, classic);
+  // A histogram with the kernel's slots, or every other one, has a native form; one with
+  // +Inf alone (Buckets::kNone) has none to give.
+  if (!classic.bucket.empty() && std::isinf(classic.bucket.back().upper_bound)) {
+    if (classic.bucket.size() == HIST_SLOTS) {
+      native(h, classic, 0);
+    } else if (classic.bucket.size() == kCoarseBuckets) {
+      native(h, classic, -1);
+    }
   }
   return h;
 }

@@ -5,6 +5,8 @@
 // (2^(k-1), 2^k] us, is sent as native bucket k-20, (2^(k-21), 2^(k-20)] s, whose bounds lie
 // 4.6% below the slot's (2^20 s / 10^6 = 1.048576 s); the overflow slot (> 16.8 s) is sent
 // as (16 s, 32 s]. Quantiles of the two forms so differ by up to 4.6% plus interpolation.
+// A histogram exported with coarse buckets (every other slot) goes as schema -1 the same way;
+// one with +Inf alone has no native form.
 #pragma once
 
 #include <prometheus/metric_family.h>

@@ -147,12 +147,17 @@ if [ -z "$PORT" ]; then
     [ "$PORT" = 9488 ] || say "port 9488 is taken: using $PORT"
 fi
 cat > "$STATE/cephscope.yaml" <<EOF
-# demo.sh: the default configuration, local only, quicker to notice processes
+# demo.sh: full detail (more series than the default), local only, quicker to notice
+# processes
 listen: "127.0.0.1:$PORT"
 log_level: info
 discovery:
   scan_interval: 2s
   series_ttl: 5m
+collectors:
+  syscall: {buckets: full}
+  block: {target_histograms: true}
+  osd: {bluestore_stages: true, buckets: full}
 EOF
 URL="http://127.0.0.1:$PORT"
 "$BIN" --config "$STATE/cephscope.yaml" >"$STATE/cephscope.log" 2>&1 &

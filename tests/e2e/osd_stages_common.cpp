@@ -56,7 +56,7 @@ std::map<std::string, std::string> osd_labels(const ClusterInfo& c, int id,
 }
 
 std::string daemon_config() {
-  return osd_only_config(", slow_op_threshold: 1s");
+  return osd_only_config(", slow_op_threshold: 1s, bluestore_stages: true");
 }
 
 // Every stage of every OSD is measured in this build.

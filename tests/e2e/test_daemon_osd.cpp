@@ -32,6 +32,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -74,7 +75,9 @@ std::string osd_name(const CephDaemon& osd) {
 struct OsdSeries {
   std::map<std::string, double> syscall_count;  // by syscall
   double block_write_bytes = 0;                 // cephscope_block_target_bytes_total, op=write
-  double block_device_count = 0;                // cephscope_block_target_device_seconds_count
+  // requests timed on the OSD's devices (cephscope_block_device_seconds_count of the devices
+  // its cephscope_block_target_bytes_total names: per-target latency is opt-in)
+  double block_device_count = 0;
 };
 
 // osd.N of this cluster: another cluster's osd.N on the host has series of its own (fsid).
@@ -87,7 +90,13 @@ OsdSeries osd_series(const Metrics& m, const ClusterInfo& cluster, const std::st
   auto writes = osd;
   writes.emplace("op", "write");
   s.block_write_bytes = m.sum("cephscope_block_target_bytes_total", writes);
-  s.block_device_count = m.sum("cephscope_block_target_device_seconds_count", osd);
+  std::set<std::string> devices;
+  for (const auto& sample : m.find("cephscope_block_target_bytes_total", osd)) {
+    devices.insert(sample.labels.at("device"));
+  }
+  for (const auto& device : devices) {
+    s.block_device_count += m.sum("cephscope_block_device_seconds_count", {{"device", device}});
+  }
   return s;
 }
 

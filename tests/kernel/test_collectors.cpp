@@ -49,7 +49,9 @@ TEST_CASE("syscall and block collectors count a known IO pattern exactly",
   INFO("block hook " << block_hook);
   const std::string dir = fresh_dir();
   const auto disks = require_block_device(dir);
-  Daemon daemon(dir, tracking_config("  block: {hook: " + block_hook + "}\n"));
+  // Per-target block latency is opt-in (the per-device series carry it): on here.
+  Daemon daemon(dir, tracking_config("  block: {hook: " + block_hook +
+                                     ", target_histograms: true}\n"));
   REQUIRE(daemon.wait_ready());
   REQUIRE(daemon.scrape().sum("cephscope_collector_up",
                               {{"collector", "block"}, {"hook", block_hook}}) == 1);

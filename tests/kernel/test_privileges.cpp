@@ -80,6 +80,9 @@ TEST_CASE("the documented capabilities are enough, as an unprivileged user",
               {{"process", "io_driver"}, {"syscall", "pwrite64"}}) == io.writes);
   CHECK(m.sum("cephscope_block_target_bytes_total", {{"process", "io_driver"}, {"op", "write"}}) >=
         io.writes * io.size);
+  // By default a target's block IO is counted in bytes only; its latency is per device.
+  CHECK(m.find("cephscope_block_target_device_seconds_count").empty());
+  CHECK(m.sum("cephscope_block_device_seconds_count", {{"op", "write"}}) > 0);
 }
 
 TEST_CASE("a missing capability is named in the log", "[kernel][lifecycle][caps]") {

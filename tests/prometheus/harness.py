@@ -47,12 +47,14 @@ def host_cluster(prefix):
 
 
 def start_daemon(daemon_bin, work, procs):
-    """cephscope with every collector and its own profile cache in WORK, appended to PROCS;
-    returns its port once /readyz answers."""
+    """cephscope with every collector, BlueStore's stages (tier 2: the OSD detail dashboard's
+    BlueStore panels) and its own profile cache in WORK, appended to PROCS; returns its port
+    once /readyz answers."""
     port = free_port()
     (work / "cephscope.yaml").write_text(
         f'listen: "127.0.0.1:{port}"\nlog_level: info\n'
         "discovery: {scan_interval: 1s}\n"
+        "collectors: {osd: {bluestore_stages: true}}\n"
         f"profiles: {{cache_dir: {work}/profiles}}\n")
     procs.append(subprocess.Popen([daemon_bin, "--config.file", str(work / "cephscope.yaml")],
                                   stdout=open(work / "cephscope.log", "w"),

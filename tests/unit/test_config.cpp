@@ -100,6 +100,11 @@ TEST_CASE("each config error names the key and its line", "[config]") {
   CHECK(rejected("log_level: loud\n").starts_with("test.yaml:1: log_level: unknown level 'loud'"));
   CHECK(rejected("collectors:\n  vfs: {hook: uprobe}\n") ==
         "test.yaml:2: collectors.vfs.hook: unknown hook 'uprobe' (one of: auto, fentry, kprobe)");
+  CHECK(rejected("collectors:\n  syscall: {buckets: some}\n") ==
+        "test.yaml:2: collectors.syscall.buckets: unknown buckets 'some' (one of: auto, full, "
+        "coarse, none)");
+  CHECK(rejected("collectors:\n  block: {buckets: full}\n") ==
+        "test.yaml:2: collectors.block.buckets: unknown key");
   CHECK(rejected("collectors:\n  block: {freeze_hook: uprobe}\n") ==
         "test.yaml:2: collectors.block.freeze_hook: unknown hook 'uprobe' (one of: auto, fentry, "
         "kprobe)");

@@ -86,3 +86,36 @@ TEST_CASE("an empty histogram still has every bucket", "[histogram]") {
   CHECK(p.sample_count == 0);
   CHECK(p.sample_sum == 0.0);
 }
+
+TEST_CASE("coarse buckets keep every other slot, exactly; none keeps +Inf alone", "[histogram]") {
+  struct hist h {};
+  h.slots[0] = 1;                  // <= 1 us
+  h.slots[1] = 2;                  // (1, 2] us: counted at le 4 us
+  h.slots[3] = 4;                  // (4, 8] us: counted at le 16 us
+  h.slots[24] = 8;                 // (8.4, 16.8] s: counted at le 16.8 s
+  h.slots[HIST_FINITE_SLOTS] = 16;  // overflow
+  h.sum_ns = 1000;
+  const auto coarse = to_prometheus(h, Buckets::kCoarse);
+  REQUIRE(coarse.bucket.size() == 14);  // 4^0 .. 4^12 us, then +Inf: 16 series
+  const std::vector<std::uint64_t> expected = {1, 3, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 15, 31};
+  for (std::size_t j = 0; j < coarse.bucket.size(); ++j) {
+    INFO("bucket " << j);
+    CHECK(coarse.bucket[j].cumulative_count == expected[j]);
+    if (j + 1 < coarse.bucket.size()) {
+      CHECK(coarse.bucket[j].upper_bound == Approx(std::pow(4.0, static_cast<double>(j)) * 1e-6));
+    }
+  }
+  CHECK(std::isinf(coarse.bucket.back().upper_bound));
+  CHECK(coarse.sample_count == 31);
+
+  const auto none = to_prometheus(h, Buckets::kNone);
+  REQUIRE(none.bucket.size() == 1);
+  CHECK(std::isinf(none.bucket[0].upper_bound));
+  CHECK(none.bucket[0].cumulative_count == 31);
+  CHECK(none.sample_count == 31);
+  CHECK(none.sample_sum == Approx(1e-6));
+
+  CHECK(buckets_setting("auto", Buckets::kCoarse) == Buckets::kCoarse);
+  CHECK(buckets_setting("full", Buckets::kNone) == Buckets::kFull);
+  CHECK(buckets_setting("none", Buckets::kFull) == Buckets::kNone);
+}

@@ -122,6 +122,44 @@ TEST_CASE("histograms go out in both forms, in a length-delimited stream", "[pro
   CHECK(deltas == std::vector<std::int64_t>{3, -3, 4});  // counts 3, 0, 4
 }
 
+TEST_CASE("coarse buckets go out as schema -1; +Inf alone has no native form", "[protobuf]") {
+  struct hist h {};
+  h.slots[5] = 3;  // (16, 32] us: coarse bucket (16, 64] us, j = 3
+  h.slots[8] = 4;  // (128, 256] us: coarse bucket (64, 256] us, j = 4
+  h.sum_ns = 500'000;
+  auto histogram_fields = [&](Buckets buckets) {
+    prometheus::MetricFamily f{"x_seconds", "help", prometheus::MetricType::Histogram, {}};
+    prometheus::ClientMetric m;
+    m.histogram = to_prometheus(h, buckets);
+    f.metric.push_back(m);
+    const std::string bytes = serialize_protobuf({f});
+    std::string_view stream = bytes;
+    const auto family = fields(stream.substr(0, varint(stream)));
+    std::map<std::uint64_t, std::vector<Field>> by_number;
+    for (const auto& field : fields(fields(family[3].bytes)[0].bytes)) {
+      by_number[field.number].push_back(field);
+    }
+    return by_number;
+  };
+  auto coarse = histogram_fields(Buckets::kCoarse);
+  CHECK(coarse[3].size() == 14);                        // the classic buckets
+  CHECK(unzigzag(coarse[5].at(0).varint) == -1);         // schema -1: powers of 4
+  const auto span = fields(coarse[12].at(0).bytes);
+  CHECK(unzigzag(span[0].varint) == -7);  // j - 10: (4^-8, 4^-7] s = (15.3, 61] us
+  CHECK(span[1].varint == 2);
+  std::string_view packed = coarse[13].at(0).bytes;
+  std::vector<std::int64_t> deltas;
+  while (!packed.empty()) {
+    deltas.push_back(unzigzag(varint(packed)));
+  }
+  CHECK(deltas == std::vector<std::int64_t>{3, 1});  // counts 3, 4
+
+  auto none = histogram_fields(Buckets::kNone);
+  CHECK(none[3].size() == 1);  // +Inf alone
+  CHECK(none[5].empty());      // no schema: classic only
+  CHECK(none[12].empty());
+}
+
 TEST_CASE("an empty histogram is still native: a no-op span", "[protobuf]") {
   struct hist h {};
   prometheus::MetricFamily f{"x_seconds", "help", prometheus::MetricType::Histogram, {}};

@@ -72,3 +72,13 @@ TEST_CASE("empty label values are not written", "[sink]") {
   CHECK(m.label[0].name == "ceph_daemon");
   CHECK(m.label[1].name == "pid");
 }
+
+TEST_CASE("a histogram counts the series its buckets make", "[sink]") {
+  PrometheusSink sink(1000);
+  struct hist h {};
+  sink.histogram("full_seconds", "f", {}, h);
+  sink.histogram("coarse_seconds", "c", {}, h, Buckets::kCoarse);
+  sink.histogram("none_seconds", "n", {}, h, Buckets::kNone);
+  sink.apply_cap();
+  CHECK(sink.series() == 28 + 16 + 3);
+}
