@@ -14,7 +14,8 @@
 # found free at run time. Tests reach the cluster with `source DIR/env` (CEPH_CONF etc.).
 #
 # Env knobs:
-#   CEPH_OSDS           number of OSDs (default 3; the pool size is min(3, CEPH_OSDS))
+#   CEPH_OSDS           number of OSDs, 1..24 (default 3; the pool size is min(3, CEPH_OSDS);
+#                       each OSD binds 4 msgr2 ports of the window's 99)
 #   CEPH_POOL           pool name (default bench)
 #   CEPH_PG_NUM         PGs of the pool (default 32)
 #   CEPH_BLOCK_SIZE     size of each OSD's sparse block file (default 10G). A full OSD makes
@@ -262,7 +263,7 @@ EOF
 }
 
 cmd_up() {
-    [[ "$CEPH_OSDS" =~ ^[1-9]$ ]] || die "CEPH_OSDS must be 1..9"
+    [[ "$CEPH_OSDS" =~ ^([1-9]|1[0-9]|2[0-4])$ ]] || die "CEPH_OSDS must be 1..24"
     POOL_SIZE=$(( CEPH_OSDS < 3 ? CEPH_OSDS : 3 ))
     POOL_MIN_SIZE=$(( POOL_SIZE == 1 ? 1 : POOL_SIZE - 1 ))
     # unix sockets are limited to 107 bytes
