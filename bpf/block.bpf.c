@@ -534,7 +534,8 @@ int tp_rq_complete(struct block_tp_prefix *ctx)
 	return 0;
 }
 
-/* ---- queue freezes: fentry where the kernel lets programs attach to functions, else kprobes ---- */
+/* ---- queue freezes: fentry where the kernel lets programs attach to functions, else kprobes ----
+ */
 
 struct request_queue___with_disk {
 	struct gendisk *disk;

@@ -160,7 +160,8 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
     }
     const std::string prefix = std::string("queue freezes through ") + kind.name + ": ";
     if (!kind.feature.available) {
-      no_freeze = either_failed(no_freeze, {kind.feature.why.reason, prefix + kind.feature.why.detail});
+      no_freeze =
+          either_failed(no_freeze, {kind.feature.why.reason, prefix + kind.feature.why.detail});
       continue;
     }
     if (!has[0] || (!has[1] && !has[2])) {
@@ -263,8 +264,7 @@ void BlockCollector::start(const CollectorContext& ctx) {
                                  ctx.config.collectors.block_freeze_hook};
   std::optional<Cause> first;  // why tp_btf failed, when it was tried
   if (wanted != "tracepoint") {
-    const Status tp_btf =
-        load(kTpBtf, ctx.features.tp_btf, freeze_hooks, ctx.tracked_map_fd);
+    const Status tp_btf = load(kTpBtf, ctx.features.tp_btf, freeze_hooks, ctx.tracked_map_fd);
     if (tp_btf.ok() || wanted == "tp_btf") {
       if (!tp_btf.ok()) {
         unavailable(cause_of(tp_btf.error(), Reason::kLoadFailed), kProbes);
@@ -276,8 +276,7 @@ void BlockCollector::start(const CollectorContext& ctx) {
     first = cause_of(tp_btf.error(), Reason::kLoadFailed);
     spdlog::info("block: falling back to classic tracepoints ({})", first->detail);
   }
-  if (auto tracepoint =
-          load(kTracepoint, ctx.features.tracefs, freeze_hooks, ctx.tracked_map_fd);
+  if (auto tracepoint = load(kTracepoint, ctx.features.tracefs, freeze_hooks, ctx.tracked_map_fd);
       !tracepoint.ok()) {
     const Cause why = either_failed(first, cause_of(tracepoint.error(), Reason::kLoadFailed));
     unavailable(why, kProbes);

@@ -122,9 +122,9 @@ CollectorConfig parse_collector(const YAML::Node& node, const std::string& key,
     out.buckets = scalar(node["buckets"], key + ".buckets");
     if (out.buckets != "auto" && out.buckets != "full" && out.buckets != "coarse" &&
         out.buckets != "none") {
-      throw ConfigProblem{line_of(node["buckets"]), key + ".buckets",
-                          "unknown buckets '" + out.buckets +
-                              "' (one of: auto, full, coarse, none)"};
+      throw ConfigProblem{
+          line_of(node["buckets"]), key + ".buckets",
+          "unknown buckets '" + out.buckets + "' (one of: auto, full, coarse, none)"};
     }
   }
   return out;
@@ -287,9 +287,9 @@ Config parse_root(const YAML::Node& root) {
           parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"}, {"buckets"});
     }
     if (c["block"]) {
-      cfg.collectors.block = parse_collector(c["block"], "collectors.block",
-                                             {"tp_btf", "tracepoint"},
-                                             {"freeze_hook", "target_histograms"});
+      cfg.collectors.block =
+          parse_collector(c["block"], "collectors.block", {"tp_btf", "tracepoint"},
+                          {"freeze_hook", "target_histograms"});
       if (const auto& t = c["block"]["target_histograms"]) {
         cfg.collectors.block_target_histograms = boolean(t, "collectors.block.target_histograms");
       }

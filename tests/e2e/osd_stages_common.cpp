@@ -103,14 +103,13 @@ void check_shipped_profile_used(const ClusterInfo& cluster, Daemon& daemon) {
   const bool probes = wait_for_probes(cluster, daemon);
   if (!daemon.log_has("(shipped)", 5s)) {
     // sid moves: the mirror may serve a build newer than the committed profiles.
-    const auto id = run_command({"sh", "-c", "readelf -n /proc/" +
-                                                 std::to_string(cluster.osds.front().pid) +
-                                                 "/exe | sed -n 's/.*Build ID: //p'"},
+    const auto id = run_command({"sh", "-c",
+                                 "readelf -n /proc/" + std::to_string(cluster.osds.front().pid) +
+                                     "/exe | sed -n 's/.*Build ID: //p'"},
                                 30s);
-    FAIL("no shipped profile matches this " << cluster.release << " ceph-osd (build-id "
-                                            << id.out << "): regenerate profiles with "
-                                            << "config/profiles/generate.sh --release "
-                                            << cluster.release << " and commit them");
+    FAIL("no shipped profile matches this "
+         << cluster.release << " ceph-osd (build-id " << id.out << "): regenerate profiles with "
+         << "config/profiles/generate.sh --release " << cluster.release << " and commit them");
   }
   REQUIRE(probes);
   check_stages_available(cluster, daemon.scrape());

@@ -301,8 +301,7 @@ TEST_CASE("the documented capabilities attach the OSDs' uprobes, at perf_event_p
 
   // The root daemon mounts tracefs where it is missing; nobody could not.
   const bool needs_sys_admin = root_daemon_keeps_sys_admin(dir, cluster);
-  const std::string exact =
-      std::string(kDocumentedCaps) + (needs_sys_admin ? ",+sys_admin" : "");
+  const std::string exact = std::string(kDocumentedCaps) + (needs_sys_admin ? ",+sys_admin" : "");
   std::printf("perf_event_paranoid=%d: the set this kernel needs: %s\n", level, exact.c_str());
 
   if (needs_sys_admin) {
@@ -314,10 +313,9 @@ TEST_CASE("the documented capabilities attach the OSDs' uprobes, at perf_event_p
         [&] {
           const auto probes =
               without.scrape().find("cephscope_probe_attached", {{"collector", "osd"}});
-          return !probes.empty() &&
-                 std::all_of(probes.begin(), probes.end(), [](const Sample& s) {
-                   return s.value == 0 && s.labels.at("reason") == "permission_denied";
-                 });
+          return !probes.empty() && std::all_of(probes.begin(), probes.end(), [](const Sample& s) {
+            return s.value == 0 && s.labels.at("reason") == "permission_denied";
+          });
         },
         60s, 200ms);
     CHECK(refused.has_value());

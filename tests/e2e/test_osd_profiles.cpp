@@ -251,10 +251,11 @@ namespace {
 pid_t restart_from_image(const ClusterInfo& cluster, const std::string& image) {
   const CephDaemon& osd = cluster.osds.back();
   const pid_t old_pid = container_osd_pid(osd.container);
-  const auto r = run_command({"env", "CEPH_IMAGE=" + image,
-                              std::string(CEPHSCOPE_SOURCE_DIR) + "/tests/ceph/container-cluster.sh",
-                              "restart-osd", cluster.release, cluster.dir, std::to_string(osd.id)},
-                             180s);
+  const auto r =
+      run_command({"env", "CEPH_IMAGE=" + image,
+                   std::string(CEPHSCOPE_SOURCE_DIR) + "/tests/ceph/container-cluster.sh",
+                   "restart-osd", cluster.release, cluster.dir, std::to_string(osd.id)},
+                  180s);
   INFO(r.out << r.err);
   REQUIRE(r.ok());
   pid_t pid = 0;
@@ -296,12 +297,11 @@ TEST_CASE("a container without -dbg gets every stage from shipped or operator-su
   cluster.osds.back().pid = pid;
   // This OSD's root holds no debug file of its ceph-osd.
   const std::string id = build_id_of("/proc/" + std::to_string(pid) + "/exe");
-  const std::string debug_file = "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" +
-                                 id.substr(2) + ".debug";
+  const std::string debug_file =
+      "/usr/lib/debug/.build-id/" + id.substr(0, 2) + "/" + id.substr(2) + ".debug";
   CHECK_FALSE(fs::exists("/proc/" + std::to_string(pid) + "/root" + debug_file));
   std::printf("%s runs %s-nodbg (pid %d, build-id %s, no %s in its root)\n",
-              cluster.osds.back().name.c_str(), image.c_str(), pid, id.c_str(),
-              debug_file.c_str());
+              cluster.osds.back().name.c_str(), image.c_str(), pid, id.c_str(), debug_file.c_str());
 
   const std::string dir = test_dir(cluster.dir);
   auto config = [&](const std::string& shipped) {
@@ -320,10 +320,10 @@ TEST_CASE("a container without -dbg gets every stage from shipped or operator-su
     const std::string root = mounted.out.substr(0, mounted.out.find('\n'));
     const std::string operator_dir = dir + "/operator-profiles";
     fs::create_directories(operator_dir);
-    const auto made = run_command({daemon_binary(), "profile", "generate", "--binary",
-                                   root + "/usr/bin/ceph-osd", "--debug-file", root + debug_file,
-                                   "--out", operator_dir + "/" + id + ".osd-stages.json"},
-                                  600s);
+    const auto made = run_command(
+        {daemon_binary(), "profile", "generate", "--binary", root + "/usr/bin/ceph-osd",
+         "--debug-file", root + debug_file, "--out", operator_dir + "/" + id + ".osd-stages.json"},
+        600s);
     (void)run_command({"podman", "image", "unmount", image}, 60s);
     INFO(made.out << made.err);
     REQUIRE(made.ok());

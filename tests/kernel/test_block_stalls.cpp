@@ -198,8 +198,7 @@ TEST_CASE("queue freezes are timed and counted under the process that froze the 
     CHECK(m.sum("cephscope_probe_attached",
                 {{"collector", "block"}, {"probe", "blk_mq_unfreeze_queue"}}) == 0);
     CHECK(m.sum("cephscope_collector_up", {{"collector", "block"}}) == 1);  // the rest works
-    WARN("queue freezes through " << hook << " unavailable here ("
-                                  << status[0].labels.at("reason")
+    WARN("queue freezes through " << hook << " unavailable here (" << status[0].labels.at("reason")
                                   << "): counted in the kernel-matrix guests");
     return;
   }
@@ -240,7 +239,8 @@ TEST_CASE("queue freezes are timed and counted under the process that froze the 
   });
   flipper.join();
   writer.join();
-  const double window = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double window =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   REQUIRE(writer_ok);
   REQUIRE(wait_for(
       daemon,

@@ -50,8 +50,8 @@ TEST_CASE("syscall and block collectors count a known IO pattern exactly",
   const std::string dir = fresh_dir();
   const auto disks = require_block_device(dir);
   // Per-target block latency is opt-in (the per-device series carry it): on here.
-  Daemon daemon(dir, tracking_config("  block: {hook: " + block_hook +
-                                     ", target_histograms: true}\n"));
+  Daemon daemon(dir,
+                tracking_config("  block: {hook: " + block_hook + ", target_histograms: true}\n"));
   REQUIRE(daemon.wait_ready());
   REQUIRE(daemon.scrape().sum("cephscope_collector_up",
                               {{"collector", "block"}, {"hook", block_hook}}) == 1);

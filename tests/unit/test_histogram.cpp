@@ -89,10 +89,10 @@ TEST_CASE("an empty histogram still has every bucket", "[histogram]") {
 
 TEST_CASE("coarse buckets keep every other slot, exactly; none keeps +Inf alone", "[histogram]") {
   struct hist h {};
-  h.slots[0] = 1;                  // <= 1 us
-  h.slots[1] = 2;                  // (1, 2] us: counted at le 4 us
-  h.slots[3] = 4;                  // (4, 8] us: counted at le 16 us
-  h.slots[24] = 8;                 // (8.4, 16.8] s: counted at le 16.8 s
+  h.slots[0] = 1;                   // <= 1 us
+  h.slots[1] = 2;                   // (1, 2] us: counted at le 4 us
+  h.slots[3] = 4;                   // (4, 8] us: counted at le 16 us
+  h.slots[24] = 8;                  // (8.4, 16.8] s: counted at le 16.8 s
   h.slots[HIST_FINITE_SLOTS] = 16;  // overflow
   h.sum_ns = 1000;
   const auto coarse = to_prometheus(h, Buckets::kCoarse);

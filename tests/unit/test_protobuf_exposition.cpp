@@ -142,8 +142,8 @@ TEST_CASE("coarse buckets go out as schema -1; +Inf alone has no native form", "
     return by_number;
   };
   auto coarse = histogram_fields(Buckets::kCoarse);
-  CHECK(coarse[3].size() == 14);                        // the classic buckets
-  CHECK(unzigzag(coarse[5].at(0).varint) == -1);         // schema -1: powers of 4
+  CHECK(coarse[3].size() == 14);                  // the classic buckets
+  CHECK(unzigzag(coarse[5].at(0).varint) == -1);  // schema -1: powers of 4
   const auto span = fields(coarse[12].at(0).bytes);
   CHECK(unzigzag(span[0].varint) == -7);  // j - 10: (4^-8, 4^-7] s = (15.3, 61] us
   CHECK(span[1].varint == 2);
