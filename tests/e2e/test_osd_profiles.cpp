@@ -279,7 +279,7 @@ std::string build_id_of(const std::string& elf) {
   const auto r =
       run_command({"sh", "-c", "readelf -n '" + elf + "' | sed -n 's/.*Build ID: //p'"}, 30s);
   REQUIRE(r.ok());
-  const std::string id = r.out.substr(0, r.out.find('\n'));
+  std::string id = r.out.substr(0, r.out.find('\n'));
   REQUIRE(id.size() == 40);
   return id;
 }
