@@ -12,6 +12,7 @@
 #   container-cluster.sh restart-osd RELEASE DIR N
 #                                           restart osd.N as cephadm's unit does: podman stop
 #                                           (--rm removes the container), podman run again
+#                                           (from CEPH_IMAGE when set)
 #
 # RELEASE: reef (18.2, Debian trixie) or tentacle (20.2, Debian sid); the image
 # localhost/cephscope-ceph:RELEASE comes from image.sh (run when `image.sh --check` fails);
@@ -570,10 +571,15 @@ cmd_restart_osd() {
     # --rm removes it once stopped; a name still taken would make the run below fail
     wait_for 30 "container $ctr removed" bash -c "! podman container exists $ctr" \
         || die "$ctr was not removed after stopping"
+    # CEPH_IMAGE runs this OSD from another image (the same build without -dbg); the cluster's
+    # own image stays the one its tools use
+    local cluster_image=$IMAGE
+    IMAGE=${CEPH_IMAGE:-$cluster_image}
     start_ctr "$ctr" /usr/bin/ceph-osd "$DATA_DIR/osd.$n:/var/lib/ceph/osd/ceph-$n" "osd.$n" \
         || die "podman run failed for osd.$n: $(tail -n 3 "$DIR/podman.err")"
+    log "osd.$n restarted from $IMAGE in $(elapsed "$T0") s"
+    IMAGE=$cluster_image
     write_env
-    log "osd.$n restarted in $(elapsed "$T0") s"
 }
 
 cmd_down() {
