@@ -149,6 +149,17 @@ BenchSummary write_bench(const ClusterInfo& cluster, int seconds) {
   return run_rados_bench(cluster, opt);
 }
 
+// A 4 s write bench: the daemon counts at least its writes on the primaries.
+void check_bench_counted(const ClusterInfo& cluster, Daemon& daemon, const char* who) {
+  const double w0 = writes_counted(cluster, daemon.scrape());
+  const auto w = write_bench(cluster, 4);
+  std::this_thread::sleep_for(1500ms);
+  const double w1 = writes_counted(cluster, daemon.scrape());
+  std::printf("%s: counted %.0f write ops for rados bench's %llu writes\n", who, w1 - w0,
+              static_cast<unsigned long long>(w.total_ops));
+  CHECK(w1 - w0 >= static_cast<double>(w.total_ops));
+}
+
 }  // namespace
 
 TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving",
@@ -242,13 +253,7 @@ TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving
   REQUIRE(reattached.has_value());
   std::printf("restarted daemon: osd probes attached %.1f s after /readyz\n", *reattached);
   print_breakpoints("after the restart", breakpoints(cluster));
-  const double w0 = writes_counted(cluster, again.scrape());
-  const auto w = write_bench(cluster, 4);
-  std::this_thread::sleep_for(1500ms);
-  const double w1 = writes_counted(cluster, again.scrape());
-  std::printf("restarted daemon counted %.0f write ops for rados bench's %llu writes\n", w1 - w0,
-              static_cast<unsigned long long>(w.total_ops));
-  CHECK(w1 - w0 >= static_cast<double>(w.total_ops));
+  check_bench_counted(cluster, again, "restarted daemon");
   const auto rc = again.stop(20s);
   REQUIRE(rc.has_value());
   CHECK(*rc == 0);
@@ -330,13 +335,7 @@ TEST_CASE("the documented capabilities attach the OSDs' uprobes, at perf_event_p
   REQUIRE(attached.has_value());
   std::printf("as nobody with %s: osd probes attached %.1f s after /readyz\n", exact.c_str(),
               *attached);
-  const double w0 = writes_counted(cluster, daemon.scrape());
-  const auto w = write_bench(cluster, 4);
-  std::this_thread::sleep_for(1500ms);
-  const double w1 = writes_counted(cluster, daemon.scrape());
-  std::printf("as nobody: counted %.0f write ops for rados bench's %llu writes\n", w1 - w0,
-              static_cast<unsigned long long>(w.total_ops));
-  CHECK(w1 - w0 >= static_cast<double>(w.total_ops));
+  check_bench_counted(cluster, daemon, "as nobody");
   REQUIRE(daemon.stop(20s) == 0);
   rados_cleanup(cluster);
 }
