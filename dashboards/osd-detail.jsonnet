@@ -24,7 +24,7 @@ g.dashboard(
   + [g.row('BlueStore and replica sub-ops', 29)]
   + g.layout([
     g.timeseries('BlueStore stages (mean per transaction)', 'Mean time of each BlueStore transaction state of client writes.',
-                 [g.target('sum by (stage) (rate(cephscope_osd_op_stage_seconds_sum{' + sel + ', op="write", stage=~"bluestore_.*"}[$__rate_interval])) / sum by (stage) (rate(cephscope_osd_op_stage_seconds_count{' + sel + ', op="write", stage=~"bluestore_.*"}[$__rate_interval]))', '{{stage}}')], stack=true),
+                 [g.target(g.mean('cephscope_osd_op_stage_seconds', sel + ', op="write", stage=~"bluestore_.*"', 'stage'), '{{stage}}')], stack=true),
     g.timeseries('Replica sub-ops: p50 and p99', 'Replicated writes this OSD received from primaries: received to local commit.',
                  [g.target('histogram_quantile(0.5, sum by (le) (rate(cephscope_osd_subop_seconds_bucket{' + sel + '}[$__rate_interval])))', 'p50'),
                   g.target('histogram_quantile(0.99, sum by (le) (rate(cephscope_osd_subop_seconds_bucket{' + sel + '}[$__rate_interval])))', 'p99') + { refId: 'B' }]),
@@ -42,8 +42,8 @@ g.dashboard(
                  [g.target('histogram_quantile(0.99, sum by (device, le) (rate(cephscope_block_queue_frozen_seconds_bucket{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval])))', 'frozen p99 {{device}}'),
                   g.target('sum by (device, process) (increase(cephscope_block_queue_freezes_total{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval]))', 'freezes {{device}} by {{process}}') + { refId: 'B' }]),
     g.timeseries('Syscall mean latency', 'Mean time of each syscall this OSD makes (a Ceph daemon\'s syscalls carry their rate and mean; collectors.syscall.buckets: full gives their distributions).',
-                 [g.target('sum by (syscall) (rate(cephscope_syscall_seconds_sum{' + sel + '}[$__rate_interval])) / sum by (syscall) (rate(cephscope_syscall_seconds_count{' + sel + '}[$__rate_interval]))', '{{syscall}}')]),
+                 [g.target(g.mean('cephscope_syscall_seconds', sel, 'syscall'), '{{syscall}}')]),
     g.timeseries('Syscalls per second', 'How often this OSD makes each syscall.',
-                 [g.target('sum by (syscall) (rate(cephscope_syscall_seconds_count{' + sel + '}[$__rate_interval]))', '{{syscall}}')], unit='ops'),
+                 [g.target('sum by (syscall) (rate(cephscope_syscall_seconds_count{' + sel + '}[$__rate_interval])) or sum by (syscall) (histogram_count(rate(cephscope_syscall_seconds{' + sel + '}[$__rate_interval])))', '{{syscall}}')], unit='ops'),
   ], y=39)
 )

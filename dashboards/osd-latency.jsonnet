@@ -5,9 +5,7 @@ local sel = g.sel('instance=~"$instance", fsid=~"$fsid", ceph_daemon=~"$ceph_dae
 // Ceph's own exporter names each OSD's host (ceph_osd_metadata); without it, the OSD alone.
 local withHostname(expr) =
   '(' + expr + ' * on (ceph_daemon) group_left (hostname) max by (ceph_daemon, hostname) (ceph_osd_metadata{cluster=~"$cluster"})) or ' + expr;
-local stageMean(op) =
-  'sum by (stage) (rate(cephscope_osd_op_stage_seconds_sum{' + sel + ', op="' + op + '"}[$__rate_interval]))'
-  + ' / sum by (stage) (rate(cephscope_osd_op_stage_seconds_count{' + sel + ', op="' + op + '"}[$__rate_interval]))';
+local stageMean(op) = g.mean('cephscope_osd_op_stage_seconds', sel + ', op="' + op + '"', 'stage');
 local stageQuantile(q, op) =
   'histogram_quantile(' + q + ', sum by (stage, le) (rate(cephscope_osd_op_stage_seconds_bucket{'
   + sel + ', op="' + op + '"}[$__rate_interval])))';

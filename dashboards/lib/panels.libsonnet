@@ -43,18 +43,38 @@
     instance: self.query('instance', 'Host (cephscope instance)',
                          'label_values(cephscope_build_info{cluster=~"$cluster", job=~"$job"}, instance)',
                          multi=true, includeAll=true),
-    // A host may run two clusters: their OSDs differ by fsid (docs/metrics.md).
+    // A host may run two clusters: their OSDs differ by fsid (docs/metrics.md). The OSDs come
+    // from a gauge every OSD target has: a histogram's _count is not stored where Prometheus
+    // keeps native histograms.
     fsid: self.query('fsid', 'Ceph cluster (fsid)',
-                     'label_values(cephscope_osd_op_seconds_count{cluster=~"$cluster", job=~"$job"}, fsid)',
+                     'label_values(cephscope_osd_stage_available{cluster=~"$cluster", job=~"$job"}, fsid)',
                      multi=true, includeAll=true),
     ceph_daemon(multi=false):: self.query(
       'ceph_daemon', 'OSD',
-      'label_values(cephscope_osd_op_seconds_count{cluster=~"$cluster", job=~"$job", instance=~"$instance", fsid=~"$fsid"}, ceph_daemon)',
+      'label_values(cephscope_osd_stage_available{cluster=~"$cluster", job=~"$job", instance=~"$instance", fsid=~"$fsid"}, ceph_daemon)',
       multi=multi, includeAll=multi),
   },
 
+  // The native form of a query over classic buckets: the histogram itself in place of its
+  // _bucket series, summed without `le`. A Prometheus with native histograms on keeps only
+  // that form (docs/metrics.md#native-histograms).
+  native(expr):: std.strReplace(std.strReplace(std.strReplace(expr, '_bucket{', '{'),
+                                               ', le)', ')'), 'sum by (le) ', 'sum '),
+
+  // The mean of a histogram per `by`, from its classic _sum and _count, or from the native
+  // form (histogram_sum, histogram_count) where only that is stored.
+  mean(metric, selector, by)::
+    local rate(s) = 'rate(' + metric + s + '{' + selector + '}[$__rate_interval])';
+    'sum by (' + by + ') (' + rate('_sum') + ') / sum by (' + by + ') (' + rate('_count') + ')'
+    + ' or sum by (' + by + ') (histogram_sum(' + rate('') + ')) / sum by (' + by
+    + ') (histogram_count(' + rate('') + '))',
+
+  // Queries over classic buckets work on either kind of Prometheus: `classic or native`
+  // (one of the two is empty on any one server).
   target(expr, legend='', format='time_series'):: {
-    expr: expr,
+    expr: if std.length(std.findSubstr('_bucket{', expr)) > 0
+    then expr + ' or ' + $.native(expr)
+    else expr,
     legendFormat: legend,
     format: format,
     refId: 'A',

@@ -22,20 +22,13 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.parse
 from datetime import datetime, timezone
 from pathlib import Path
 
 from harness import free_port, get, host_cluster, start_daemon, wait_until
+from panels import DASHBOARDS, Prom, check_dashboards
 
-ROOT = Path(__file__).resolve().parents[2]
-DASHBOARDS = ROOT / "dashboards"
 RULES = [DASHBOARDS / "rules/cephscope-rules.yml", DASHBOARDS / "rules/cephscope-alerts.yml"]
-# Metrics no collector serves yet: their panels are listed, and checked once data exists.
-PENDING = ("cephscope_client_op_seconds",)
-# Queue freezes: no series where fentry is refused (the probes say why) or where nothing froze
-# a queue during the test; such panels are listed with the reason.
-FREEZES = ("cephscope_block_queue_frozen_seconds", "cephscope_block_queue_freezes_total")
 T0 = time.monotonic()
 
 
@@ -54,77 +47,6 @@ class Webhook(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
-
-
-class Prom:
-    def __init__(self, port):
-        self.base = f"http://127.0.0.1:{port}"
-
-    def query(self, expr):
-        url = self.base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-        doc = json.loads(get(url))
-        if doc.get("status") != "success":
-            raise RuntimeError(f"{expr}: {doc}")
-        return doc["data"]["result"]
-
-    def label_values(self, label, match):
-        url = (self.base + f"/api/v1/label/{label}/values?" +
-               urllib.parse.urlencode({"match[]": match}))
-        return json.loads(get(url))["data"]
-
-    def alerts(self):
-        return json.loads(get(self.base + "/api/v1/alerts"))["data"]["alerts"]
-
-
-def substitute(expr, daemon):
-    for var, value in (("$__rate_interval", "1m"), ("$cluster", ".*"), ("$job", ".*"),
-                       ("$fsid", ".*"), ("$instance", ".*"), ("$ceph_daemon", daemon), ("$device", ".*")):
-        expr = expr.replace(var, value)
-    return expr
-
-
-def check_dashboards(prom, daemon):
-    queries = failed = 0
-    pending = []
-    for path in sorted(DASHBOARDS.glob("*.json")):
-        board = json.loads(path.read_text())
-        for var in board["templating"]["list"]:
-            m = re.match(r"label_values\((.*),\s*(\w+)\)$", (var.get("definition") or ""))
-            if not m:
-                continue
-            queries += 1
-            values = prom.label_values(m.group(2), substitute(m.group(1), daemon))
-            if var["name"] == "cluster":
-                log(f"{path.name}: variable cluster: {values or 'not set here (no external label)'}")
-                continue
-            if not values:
-                failed += 1
-                log(f"FAILED {path.name}: variable {var['name']} has no values")
-        for panel in board["panels"]:
-            for target in panel.get("targets", []):
-                expr = substitute(target["expr"], daemon)
-                queries += 1
-                result = prom.query(expr)
-                # Pending only while no collector serves the metric at all: once any series of
-                # it exists, its panels must show data like every other.
-                unserved = [p for p in PENDING if p in expr and
-                            not prom.query(f'count({{__name__=~"{p}.*"}})')]
-                if unserved and not result:
-                    pending.append(f"{path.name}: {panel['title']} (no {', '.join(unserved)} "
-                                   "series yet)")
-                    continue
-                if any(p in expr for p in FREEZES) and not result:
-                    probe = prom.query('cephscope_probe_attached{probe="blk_freeze_queue_start"}')
-                    why = (probe[0]["metric"].get("reason") if probe else "no probe status")
-                    pending.append(f"{path.name}: {panel['title']} (freeze probe: {why}; "
-                                   "no freeze during the test)" if why == "ok" else
-                                   f"{path.name}: {panel['title']} (freeze probe: {why})")
-                    continue
-                if not result:
-                    failed += 1
-                    log(f"FAILED {path.name}: panel '{panel['title']}' has no data: {expr}")
-    log(f"dashboards: {queries} queries, {failed} without data, pending: {pending or 'none'}")
-    return failed
 
 
 def check_recording_rules(prom, rule_files):
@@ -195,7 +117,7 @@ def main():
         subprocess.run(rados + ["bench", "10", "seq", "-t", "16"], check=True,
                        stdout=subprocess.DEVNULL)
         time.sleep(3)
-        failed = check_dashboards(prom, cluster["osds"][0]["name"])
+        failed = check_dashboards(prom, cluster["osds"][0]["name"], log)
         failed += check_recording_rules(prom, rule_copies)
 
         # a forced slow op: a replica stopped for 3 s under writes

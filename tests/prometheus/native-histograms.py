@@ -5,7 +5,9 @@ series) and one with `--enable-feature=native-histograms` (protobuf exposition, 
 cephscope answers with each histogram also in its native form). Checks, at one evaluation
 time on both: histogram_quantile() of every OSD's write latency (p50, p90, p99) agrees within
 one bucket (a factor of 2), the native server stores the native form (no `_bucket`
-series), and the shipped recording rules that read histograms yield the same series on both. Prints both quantiles and both servers' stored series side by side.
+series), the shipped recording rules that read histograms yield the same series on both, and
+every dashboard query has data on the native server. Prints both quantiles and both servers'
+stored series side by side.
 
   native-histograms.py DAEMON_BINARY   (CEPHSCOPE_CEPH_DIR names the cluster, as for e2e)
 """
@@ -17,6 +19,7 @@ import urllib.parse
 from pathlib import Path
 
 from harness import free_port, get, host_cluster, start_daemon, wait_until
+from panels import Prom, check_dashboards
 
 QUANTILES = (0.5, 0.9, 0.99)
 RULES = [Path(__file__).resolve().parents[2] / "dashboards" / "rules" / f
@@ -63,6 +66,9 @@ def main():
         rados = ["rados", "-c", cluster["conf"], "-p", cluster["pool"]]
         subprocess.run(rados + ["bench", "20", "write", "-t", "16", "-b", "4096", "--no-cleanup"],
                        check=True, stdout=subprocess.DEVNULL)
+        # reads too, for the dashboards' read panels
+        subprocess.run(rados + ["bench", "8", "seq", "-t", "16"], check=True,
+                       stdout=subprocess.DEVNULL)
         time.sleep(3)
         at = time.time() - 2  # both servers have scraped up to here
         window = 'rate(cephscope_osd_op_seconds{x}{{op="write"}}[20s])'
@@ -92,6 +98,10 @@ def main():
                 f"{len(values['native'])}")
             if not values["native"] or set(values["classic"]) != set(values["native"]):
                 failed.append(f"{rule}: classic {values['classic']} native {values['native']}")
+        # The dashboards too: every panel query has data on the server that keeps only the
+        # native form (their queries read `classic or native`).
+        if check_dashboards(Prom(servers["native"]), cluster["osds"][0]["name"], log):
+            failed.append("dashboard queries without data on the native server (above)")
         stored_buckets = query(servers["native"], "count(cephscope_osd_op_seconds_bucket)", at)
         if stored_buckets:
             failed.append("the native server stored classic _bucket series")
