@@ -41,18 +41,20 @@ class Cursor {
     return v;
   }
   std::int64_t sleb() {
-    std::int64_t v = 0;
+    // Unsigned arithmetic: the sign extension of a 63-bit shift must not negate INT64_MIN
+    // (found by fuzz_elf).
+    std::uint64_t v = 0;
     unsigned shift = 0;
     std::uint8_t b = 0x80;
     while ((b & 0x80) != 0 && shift < 64 && ok_) {
       b = fixed<std::uint8_t>();
-      v |= static_cast<std::int64_t>(b & 0x7f) << shift;
+      v |= static_cast<std::uint64_t>(b & 0x7f) << shift;
       shift += 7;
     }
     if (shift < 64 && (b & 0x40) != 0) {
-      v |= -(std::int64_t{1} << shift);
+      v |= ~std::uint64_t{0} << shift;
     }
-    return v;
+    return static_cast<std::int64_t>(v);
   }
   std::string_view cstring() {
     const auto* begin = data_.data() + std::min(at_, data_.size());
