@@ -5,6 +5,7 @@
 // tests/prometheus/native-histograms.py.
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -127,13 +128,14 @@ TEST_CASE("coarse buckets go out as schema -1; +Inf alone has no native form", "
   h.slots[5] = 3;  // (16, 32] us: coarse bucket (16, 64] us, j = 3
   h.slots[8] = 4;  // (128, 256] us: coarse bucket (64, 256] us, j = 4
   h.sum_ns = 500'000;
+  std::list<std::string> wire;  // the fields below are views into these bytes
   auto histogram_fields = [&](Buckets buckets) {
     prometheus::MetricFamily f{"x_seconds", "help", prometheus::MetricType::Histogram, {}};
     prometheus::ClientMetric m;
     m.histogram = to_prometheus(h, buckets);
     f.metric.push_back(m);
-    const std::string bytes = serialize_protobuf({f});
-    std::string_view stream = bytes;
+    wire.push_back(serialize_protobuf({f}));
+    std::string_view stream = wire.back();
     const auto family = fields(stream.substr(0, varint(stream)));
     std::map<std::uint64_t, std::vector<Field>> by_number;
     for (const auto& field : fields(fields(family[3].bytes)[0].bytes)) {
