@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -96,6 +97,21 @@ std::regex pattern(const YAML::Node& node, const std::string& key) {
   }
 }
 
+// A scalar that must be one of `allowed` (`what` names it in the error: "hook", "buckets").
+std::string one_of(const YAML::Node& node, const std::string& key, const std::string& what,
+                   const std::vector<std::string>& allowed) {
+  std::string value = scalar(node, key);
+  if (std::find(allowed.begin(), allowed.end(), value) == allowed.end()) {
+    std::string list;
+    for (const auto& a : allowed) {
+      list += (list.empty() ? "" : ", ") + a;
+    }
+    throw ConfigProblem{line_of(node), key,
+                        "unknown " + what + " '" + value + "' (one of: " + list + ")"};
+  }
+  return value;
+}
+
 CollectorConfig parse_collector(const YAML::Node& node, const std::string& key,
                                 const std::set<std::string>& hooks,
                                 const std::set<std::string>& extra_keys = {}) {
@@ -108,24 +124,13 @@ CollectorConfig parse_collector(const YAML::Node& node, const std::string& key,
     out.enabled = boolean(node["enabled"], key + ".enabled");
   }
   if (node["hook"]) {
-    out.hook = scalar(node["hook"], key + ".hook");
-    if (out.hook != "auto" && !hooks.contains(out.hook)) {
-      std::string allowed = "auto";
-      for (const auto& h : hooks) {
-        allowed += ", " + h;
-      }
-      throw ConfigProblem{line_of(node["hook"]), key + ".hook",
-                          "unknown hook '" + out.hook + "' (one of: " + allowed + ")"};
-    }
+    std::vector<std::string> allowed = {"auto"};
+    allowed.insert(allowed.end(), hooks.begin(), hooks.end());
+    out.hook = one_of(node["hook"], key + ".hook", "hook", allowed);
   }
   if (node["buckets"]) {
-    out.buckets = scalar(node["buckets"], key + ".buckets");
-    if (out.buckets != "auto" && out.buckets != "full" && out.buckets != "coarse" &&
-        out.buckets != "none") {
-      throw ConfigProblem{
-          line_of(node["buckets"]), key + ".buckets",
-          "unknown buckets '" + out.buckets + "' (one of: auto, full, coarse, none)"};
-    }
+    out.buckets =
+        one_of(node["buckets"], key + ".buckets", "buckets", {"auto", "full", "coarse", "none"});
   }
   return out;
 }
@@ -294,15 +299,8 @@ Config parse_root(const YAML::Node& root) {
         cfg.collectors.block_target_histograms = boolean(t, "collectors.block.target_histograms");
       }
       if (const auto& h = c["block"]["freeze_hook"]) {
-        const std::string key = "collectors.block.freeze_hook";
-        cfg.collectors.block_freeze_hook = scalar(h, key);
-        if (cfg.collectors.block_freeze_hook != "auto" &&
-            cfg.collectors.block_freeze_hook != "fentry" &&
-            cfg.collectors.block_freeze_hook != "kprobe") {
-          throw ConfigProblem{line_of(h), key,
-                              "unknown hook '" + cfg.collectors.block_freeze_hook +
-                                  "' (one of: auto, fentry, kprobe)"};
-        }
+        cfg.collectors.block_freeze_hook =
+            one_of(h, "collectors.block.freeze_hook", "hook", {"auto", "fentry", "kprobe"});
       }
     }
     if (c["vfs"]) {

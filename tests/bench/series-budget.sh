@@ -47,7 +47,7 @@ report() {  # LABEL PORT OSDS FSID
   local label=$1 port=$2 osds=$3 fsid=$4
   curl -s "127.0.0.1:$port/metrics" > "$work/scrape.txt"
   local text proto times
-  text=$(curl -s "127.0.0.1:$port/metrics" | wc -c)
+  text=$(wc -c < "$work/scrape.txt")
   proto=$(curl -s -H 'Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited' \
     "127.0.0.1:$port/metrics" | wc -c)
   times=$(for _ in $(seq 20); do curl -s -o /dev/null -w '%{time_total}\n' "127.0.0.1:$port/metrics"; done |
