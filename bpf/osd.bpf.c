@@ -18,7 +18,7 @@
 #include "osd.h"
 #include "osd_events.bpf.h"
 #include "maps.bpf.h"
-#include "targets.bpf.h"
+#include "targets.bpf.h" /* every object declares it (the daemon shares one) */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -192,7 +192,7 @@ static __always_inline int take_inflight(struct osd_scratch *s, const struct osd
 	struct osd_op_key key;
 	struct osd_inflight *rec;
 
-	if (scratch_key(s, l, op, tgid, &key))
+	if (!l->detail || scratch_key(s, l, op, tgid, &key))
 		return -1;
 	rec = bpf_map_lookup_elem(&osd_inflight, &key);
 	if (!rec)
@@ -210,15 +210,18 @@ static __always_inline int take_inflight(struct osd_scratch *s, const struct osd
 	return 0;
 }
 
-/* The calling OSD's layout, with its target id in *target; NULL for any other process. */
+/*
+ * The calling OSD's layout, with its target id in *target; NULL for any other process. One
+ * lookup: the uprobes are attached per process, and the layout carries the target id.
+ */
 static __always_inline struct osd_layout *tracked_osd(__u32 tgid, __u32 *target)
 {
 	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
 
-	if (!l)
+	if (!l || l->target == CEPHSCOPE_UNTRACKED)
 		return 0;
-	*target = current_target();
-	return *target == CEPHSCOPE_UNTRACKED ? 0 : l;
+	*target = l->target;
+	return l;
 }
 
 /* The stages an op and a replicated write share: from the Message stamps to dequeue. */
@@ -475,6 +478,51 @@ int osd_txc_kv_done(struct pt_regs *ctx)
 	return 0;
 }
 
+/*
+ * Tier 2, a write joined to its transaction: execute ends when it was queued; the local kv
+ * commit, then whatever replicas were later, make the critical path.
+ */
+static __always_inline void detail_stages(struct osd_scratch *s)
+{
+	const struct op_times *t = &s->t;
+
+	set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->txq);
+	if (t->kv_committed && s->n_events) {
+		/*
+		 * Without events (op tracker off) nothing tells whether replicas were later:
+		 * neither stage is guessed.
+		 */
+		if (t->subops_sent && t->last_subop)
+			set_stage(s, OSD_STAGE_REPLICATION, t->kv_committed,
+				  max64(t->kv_committed, t->last_subop));
+		set_stage(s, OSD_STAGE_COMMIT, max64(t->kv_committed, t->last_subop), t->now);
+	} else {
+		if (t->subops_sent)
+			set_stage(s, OSD_STAGE_REPLICATION, max64(t->subops_sent, t->txq),
+				  t->last_subop);
+		set_stage(s, OSD_STAGE_COMMIT, max64(t->last_subop, t->local_commit), t->now);
+	}
+}
+
+/*
+ * Tier 1, from the op's events alone: execute ends when the sub-ops went out (Ceph marks it
+ * right before queuing the transaction); the local commit is Ceph's op_commit event. The time
+ * between them is BlueStore's, which tier 2 splits. A pool of size 1 sends no sub-ops: its
+ * execute is not measured here.
+ */
+static __always_inline void event_stages(struct osd_scratch *s)
+{
+	const struct op_times *t = &s->t;
+	__u64 done = max64(t->local_commit, t->last_subop);
+
+	set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->subops_sent);
+	if (!t->local_commit)
+		return;
+	if (t->subops_sent && t->last_subop)
+		set_stage(s, OSD_STAGE_REPLICATION, t->local_commit, done);
+	set_stage(s, OSD_STAGE_COMMIT, done, t->now);
+}
+
 /* P2: PrimaryLogPG::log_op_stats(const OpRequest &op, u64 inb, u64 outb): a client op ends. */
 SEC("uprobe")
 int osd_op_done(struct pt_regs *ctx)
@@ -493,28 +541,9 @@ int osd_op_done(struct pt_regs *ctx)
 	if (cls == OSD_OP_READ) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->now);
 	} else if (take_inflight(s, l, op, tgid) == 0) {
-		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->txq);
-		if (t->kv_committed && s->n_events) {
-			/*
-			 * critical path: the local kv commit, then whatever replicas were later.
-			 * Without events (op tracker off) nothing tells whether they were, and
-			 * the branch below finds no stamps: neither stage is guessed.
-			 */
-			if (t->subops_sent && t->last_subop)
-				set_stage(s, OSD_STAGE_REPLICATION, t->kv_committed,
-					  max64(t->kv_committed, t->last_subop));
-			set_stage(s, OSD_STAGE_COMMIT, max64(t->kv_committed, t->last_subop),
-				  t->now);
-		} else {
-			if (t->subops_sent)
-				set_stage(s, OSD_STAGE_REPLICATION, max64(t->subops_sent, t->txq),
-					  t->last_subop);
-			set_stage(s, OSD_STAGE_COMMIT, max64(t->last_subop, t->local_commit),
-				  t->now);
-		}
-	} else if (cls == OSD_OP_WRITE && (t->local_commit || t->subops_sent)) {
-		/* a replicated write whose record is gone (EC writes never have one) */
-		count_lost(LOST_NO_START);
+		detail_stages(s);
+	} else {
+		event_stages(s);
 	}
 	osd_fold(target, (OSD_KIND_OP << 8) | cls, whole_op(t), PT_REGS_PARM3(ctx),
 		 PT_REGS_PARM4(ctx));
@@ -540,10 +569,11 @@ int osd_subop_done(struct pt_regs *ctx)
 	const void *msg;
 	struct op_times *t = start_op(s, l, op, &msg);
 
+	/* tier 1 has no stamp between dequeue and the local commit: only tier 2 splits it */
 	if (take_inflight(s, l, op, tgid) == 0) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->txq);
 		set_stage(s, OSD_STAGE_COMMIT, t->kv_committed ? t->kv_committed : t->txq, t->now);
-	} else {
+	} else if (l->detail) {
 		count_lost(LOST_NO_START);
 	}
 

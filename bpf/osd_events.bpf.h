@@ -13,7 +13,8 @@
 
 /* Stamps of one op, realtime ns; 0 = not known. */
 struct op_times {
-	__u64 recv, throttle, complete, queued, dequeued, subops_sent, last_subop, local_commit;
+	__u64 recv, throttle, complete, queued, dequeued, started, subops_sent, last_subop,
+	    local_commit;
 	__u64 txq;	    /* transaction queued */
 	__u64 kv_committed; /* its BlueStore kv commit */
 	__u64 now;
@@ -38,7 +39,11 @@ struct osd_scratch {
 	__u64 d[OSD_STAGE_COUNT]; /* stage durations, ns */
 	__u32 known;		  /* bit i: d[i] was measured (a stage can take 0 ns) */
 	__u32 n_events;		  /* events read; none when Ceph's op tracker is off */
+	__u32 subops_event;	  /* index of "waiting for subops from", or EVENT_NONE */
+	__u32 pad;
 };
+
+#define EVENT_NONE 0xffffffffu
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -68,21 +73,15 @@ static __always_inline __u64 read_u64(const void *addr)
 #define W_ALL_READ 0x646165725f6c6c61ULL /* "all_read" */
 #define W_QUEUED_F 0x665f646575657571ULL /* "queued_f" */
 #define W_OP_COMMI 0x696d6d6f635f706fULL /* "op_commi" */
-#define W_SUB_OP_C 0x635f706f5f627573ULL /* "sub_op_c" */
-#define W_WAITING_ 0x20676e6974696177ULL /* "waiting " */
-#define W_FOR_SUBO 0x6f62757320726f66ULL /* "for subo" */
-
-/* The first 16 bytes of a heap-held event name (longer than 15 characters): one read. */
-static __always_inline void heap_name(const __u8 *ev, __u64 w[2])
-{
-	if (bpf_probe_read_user(w, 16, (const void *)*(__u64 *)(ev + 8)))
-		w[0] = w[1] = 0;
-}
+#define W_STARTED 0x0064657472617473ULL	 /* "started" and its terminating NUL */
 
 /*
  * Event i of the bulk copy: {utime_t stamp @0; std::string str @8 (len @16, SSO @24)}.
- * Names up to 15 characters sit in the copy; a longer one costs a read of its heap text.
- * Names of equal length are told apart by their first eight characters.
+ * Names up to 15 characters sit in the copy and are told apart by length and first eight
+ * characters. The two longer names are told by where they come, so their heap text is never
+ * read: Ceph marks "waiting for subops from <osds>" right after "started" (issue_repop), and
+ * after it the only 17-character name is "sub_op_commit_rec", one per replica. A requeued op
+ * is started again: its later "started" begins the scan of its execution anew.
  */
 static __always_inline void scan_event(struct osd_scratch *s, __u32 i)
 {
@@ -94,9 +93,14 @@ static __always_inline void scan_event(struct osd_scratch *s, __u32 i)
 	__u64 stamp = (__u64)(*(__u32 *)ev) * 1000000000ULL + *(__u32 *)(ev + 4);
 	__u64 len = *(__u64 *)(ev + 16);
 	__u64 word = *(__u64 *)(ev + 24); /* the inline text, when len <= 15 */
-	__u64 w[2];
 
-	if (len == 13) {
+	if (len == 7) {
+		if (word == W_STARTED) {
+			t->started = stamp;
+			t->subops_sent = t->last_subop = 0;
+			s->subops_event = EVENT_NONE;
+		}
+	} else if (len == 13) {
 		if (!t->queued && word == W_QUEUED_F)
 			t->queued = stamp;
 	} else if (len == 9) {
@@ -110,14 +114,12 @@ static __always_inline void scan_event(struct osd_scratch *s, __u32 i)
 	} else if (len == 8) {
 		if (word == W_ALL_READ)
 			t->complete = stamp;
-	} else if (len == 17 && stamp > t->last_subop) {
-		heap_name(ev, w);
-		if (w[0] == W_SUB_OP_C)
+	} else if (len == 17) {
+		if (t->subops_sent && stamp > t->last_subop)
 			t->last_subop = stamp;
-	} else if (len >= 24 && !t->subops_sent) {
-		heap_name(ev, w);
-		if (w[0] == W_WAITING_ && w[1] == W_FOR_SUBO)
-			t->subops_sent = stamp;
+	} else if (len >= 24 && t->started && !t->subops_sent) {
+		t->subops_sent = stamp;
+		s->subops_event = k;
 	}
 }
 
@@ -253,6 +255,7 @@ static __always_inline const void *read_stamps(struct osd_scratch *s, const stru
 	__builtin_memset(s->d, 0, sizeof(s->d));
 	s->known = 0;
 	s->n_events = 0;
+	s->subops_event = EVENT_NONE;
 	s->msg_copied = 0;
 	t->now = now;
 	copy_op(s, l, op);

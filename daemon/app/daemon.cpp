@@ -170,7 +170,7 @@ int run_check(const Config& config) {
   // What the OSD collector attaches in each ceph-osd, from its probe table.
   for (const auto& u : osd::kUprobes) {
     const bool off =
-        !config.collectors.osd.enabled || (u.bluestore && !config.collectors.osd_bluestore_stages);
+        !config.collectors.osd.enabled || (u.detail && config.collectors.osd_detail == "never");
     std::cout << "osd probe=\"" << u.label << "\" program=" << u.program << (off ? " off" : "")
               << (u.instead_of != nullptr ? std::string(" instead_of=") + u.instead_of : "")
               << "\n";

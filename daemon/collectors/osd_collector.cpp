@@ -104,7 +104,7 @@ class OsdCollector final : public BpfCollector {
   osd_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
   int layouts_fd_ = -1;
-  bool store_stages_ = false;
+  bool detail_ = false;  // tier 2 in every OSD (collectors.osd.detail: always)
   Buckets whole_buckets_ = Buckets::kFull;
   Buckets stage_buckets_ = Buckets::kCoarse;
 
@@ -135,7 +135,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
                 all);
     return;
   }
-  store_stages_ = ctx.config.collectors.osd_bluestore_stages;
+  detail_ = ctx.config.collectors.osd_detail != "never";
   // The whole op keeps every bucket; each stage, every other (docs/metrics.md#series-budget).
   whole_buckets_ = buckets_setting(ctx.config.collectors.osd.buckets, Buckets::kFull);
   stage_buckets_ = buckets_setting(ctx.config.collectors.osd.buckets, Buckets::kCoarse);
@@ -273,7 +273,7 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
         who, pid, module.host_path, verifier->symbol_starts(), verifier->fde_starts());
   }
   const osd::BuildPlan plan =
-      osd::plan_for(prof, module.host_path, who, store_stages_, verifier ? &*verifier : nullptr);
+      osd::plan_for(prof, module.host_path, who, detail_, verifier ? &*verifier : nullptr);
   if (!plan.missing_members.empty()) {
     spdlog::warn("osd: {} build {}: members not resolved ({}): {}", who, prof.build_id, prof.source,
                  plan.missing_members);
@@ -282,7 +282,10 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
     spdlog::warn("osd: {} build {}: {}", who, prof.build_id, plan.io_done.detail);
   }
   const auto tgid = static_cast<std::uint32_t>(pid);
-  if (bpf_map_update_elem(layouts_fd_, &tgid, &plan.layout, BPF_ANY) != 0) {
+  osd_layout layout = plan.layout;
+  layout.target = target.id;
+  layout.detail = detail_ ? 1 : 0;
+  if (bpf_map_update_elem(layouts_fd_, &tgid, &layout, BPF_ANY) != 0) {
     fail_all({Reason::kInternal, std::string("cannot store the layout: ") + std::strerror(errno)});
     return;
   }

@@ -62,7 +62,7 @@ std::string probe_table_markdown() {
     if (u.callee != nullptr) {
       where.insert(0, std::string("the call to `") + u.callee + "` in ");
     }
-    std::string when = u.bluestore ? "with the BlueStore stages" : "always";
+    std::string when = u.detail ? "tier 2 (`detail`)" : "always (tier 1)";
     if (u.instead_of != nullptr) {
       when += std::string(", instead of `") + u.instead_of + "`";
     }
@@ -249,7 +249,7 @@ std::string debug_package(const std::string& object) {
 }
 
 BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
-                   bool store_stages, const profile::OffsetVerifier* verifier) {
+                   bool detail, const profile::OffsetVerifier* verifier) {
   BuildPlan plan;
   plan.layout = layout_of(prof, plan.missing_members);
   if (prof.source == "symtab" && !plan.missing_members.empty()) {
@@ -293,7 +293,7 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
   // Each probe of the table; a fallback only when the probe it stands in for was not placed.
   std::set<std::string> unplaced;
   for (const auto& u : kUprobes) {
-    if (u.bluestore && !store_stages) {
+    if (u.detail && !detail) {
       continue;
     }
     if (u.instead_of != nullptr && !unplaced.contains(u.instead_of)) {
@@ -317,9 +317,8 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
     }
     add(u.label, u.program, u.needs, offset);
   }
-  if (!store_stages) {
-    plan.store_off = {Reason::kDisabled, "turned off (collectors.osd.bluestore_stages: false)"};
-    plan.layout.have &= ~(OSD_HAVE_TXC | OSD_HAVE_TXC_ADJACENT);  // P1 claims no transaction
+  if (!detail) {
+    plan.store_off = {Reason::kDisabled, "tier 2 turned off (collectors.osd.detail: never)"};
   }
   return plan;
 }
@@ -359,7 +358,8 @@ std::array<Cause, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
   out[OSD_STAGE_RECEIVE] = out[OSD_STAGE_THROTTLE];
   out[OSD_STAGE_DISPATCH] = with_end(gap(OSD_HAVE_STAMPS | OSD_HAVE_EVENTS, {}));
   out[OSD_STAGE_QUEUE] = with_end(gap(OSD_HAVE_EVENTS | OSD_HAVE_DEQUEUED, {}));
-  out[OSD_STAGE_EXECUTE] = with_end(gap(OSD_HAVE_DEQUEUED | OSD_HAVE_REQID, {kTxnQueued}));
+  // Execute ends at the sub-ops' event (tier 1) or at the transaction queued (tier 2).
+  out[OSD_STAGE_EXECUTE] = with_end(gap(OSD_HAVE_DEQUEUED | OSD_HAVE_EVENTS, {}));
   const std::uint32_t txc = OSD_HAVE_TXC | OSD_HAVE_REQID;
   const Cause store = !plan.store_off.ok()
                           ? plan.store_off

@@ -47,7 +47,7 @@ struct UprobeDef {
   const char* function;  // the function probed, or the one holding the call site
   const char* program;
   std::uint32_t needs;     // OSD_HAVE_* groups the program reads
-  bool bluestore;          // a BlueStore transaction probe (collectors.osd.bluestore_stages)
+  bool detail;             // tier 2, joins ops to BlueStore transactions (collectors.osd.detail)
   const char* callee;      // a call site: the call to this function inside FUNCTION
   const char* instead_of;  // attached only when that program could not be placed
   const char* fires;       // when, for the docs table
@@ -55,7 +55,7 @@ struct UprobeDef {
 
 inline constexpr std::array<UprobeDef, 7> kUprobes = {{
     {"BlueStore::queue_transactions", "BlueStore::queue_transactions", kTxnQueued, OSD_HAVE_REQID,
-     false, nullptr, nullptr,
+     true, nullptr, nullptr,
      "once per transaction: each client write on the primary and each replicated write on "
      "a replica (also PG metadata transactions, which carry no op)"},
     {"PrimaryLogPG::log_op_stats", "PrimaryLogPG::log_op_stats", kOpDone, OSD_HAVE_STAMPS, false,
@@ -121,19 +121,19 @@ struct BuildPlan {
   std::vector<ProbePoint> points;                   // attach these
   std::vector<ProbeStatus> unavailable;             // cannot attach in this build, with why
   Cause io_done;    // why the io_done call site was not used, if not
-  Cause store_off;  // why the BlueStore probes were left out, if they were
+  Cause store_off;  // why the tier-2 probes were left out, if they were
 };
 
 // Plans the probes of one build. BINARY is the file the profile describes (read for the
-// io_done call site); WHO names the target in statuses; without STORE_STAGES the BlueStore
-// probes are left out (collectors.osd.bluestore_stages: false).
+// io_done call site); WHO names the target in statuses; without DETAIL the tier-2 probes are
+// left out (collectors.osd.detail: never).
 // The Debian package holding OBJECT's debug symbols ("ceph-osd-dbg").
 std::string debug_package(const std::string& object);
 
 // With VERIFIER (a profile from a container's files), every probe offset is also checked
 // against the binary (profile/verify.h): one it denies is unavailable, offset_unverified.
 BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
-                   bool store_stages = true, const profile::OffsetVerifier* verifier = nullptr);
+                   bool detail = true, const profile::OffsetVerifier* verifier = nullptr);
 
 // Per stage, why it does not work with these members and attached programs (ok when it does).
 std::array<Cause, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,

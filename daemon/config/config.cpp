@@ -308,15 +308,18 @@ Config parse_root(const YAML::Node& root) {
           parse_collector(c["vfs"], "collectors.vfs", {"fentry", "kprobe"}, {"buckets"});
     }
     if (c["osd"]) {
+      if (const auto& old = c["osd"]["bluestore_stages"]) {
+        throw ConfigProblem{line_of(old), "collectors.osd.bluestore_stages",
+                            "replaced by collectors.osd.detail (never, always)"};
+      }
       cfg.collectors.osd = parse_collector(c["osd"], "collectors.osd", {"uprobe"},
-                                           {"slow_op_threshold", "bluestore_stages", "buckets"});
+                                           {"slow_op_threshold", "detail", "buckets"});
       if (c["osd"]["slow_op_threshold"]) {
         cfg.collectors.osd_slow_op_threshold =
             duration(c["osd"]["slow_op_threshold"], "collectors.osd.slow_op_threshold");
       }
-      if (c["osd"]["bluestore_stages"]) {
-        cfg.collectors.osd_bluestore_stages =
-            boolean(c["osd"]["bluestore_stages"], "collectors.osd.bluestore_stages");
+      if (const auto& d = c["osd"]["detail"]) {
+        cfg.collectors.osd_detail = one_of(d, "collectors.osd.detail", "detail", {"never", "always"});
       }
     }
   }

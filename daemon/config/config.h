@@ -61,9 +61,10 @@ struct Config {
     CollectorConfig osd;  // uprobes in ceph-osd, attached per OSD process
     // Ops slower than this count in cephscope_osd_slow_ops_total (collectors.osd.slow_op_threshold)
     std::chrono::milliseconds osd_slow_op_threshold{1000};
-    // BlueStore transaction stages, tier 2: 3 more uprobe hits per transaction, one on the
-    // kv_final thread, and 10 more histograms per OSD (collectors.osd.bluestore_stages)
-    bool osd_bluestore_stages = false;
+    // Tier 2 (collectors.osd.detail): BlueStore's transaction stages, 3 to 4 more uprobe hits
+    // per transaction, one on the kv_final thread, and 5 more histograms per op kind.
+    // "never": tier 1 alone, one hit per OSD op; "always".
+    std::string osd_detail = "never";
     // Per-target block latency histograms (collectors.block.target_histograms): the
     // per-device ones carry the latency; per target only the bytes by default.
     bool block_target_histograms = false;

@@ -46,7 +46,7 @@ listen: "127.0.0.1:$port"
 log_level: warn
 discovery: {scan_interval: 1s, rados_clients: false}
 collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: false},
-  osd: {enabled: true, bluestore_stages: ${BLUESTORE_STAGES:-true}}}
+  osd: {enabled: true, detail: ${DETAIL:-always}}}
 CONF
 
 # P1-P6 of docs/collectors/osd.md, or P1-P3 without the BlueStore stages

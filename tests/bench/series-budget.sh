@@ -93,7 +93,7 @@ for n in "${sizes[@]}"; do
   start_daemon full "collectors:
   syscall: {buckets: full}
   block: {target_histograms: true}
-  osd: {bluestore_stages: true, buckets: full}"
+  osd: {detail: always, buckets: full}"
   full_port=$port
   sleep 5  # both attach to every OSD (shipped profiles)
   rados -p bench bench 20 write -b 4096 -t 16 --no-cleanup > "$work/load.log" 2>&1

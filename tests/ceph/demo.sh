@@ -157,7 +157,7 @@ discovery:
 collectors:
   syscall: {buckets: full}
   block: {target_histograms: true}
-  osd: {bluestore_stages: true, buckets: full}
+  osd: {detail: always, buckets: full}
 EOF
 URL="http://127.0.0.1:$PORT"
 "$BIN" --config "$STATE/cephscope.yaml" >"$STATE/cephscope.log" 2>&1 &

@@ -17,6 +17,8 @@ const std::vector<std::string> kProbes = {
     "BlueStore::queue_transactions",           "PrimaryLogPG::log_op_stats",
     "ReplicatedBackend::repop_commit",         "BlueStore::_txc_aio_submit",
     "BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_committed_kv"};
+const std::vector<std::string> kTier1Probes = {"PrimaryLogPG::log_op_stats",
+                                               "ReplicatedBackend::repop_commit"};
 // BlueStore's stages, in the order of Ceph's state_*_lat counters (kBlueStoreStates).
 const std::vector<std::string> kStoreStages = {"bluestore_prepare", "bluestore_aio_wait",
                                                "bluestore_io_done", "bluestore_kv_queued",
@@ -56,7 +58,7 @@ std::map<std::string, std::string> osd_labels(const ClusterInfo& c, int id,
 }
 
 std::string daemon_config() {
-  return osd_only_config(", slow_op_threshold: 1s, bluestore_stages: true");
+  return osd_only_config(", slow_op_threshold: 1s, detail: always");
 }
 
 // Every stage of every OSD is measured in this build.
@@ -72,13 +74,14 @@ void check_stages_available(const ClusterInfo& cluster, const Metrics& m) {
 
 // Waits until every probe is attached on each of the cluster's OSDs (the first OSD resolves
 // the build's profile) and prints how long that took.
-bool wait_for_probes(const ClusterInfo& cluster, Daemon& daemon) {
+bool wait_for_probes(const ClusterInfo& cluster, Daemon& daemon,
+                     const std::vector<std::string>& probes) {
   const auto t0 = std::chrono::steady_clock::now();
   while (std::chrono::steady_clock::now() - t0 < 180s) {
     const auto m = daemon.scrape();
     bool attached = true;
     for (const auto& o : cluster.osds) {
-      for (const auto& p : kProbes) {
+      for (const auto& p : probes) {
         attached = attached && m.sum("cephscope_probe_attached", {{"collector", "osd"},
                                                                   {"target", osd_name(o.id)},
                                                                   {"fsid", cluster.fsid},

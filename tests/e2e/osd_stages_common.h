@@ -15,8 +15,9 @@
 
 namespace cephscope::test {
 
-// The OSD collector's probes, as cephscope_probe_attached names them.
+// The OSD collector's probes, as cephscope_probe_attached names them: all, and tier 1's.
 extern const std::vector<std::string> kProbes;
+extern const std::vector<std::string> kTier1Probes;
 // BlueStore's stages, in the order of Ceph's state_*_lat counters (kBlueStoreStates).
 extern const std::vector<std::string> kStoreStages;
 // The stages every op has: message, queue and execute.
@@ -37,7 +38,8 @@ std::string daemon_config();
 void check_stages_available(const ClusterInfo& cluster, const Metrics& m);
 // Waits until every probe is attached on each of the cluster's OSDs (the first OSD resolves
 // the build's profile) and prints how long that took.
-bool wait_for_probes(const ClusterInfo& cluster, Daemon& daemon);
+bool wait_for_probes(const ClusterInfo& cluster, Daemon& daemon,
+                     const std::vector<std::string>& probes = kProbes);
 // A daemon given the shipped profiles: every OSD gets every stage from them.
 void check_shipped_profile_used(const ClusterInfo& cluster, Daemon& daemon);
 // The ceph-osd of a cephadm-style container: the child of its init (podman --init).

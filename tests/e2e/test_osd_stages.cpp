@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -318,6 +320,110 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
     rados_cleanup(cluster);
   }
 
+  const auto rc = daemon.stop(20s);
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+}
+
+// Tier 1 (collectors.osd.detail: never): one uprobe hit per OSD op, counted by the kernel's
+// own BPF accounting, and from it the whole op and the stages Ceph's events bound; the ops
+// agree with Ceph's counters as in tier 2, and a paused replica shows under replication.
+TEST_CASE("tier 1: one probe hit per OSD op gives the whole op and the event stages",
+          "[e2e][ceph][osd][tier1]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.osds.size() == 3);
+  const auto sockets = host_osd_sockets(cluster);
+  const int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);  // off again when closed
+  REQUIRE(stats_fd >= 0);
+
+  Daemon daemon(test_dir(cluster.dir), osd_only_config(", slow_op_threshold: 1s, detail: never"));
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon, kTier1Probes));
+  {
+    const auto m = daemon.scrape();
+    for (const auto& o : cluster.osds) {
+      INFO(osd_name(o.id));
+      // exactly the two tier-1 probes are attached in each OSD
+      CHECK(m.sum("cephscope_probe_attached",
+                  {{"collector", "osd"}, {"target", osd_name(o.id)}, {"fsid", cluster.fsid}}) == 2);
+      CHECK(m.sum("cephscope_osd_stage_available",
+                  osd_labels(cluster, o.id, {{"stage", "bluestore_prepare"}, {"reason", "disabled"}})) ==
+            0);
+    }
+  }
+  rados_cleanup(cluster);
+  settle();
+
+  auto runs = [](const Metrics& m, const char* program) {
+    return m.sum("cephscope_bpf_program_runs_total", {{"collector", "osd"}, {"program", program}});
+  };
+  // Every OSD op of the host: the probes are in every ceph-osd, another cluster's included.
+  auto host_ops = [](const Metrics& m) {
+    return m.sum("cephscope_osd_op_seconds_count", {});
+  };
+  auto host_subops = [](const Metrics& m) {
+    return m.sum("cephscope_osd_subop_seconds_count", {});
+  };
+  auto perf0 = snapshot_host(sockets);
+  auto m0 = daemon.scrape();
+  auto v0 = views(cluster, m0);
+  const auto w = bench(cluster, BenchMode::kWrite, 6);
+  settle();
+  auto perf1 = snapshot_host(sockets);
+  auto m1 = daemon.scrape();
+  auto v1 = views(cluster, m1);
+  std::printf("tier 1, 4 KiB writes:\n");
+  const double writes = check_ops(cluster, "write", v0, v1, delta(perf0, perf1));
+  CHECK(within(writes, static_cast<double>(w.total_ops + kBenchMetadataOps), 0.005));
+  const double op_hits = runs(m1, "osd_op_done") - runs(m0, "osd_op_done");
+  const double subop_hits = runs(m1, "osd_subop_done") - runs(m0, "osd_subop_done");
+  const double ops = host_ops(m1) - host_ops(m0);
+  const double subops = host_subops(m1) - host_subops(m0);
+  std::printf("  uprobe hits: osd_op_done %.0f for %.0f ops, osd_subop_done %.0f for %.0f subops\n",
+              op_hits, ops, subop_hits, subops);
+  CHECK(ops > 0);
+  CHECK(op_hits == ops);
+  CHECK(subop_hits == subops);
+  CHECK(runs(m1, "osd_txn_queued") == 0);
+  // execute (to the sub-ops' event), replication and commit for every write of the size-3 pool
+  check_stages(cluster, "write", stages({kReadStages, {"replication", "commit"}}), v0, v1);
+  for (const auto& o : cluster.osds) {
+    INFO(osd_name(o.id));
+    for (const auto& st : kStoreStages) {
+      CHECK(v1.at(o.id).stage.at("write").at(st).count == 0);
+    }
+  }
+
+  // A replica paused for 2 s: its primaries' slow writes are under replication.
+  const auto& victim = cluster.osds.back();
+  const pid_t victim_pid =
+      victim.container.empty() ? victim.pid : container_osd_pid(victim.container);
+  REQUIRE(victim_pid > 0);
+  v0 = views(cluster, daemon.scrape());
+  std::thread pauser([&] {
+    std::this_thread::sleep_for(2s);
+    kill(victim_pid, SIGSTOP);
+    std::this_thread::sleep_for(2s);
+    kill(victim_pid, SIGCONT);
+  });
+  bench(cluster, BenchMode::kWrite, 6);
+  pauser.join();
+  settle();
+  v1 = views(cluster, daemon.scrape());
+  double replication = 0;
+  for (const auto& o : cluster.osds) {
+    if (o.id != victim.id) {
+      replication += v1.at(o.id).slow.at("replication") - v0.at(o.id).slow.at("replication");
+    }
+  }
+  std::printf("  slow writes under replication while osd.%d was paused: %.0f\n", victim.id,
+              replication);
+  CHECK(replication > 0);
+  rados_cleanup(cluster);
+  close(stats_fd);
   const auto rc = daemon.stop(20s);
   REQUIRE(rc.has_value());
   CHECK(*rc == 0);

@@ -54,7 +54,7 @@ def start_daemon(daemon_bin, work, procs):
     (work / "cephscope.yaml").write_text(
         f'listen: "127.0.0.1:{port}"\nlog_level: info\n'
         "discovery: {scan_interval: 1s}\n"
-        "collectors: {osd: {bluestore_stages: true}}\n"
+        "collectors: {osd: {detail: always}}\n"
         f"profiles: {{cache_dir: {work}/profiles}}\n")
     procs.append(subprocess.Popen([daemon_bin, "--config.file", str(work / "cephscope.yaml")],
                                   stdout=open(work / "cephscope.log", "w"),

@@ -47,7 +47,7 @@ discovery:
 collectors:
   vfs: {enabled: false, hook: kprobe}
   block: {hook: tracepoint}
-  osd: {enabled: false, slow_op_threshold: 250ms, bluestore_stages: false}
+  osd: {enabled: false, slow_op_threshold: 250ms, detail: always}
 limits: {max_series: 10}
 )",
                         "full.yaml");
@@ -66,7 +66,7 @@ limits: {max_series: 10}
   CHECK(r->collectors.block.hook == "tracepoint");
   CHECK_FALSE(r->collectors.osd.enabled);
   CHECK(r->collectors.osd_slow_op_threshold == std::chrono::milliseconds(250));
-  CHECK_FALSE(r->collectors.osd_bluestore_stages);
+  CHECK(r->collectors.osd_detail == "always");
   CHECK(r->limits.max_series == 10);
 }
 
@@ -110,8 +110,11 @@ TEST_CASE("each config error names the key and its line", "[config]") {
         "kprobe)");
   CHECK(rejected("collectors:\n  osd: {slow_op_threshold: soon}\n")
             .starts_with("test.yaml:2: collectors.osd.slow_op_threshold: "));
-  CHECK(rejected("collectors:\n  osd: {bluestore_stages: maybe}\n")
-            .starts_with("test.yaml:2: collectors.osd.bluestore_stages: "));
+  CHECK(rejected("collectors:\n  osd: {detail: maybe}\n") ==
+        "test.yaml:2: collectors.osd.detail: unknown detail 'maybe' (one of: never, always)");
+  CHECK(rejected("collectors:\n  osd: {bluestore_stages: true}\n") ==
+        "test.yaml:2: collectors.osd.bluestore_stages: replaced by collectors.osd.detail (never, "
+        "always)");
   CHECK(rejected("collectors:\n  nfs: {enabled: true}\n") ==
         "test.yaml:2: collectors.nfs: unknown key");
   CHECK(rejected("collectors:\n  syscall: true\n") ==

@@ -215,14 +215,14 @@ TEST_CASE("a probe that fails to attach is named in its stages' reasons", "[unit
   CHECK(available(gaps, OSD_STAGE_COMMIT));
 }
 
-TEST_CASE("with the BlueStore stages turned off, their probes are not planned", "[unit][osd]") {
+TEST_CASE("tier 1 alone is one probe per OSD op, and every other stage still works",
+          "[unit][osd]") {
   const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0", false);
   const auto progs = programs(plan);
-  CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done"});
-  CHECK((plan.layout.have & OSD_HAVE_TXC) == 0);  // queue_transactions claims no transaction
+  CHECK(progs == std::set<std::string>{"osd_op_done", "osd_subop_done"});
   CHECK(plan.unavailable.empty());
   check_only_store_stages_missing(osd::stage_gaps(plan, progs), Reason::kDisabled,
-                                  "collectors.osd.bluestore_stages: false");
+                                  "collectors.osd.detail: never");
 }
 
 // The probe table is the one description of the OSD probes: the BPF object holds exactly its
