@@ -16,7 +16,8 @@ enum cephscope_lost_reason {
 	LOST_INFLIGHT_FULL = 0, /* in-flight record could not be stored */
 	LOST_STATS_FULL = 1,	/* histogram map full: series cap reached in the kernel */
 	LOST_NO_START = 2,	/* an end with no start: LRU eviction, or begun before attach */
-	LOST_REASONS = 3,
+	LOST_RECORD = 3,	/* a slow-op record found its ring buffer full */
+	LOST_REASONS = 4,
 };
 
 /* Per target and operation (a syscall, a vfs function): the shape syscall and vfs share. */

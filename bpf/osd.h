@@ -54,6 +54,8 @@ enum cephscope_osd_kind {
 #define OSD_HAVE_MSG_WINDOW (1u << 7)	/* the Message members read fit one copy */
 #define OSD_HAVE_OP_WINDOW (1u << 8)	/* the OpRequest members read fit one copy */
 #define OSD_HAVE_TXC_ADJACENT (1u << 9) /* TransContext::last_stamp right after start */
+#define OSD_HAVE_PG (1u << 10)		/* PG::pg_id: the pool and PG of a slow op's record */
+#define OSD_HAVE_OBJECT (1u << 11)	/* MOSDOp::hobj.oid.name: a slow op's object */
 
 /* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
 struct osd_layout {
@@ -77,6 +79,10 @@ struct osd_layout {
 	__u32 op_window_len;	  /* member the end-of-op probes read (one copy, not five) */
 	__u32 msg_window;	  /* Message bytes [msg_window, +msg_window_len) hold the */
 	__u32 msg_window_len;	  /* stamps and header.data_len (one copy, not four) */
+	__u32 pg_pool;		  /* PG::pg_id.pgid.m_pool (u64), from log_op_stats' this */
+	__u32 pg_seed;		  /* PG::pg_id.pgid.m_seed (u32) */
+	__u32 msg_object;	  /* MOSDOp::hobj.oid.name (std::string) */
+	__u32 pad2;
 };
 
 /* An op between its transaction being queued and its completion, by the client's reqid. */
@@ -112,6 +118,35 @@ struct osd_stats {
 	__u64 bytes_in;			 /* client payload received (written) */
 	__u64 bytes_out;		 /* payload sent back (read) */
 };
+
+#define OSD_RECORD_OBJECT 96	/* bytes of a slow op's object name kept, NUL included */
+#define OSD_RECORD_REPLICAS 64	/* bytes of its "waiting for subops from <osds>" event */
+
+/*
+ * One client op over the slow threshold, from its primary: the only per-op traffic to user
+ * space (a ring buffer), rare by design. Times are ns; stage i is valid when bit i of known.
+ */
+struct osd_slow_record {
+	__u64 time_ns; /* realtime, at the reply */
+	__u64 whole_ns;
+	__u64 stage_ns[OSD_STAGE_COUNT];
+	__u32 known;
+	__u32 tgid;
+	__u32 target;
+	__u8 op;	/* enum cephscope_osd_op */
+	__u8 name_type; /* the client's entity type (8: client) */
+	__u8 have_pg;
+	__u8 pad;
+	__s64 client; /* client.N */
+	__u64 tid;
+	__u64 pool;
+	__u32 pg_seed;
+	__u32 object_len; /* the name's whole length; the text holds at most OSD_RECORD_OBJECT-1 */
+	char object[OSD_RECORD_OBJECT];
+	char replicas[OSD_RECORD_REPLICAS];
+};
+
+#define OSD_RECORDS_BYTES (256 * 1024) /* about 800 records in flight to the daemon */
 
 /* Longest event list scanned per op: Ceph preallocates 20, a size-3 write has 12. */
 #define OSD_EVENTS_MAX 24

@@ -18,6 +18,7 @@
 #include "app/target_sync.h"
 #include "collectors/collector.h"
 #include "collectors/osd_probes.h"
+#include "collectors/slow_ops.h"
 #include "discovery/discovery.h"
 #include "discovery/process_events.h"
 #include "libbpf/features.h"
@@ -222,7 +223,8 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   discovery = std::make_unique<Discovery>(ProcReader("/proc"), registry);
   discovery->set_config(config.discovery);
 
-  const CollectorContext ctx{features, config, (*events)->tracked_map_fd(), tracefs};
+  SlowOpLog slow_ops(config.collectors.osd_slow_op_records);
+  const CollectorContext ctx{features, config, (*events)->tracked_map_fd(), tracefs, &slow_ops};
   const auto collectors = make_collectors(ctx);
   for (const auto& c : collectors) {
     spdlog::info("collector {}: {}", c->name(), c->hook());
@@ -245,7 +247,9 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   }
   const std::string security = web->summary();
   auto server = HttpServer::start(
-      {.listen = config.listen, .metrics_protobuf = [&] { return exporter.render_protobuf(); }},
+      {.listen = config.listen,
+       .metrics_protobuf = [&] { return exporter.render_protobuf(); },
+       .slow_ops = [&] { return slow_ops.json(); }},
       std::move(*web), [&] { return exporter.render(); }, ready);
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message);

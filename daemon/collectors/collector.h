@@ -25,11 +25,14 @@
 
 namespace cephscope {
 
+class SlowOpLog;
+
 struct CollectorContext {
   const KernelFeatures& features;
   const Config& config;
   int tracked_map_fd;  // the shared tgid -> target id filter map
   std::string tracefs_dir;
+  SlowOpLog* slow_ops = nullptr;  // where the OSD collector keeps slow-op records
 };
 
 using TargetLabelMap = std::unordered_map<std::uint32_t, Labels>;

@@ -3,12 +3,15 @@
 #include "collectors/osd_collector.h"
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
+#include <memory>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -20,6 +23,7 @@
 #include "bpf/osd.h"
 #include "collectors/bpf_collector.h"
 #include "collectors/osd_probes.h"
+#include "collectors/slow_ops.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"
 #include "osd.skel.h"
@@ -64,9 +68,11 @@ class OsdCollector final : public BpfCollector {
   OsdCollector(OsdCollector&&) = delete;
   OsdCollector& operator=(OsdCollector&&) = delete;
   ~OsdCollector() override {
-    if (worker_.joinable()) {  // not started when the object failed to load
-      worker_.request_stop();
-      worker_.join();  // before attached_ and the object go
+    for (auto* t : {&worker_, &record_reader_}) {
+      if (t->joinable()) {  // not started when the object failed to load
+        t->request_stop();
+        t->join();  // before attached_, the ring buffer and the object go
+      }
     }
   }
   [[nodiscard]] const char* name() const override { return "osd"; }
@@ -98,6 +104,8 @@ class OsdCollector final : public BpfCollector {
   void attach_process(const TargetView& target, pid_t pid, Process& proc,
                       const std::stop_token& stop);
   void stage_status(MetricSink& out) const;
+  void start_records(SlowOpLog* log);
+  void take_record(const osd_slow_record& r);
 
   profile::ProfileStore store_;  // the worker's
   profile::ProbeSet set_;
@@ -113,7 +121,11 @@ class OsdCollector final : public BpfCollector {
   std::deque<Request> queue_;
   std::set<pid_t> queued_;             // pids with an attach in the queue or in progress
   std::map<pid_t, Process> attached_;  // destroyed before the base closes the object
-  std::jthread worker_;                // last: stops first
+
+  SlowOpLog* slow_ops_ = nullptr;
+  std::unique_ptr<ring_buffer, decltype(&ring_buffer__free)> records_{nullptr, ring_buffer__free};
+  std::jthread record_reader_;  // polls records_; stops before it goes
+  std::jthread worker_;         // last: stops first
 };
 
 void OsdCollector::start(const CollectorContext& ctx) {
@@ -150,7 +162,91 @@ void OsdCollector::start(const CollectorContext& ctx) {
   adopt(
       raw->obj, [raw] { osd_bpf__destroy(raw); }, "uprobe");
   store_.load_shipped();
+  start_records(ctx.slow_ops);
   worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
+}
+
+void OsdCollector::start_records(SlowOpLog* log) {
+  if (log == nullptr) {
+    return;
+  }
+  slow_ops_ = log;
+  auto on_record = [](void* self, void* data, std::size_t size) {
+    if (size >= sizeof(osd_slow_record)) {
+      static_cast<OsdCollector*>(self)->take_record(*static_cast<const osd_slow_record*>(data));
+    }
+    return 0;
+  };
+  records_.reset(
+      ring_buffer__new(bpf_map__fd(skel_->maps.osd_records), on_record, this, nullptr));
+  if (!records_) {
+    spdlog::warn("osd: slow-op records off: ring buffer: {}", std::strerror(errno));
+    return;
+  }
+  record_reader_ = std::jthread([this](const std::stop_token& stop) {
+    while (!stop.stop_requested()) {
+      if (const int n = ring_buffer__poll(records_.get(), 200); n < 0 && n != -EINTR) {
+        spdlog::warn("osd: slow-op records stopped: {}", std::strerror(-n));
+        return;
+      }
+    }
+  });
+}
+
+// One slow op's record, from the ring buffer: kept for /debug/slow-ops and logged.
+void OsdCollector::take_record(const osd_slow_record& r) {
+  SlowOp op;
+  {
+    std::lock_guard lock(mu_);
+    auto it = attached_.find(static_cast<pid_t>(r.tgid));
+    if (it == attached_.end()) {
+      return;  // its OSD is being detached
+    }
+    op.ceph_daemon = it->second.who;
+    op.fsid = it->second.fsid;
+  }
+  op.time_ns = r.time_ns;
+  op.op = r.op < OSD_OP_COUNT ? kOps[r.op] : "other";
+  op.client = (r.name_type == 8 ? "client." : "entity.") + std::to_string(r.client);
+  op.tid = r.tid;
+  if (r.have_pg != 0) {
+    op.pool = r.pool;
+    char pg[48];
+    std::snprintf(pg, sizeof(pg), "%llu.%x", static_cast<unsigned long long>(r.pool), r.pg_seed);
+    op.pg = pg;
+  }
+  op.object.assign(r.object, strnlen(r.object, sizeof(r.object)));
+  op.object_truncated = r.object_len > op.object.size();
+  op.replicas = replicas_of(std::string_view(r.replicas, strnlen(r.replicas, sizeof(r.replicas))));
+  op.seconds = static_cast<double>(r.whole_ns) / 1e9;
+  std::string longest = "unknown";
+  double longest_s = -1;
+  for (int i = 0; i < OSD_STAGE_COUNT; ++i) {
+    if ((r.known & (1u << i)) != 0) {
+      const double secs = static_cast<double>(r.stage_ns[i]) / 1e9;
+      op.stages.emplace_back(kStages[i], secs);
+      if (secs > longest_s) {
+        longest_s = secs;
+        longest = kStages[i];
+      }
+    }
+  }
+  std::string replicas;
+  for (const auto& id : op.replicas) {
+    replicas += (replicas.empty() ? "" : ",") + id;
+  }
+  std::string object = op.object;  // bytes from the client: printable ASCII in the log
+  for (char& c : object) {
+    if (c < 0x20 || c > 0x7e) {
+      c = '?';
+    }
+  }
+  spdlog::info("osd: slow op on {}: {} {}:{} took {:.3f} s, longest stage {} {:.3f} s; pg {}, "
+               "object \"{}\"{}, replicas [{}]",
+               op.ceph_daemon, op.op, op.client, op.tid, op.seconds, longest,
+               std::max(longest_s, 0.0), op.pg.empty() ? "unknown" : op.pg, object,
+               op.object_truncated ? "..." : "", replicas);
+  slow_ops_->add(std::move(op));
 }
 
 void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {

@@ -170,6 +170,12 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
     l.have |= OSD_HAVE_RMW_FLAGS;
   }
   off("ReplicatedBackend::RepModify", "op", l.repmod_op);
+  if (off("PG", "pg_id.pgid.m_pool", l.pg_pool) && off("PG", "pg_id.pgid.m_seed", l.pg_seed)) {
+    l.have |= OSD_HAVE_PG;
+  }
+  if (request && off(kMOSDOp, "hobj.oid.name", l.msg_object)) {
+    l.have |= OSD_HAVE_OBJECT;
+  }
   set_windows(l);
   if (off("BlueStore::TransContext", "start", l.txc_start) &&
       off("BlueStore::TransContext", "last_stamp", l.txc_last_stamp)) {

@@ -82,7 +82,10 @@ struct MemberDef {
   const char* path;
 };
 
-inline constexpr std::array<MemberDef, 16> kMembers = {{
+// MOSDOp is a template instance (_mosdop::MOSDOp<V>); its DWARF name spells the argument.
+inline constexpr const char* kMOSDOp = "_mosdop::MOSDOp<std::vector<OSDOp, std::allocator<OSDOp> > >";
+
+inline constexpr std::array<MemberDef, 19> kMembers = {{
     {"OpRequest", "request"},
     {"OpRequest", "reqid.name._type"},
     {"OpRequest", "reqid.name._num"},
@@ -99,6 +102,9 @@ inline constexpr std::array<MemberDef, 16> kMembers = {{
     {"ReplicatedBackend::RepModify", "op"},
     {"BlueStore::TransContext", "start"},
     {"BlueStore::TransContext", "last_stamp"},
+    {"PG", "pg_id.pgid.m_pool"},  // slow-op records: pool and PG
+    {"PG", "pg_id.pgid.m_seed"},
+    {kMOSDOp, "hobj.oid.name"},  // slow-op records: the object
 }};
 
 // The spec the resolver is given for ceph-osd, derived from the table.

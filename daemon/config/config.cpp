@@ -313,10 +313,16 @@ Config parse_root(const YAML::Node& root) {
                             "replaced by collectors.osd.detail (never, always)"};
       }
       cfg.collectors.osd = parse_collector(c["osd"], "collectors.osd", {"uprobe"},
-                                           {"slow_op_threshold", "detail", "buckets"});
+                                           {"slow_op_threshold", "slow_op_records", "detail", "buckets"});
       if (c["osd"]["slow_op_threshold"]) {
         cfg.collectors.osd_slow_op_threshold =
             duration(c["osd"]["slow_op_threshold"], "collectors.osd.slow_op_threshold");
+      }
+      if (const auto& n = c["osd"]["slow_op_records"]) {
+        cfg.collectors.osd_slow_op_records = positive_count(n, "collectors.osd.slow_op_records");
+        if (cfg.collectors.osd_slow_op_records > 10'000) {  // about 1 KiB each
+          throw ConfigProblem{line_of(n), "collectors.osd.slow_op_records", "at most 10000"};
+        }
       }
       if (const auto& d = c["osd"]["detail"]) {
         cfg.collectors.osd_detail = one_of(d, "collectors.osd.detail", "detail", {"never", "always"});

@@ -61,6 +61,8 @@ struct Config {
     CollectorConfig osd;  // uprobes in ceph-osd, attached per OSD process
     // Ops slower than this count in cephscope_osd_slow_ops_total (collectors.osd.slow_op_threshold)
     std::chrono::milliseconds osd_slow_op_threshold{1000};
+    // Slow-op records kept for /debug/slow-ops (collectors.osd.slow_op_records)
+    std::size_t osd_slow_op_records = 100;
     // Tier 2 (collectors.osd.detail): BlueStore's transaction stages, 3 to 4 more uprobe hits
     // per transaction, one on the kv_final thread, and 5 more histograms per op kind.
     // "never": tier 1 alone, one hit per OSD op; "always".

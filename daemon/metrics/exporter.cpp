@@ -16,7 +16,7 @@ namespace cephscope {
 namespace {
 
 constexpr std::array<const char*, LOST_REASONS> kLostReasons = {"inflight_full", "stats_full",
-                                                                "no_start"};
+                                                                "no_start", "record_full"};
 
 // Which series limits.max_series keeps first: the OSD stages, which nothing else on the node
 // measures, then the block devices (shared by every OSD on them), then per-process syscall

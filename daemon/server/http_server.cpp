@@ -64,6 +64,7 @@ struct Connection {
   std::string out;
   std::size_t sent = 0;
   std::shared_ptr<const WebConfig> web;  // as it was when the connection was accepted
+  bool loopback = false;                 // the peer is this host (127.0.0.0/8, ::1)
 
   Connection() = default;
   Connection(const Connection&) = delete;
@@ -85,7 +86,24 @@ struct Job {
   std::uint64_t id;
   HttpRequest request;
   std::shared_ptr<const WebConfig> web;
+  bool loopback = false;
 };
+
+// Whether an accepted peer is this host: IPv4 127.0.0.0/8, ::1, or IPv4-mapped loopback.
+bool is_loopback(const sockaddr_storage& peer) {
+  if (peer.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(peer);
+    return (ntohl(in.sin_addr.s_addr) >> 24) == 127;
+  }
+  if (peer.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&in6)) {
+      return true;
+    }
+    return IN6_IS_ADDR_V4MAPPED(&in6) && in6.s6_addr[12] == 127;
+  }
+  return false;
+}
 
 // What one read or write on a connection came to.
 enum class Io { kProgress, kBlocked, kClosed };
@@ -294,7 +312,10 @@ struct HttpServer::Impl {
 
   void accept_all() {
     for (;;) {
-      const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+      sockaddr_storage peer{};
+      socklen_t peer_len = sizeof(peer);
+      const int fd = accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+                             SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
           spdlog::warn("http: cannot accept: {}; pausing for {} s", std::strerror(errno),
@@ -315,6 +336,7 @@ struct HttpServer::Impl {
       }
       auto conn = std::make_unique<Connection>();
       conn->fd = fd;
+      conn->loopback = is_loopback(peer);
       conn->deadline = Clock::now() + options.header_timeout;
       {
         std::lock_guard lock(web_mu);
@@ -447,7 +469,7 @@ struct HttpServer::Impl {
               continue;
             }
             c.state = State::kWorking;
-            submit(Job{key, std::move(*request), c.web});
+            submit(Job{key, std::move(*request), c.web, c.loopback});
             return;
           }
           if (io == Io::kBlocked) {
@@ -545,7 +567,7 @@ struct HttpServer::Impl {
       }
       std::string bytes;
       try {
-        bytes = answer(job.request, *job.web);
+        bytes = answer(job.request, *job.web, job.loopback);
       } catch (const std::exception& e) {
         spdlog::error("http: {}", e.what());
         bytes = serialize_response(text(500, std::string(e.what()) + "\n"), false);
@@ -558,8 +580,8 @@ struct HttpServer::Impl {
     }
   }
 
-  std::string answer(const HttpRequest& req, const WebConfig& web_config) const {
-    HttpResponse r = route(req, web_config);
+  std::string answer(const HttpRequest& req, const WebConfig& web_config, bool loopback) const {
+    HttpResponse r = route(req, web_config, loopback);
     r.headers.emplace_back("Vary", "Accept-Encoding");
     if (!r.body.empty() && accepts_gzip(req.header("accept-encoding").value_or(""))) {
       if (auto gz = gzip_compress(r.body); gz.ok()) {
@@ -572,7 +594,7 @@ struct HttpServer::Impl {
     return serialize_response(r, req.method == "HEAD");
   }
 
-  HttpResponse route(const HttpRequest& req, const WebConfig& web_config) const {
+  HttpResponse route(const HttpRequest& req, const WebConfig& web_config, bool loopback) const {
     if (!web_config.auth.check(req.header("authorization").value_or(""))) {
       HttpResponse r = text(401, "Unauthorized\n");
       r.headers.emplace_back("WWW-Authenticate", BasicAuth::kChallenge);
@@ -601,6 +623,15 @@ struct HttpServer::Impl {
     }
     if (req.path == "/healthz") {
       return text(200, "ok\n");
+    }
+    if (req.path == "/debug/slow-ops" && options.slow_ops) {
+      // object names are tenant data: for the node's own users, or behind the web config's auth
+      if (!web_config.auth.enabled() && !loopback) {
+        return text(403, "/debug/slow-ops: only from this host, or with basic_auth_users\n");
+      }
+      HttpResponse r = text(200, options.slow_ops());
+      r.content_type = "application/json";
+      return r;
     }
     if (req.path == "/readyz") {
       return ready.load() ? text(200, "ready\n")

@@ -34,6 +34,9 @@ class HttpServer {
     std::size_t workers = 2;  // threads that check credentials, render and compress
     // The protobuf exposition, for scrapers that prefer it (unset: text for everyone).
     Render metrics_protobuf;
+    // JSON of the last slow-op records, at /debug/slow-ops: answered from this host, or to
+    // a client the web config's basic auth let in (unset: 404).
+    Render slow_ops;
   };
 
   static Result<std::unique_ptr<HttpServer>> start(const Options& options, WebConfig web,

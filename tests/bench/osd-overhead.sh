@@ -1,63 +1,81 @@
 #!/usr/bin/env bash
-# Cost of the OSD stage collector on a running test cluster (tests/ceph/cluster.sh up DIR):
-#   1. BPF run time and uprobe hits per client write, from the kernel's own accounting
-#      (kernel.bpf_stats_enabled=1), over one 4 KiB rados bench write;
-#   2. rados bench 4 KiB write IOPS and OSD CPU per client write, without and with the daemon,
-#      alternating (without, with) PAIRS times; the median of the with/without ratios, min, max.
+# Cost of the OSD stage collector per tier on a running test cluster (tests/ceph/cluster.sh up
+# DIR; CEPH_OSD_PROFILE=ssd or hdd there picks BlueStore's settings). In alternating rounds:
+#   1. per tier (collectors.osd.detail never = tier 1, always = tier 2) and for the floor (an
+#      empty BPF program on the same two functions, log_op_stats and repop_commit, in the same
+#      loaded OSDs): uprobe hits per OSD op (op_w + op_r + subop_w of the cluster's OSDs) and per
+#      client write, BPF run time per hit and per client write, from the kernel's own
+#      accounting (bpf_stats), over a 4 KiB rados bench write of THREADS threads;
+#   2. per tier, the probe path's share of the OSDs' CPU samples (perf cpu-clock);
+#   3. at one client thread (the CPUs not saturated, so the critical path shows): average
+#      latency, IOPS and OSD CPU per client write without the daemon and with each tier,
+#      alternating; the median of the with-minus-without differences.
 # A benchmark: it prints figures and asserts nothing about time (MACHINE.md: noisy 2 cores).
-#   usage: tests/bench/osd-overhead.sh BUILD_DIR CLUSTER_DIR [PAIRS] [SECONDS]
-#   BLUESTORE_STAGES=false measures the collector without its BlueStore probes (P4-P6);
-#   THREADS=N sets rados bench -t (default 16; 1 keeps the OSDs off full CPU, so BPF run
-#   time is less inflated by preemption).
+#   usage: tests/bench/osd-overhead.sh BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]
+#   THREADS=N sets rados bench -t of parts 1 and 2 (default 16). Needs root, bpftrace, bpftool.
 set -euo pipefail
-build=${1:?usage: $0 BUILD_DIR CLUSTER_DIR [PAIRS] [SECONDS]}
-cluster=${2:?usage: $0 BUILD_DIR CLUSTER_DIR [PAIRS] [SECONDS]}
-pairs=${3:-5}
+build=${1:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
+cluster=${2:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
+rounds=${3:-3}
 secs=${4:-10}
 bin=$build/daemon/cephscope
 [ -x "$bin" ] || { echo "no $bin: build first" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
+for tool in bpftrace bpftool; do
+  command -v "$tool" > /dev/null || { echo "needs $tool" >&2; exit 1; }
+done
 # shellcheck disable=SC1091
 source "$cluster/env"
 pool=$CEPHSCOPE_CEPH_POOL
+osd_ids="0 1 2"
 osd_pids="$CEPHSCOPE_CEPH_OSD_0_PID $CEPHSCOPE_CEPH_OSD_1_PID $CEPHSCOPE_CEPH_OSD_2_PID"
+osd_bin=$(readlink -f "/proc/$CEPHSCOPE_CEPH_OSD_0_PID/exe")
 
 work=$(mktemp -d /tmp/cephscope-osd-bench-XXXXXX)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-daemon=
-stop_daemon() {
-  if [ -n "$daemon" ]; then
-    kill "$daemon" 2>/dev/null || true
-    wait "$daemon" 2>/dev/null || true
-    daemon=
+runner=
+stop_runner() {
+  if [ -n "$runner" ]; then
+    kill "$runner" 2>/dev/null || true
+    wait "$runner" 2>/dev/null || true
+    runner=
   fi
 }
 cleanup() {
-  stop_daemon
+  stop_runner
   sysctl -qw kernel.bpf_stats_enabled="$old_stats"
   rados -p "$pool" cleanup >/dev/null 2>&1 || true
   rm -rf "$work"
 }
 trap cleanup EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
-cat > "$work/cephscope.yaml" <<CONF
+
+# program ids of kprobe-type programs (uprobes are of that type), to find the newest ones
+prog_ids() { bpftool prog show | awk '/^[0-9]+: kprobe / { sub(":", "", $1); print $1 }' | sort; }
+
+# Starts the daemon with only the OSD collector at DETAIL (never|always) and waits for its
+# probes: 2 per OSD in tier 1, 6 in tier 2. Leaves the new program ids in $work/ids.
+start_daemon() {
+  local detail=$1 want n
+  want=$([ "$detail" = never ] && echo 6 || echo 18)
+  cat > "$work/cephscope.yaml" <<CONF
 listen: "127.0.0.1:$port"
 log_level: warn
 discovery: {scan_interval: 1s, rados_clients: false}
 collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: false},
-  osd: {enabled: true, detail: ${DETAIL:-always}}}
+  osd: {enabled: true, detail: $detail}}
 CONF
-
-# P1-P6 of docs/collectors/osd.md, or P1-P3 without the BlueStore stages
-probes_per_osd=$([ "${BLUESTORE_STAGES:-true}" = false ] && echo 3 || echo 6)
-start_daemon() {
+  prog_ids > "$work/ids.before"
   "$bin" --config "$work/cephscope.yaml" 2>> "$work/daemon.log" &
-  daemon=$!
+  runner=$!
   for _ in $(seq 600); do
     n=$(curl -s "localhost:$port/metrics" 2>/dev/null | grep '^cephscope_probe_attached{' |
       grep 'collector="osd"' | grep 'reason="ok"' | grep -c ' 1$' || true)
-    [ "${n:-0}" -ge $((probes_per_osd * 3)) ] && return 0
+    if [ "${n:-0}" -ge "$want" ]; then
+      prog_ids | comm -13 "$work/ids.before" - > "$work/ids"
+      return 0
+    fi
     sleep 0.2
   done
   echo "the osd probes did not attach; log:" >&2
@@ -65,94 +83,143 @@ start_daemon() {
   exit 1
 }
 
-# program -> "runs ns"
-bpf_snapshot() {
-  curl -s "localhost:$port/metrics" | awk '
-    /^cephscope_bpf_program_runs_total\{collector="osd"/ { match($0, /program="[^"]*"/); p = substr($0, RSTART+9, RLENGTH-10); runs[p] = $NF }
-    /^cephscope_bpf_program_run_seconds_total\{collector="osd"/ { match($0, /program="[^"]*"/); p = substr($0, RSTART+9, RLENGTH-10); ns[p] = $NF * 1e9 }
-    END { for (p in runs) printf "%s %d %d\n", p, runs[p], ns[p] }' | sort
+# The floor: an empty program on each function tier 1 probes, in the same OSDs.
+start_floor() {
+  local ops subops
+  ops=$(nm -D "$osd_bin" | awk '/ T .*PrimaryLogPG12log_op_stats/ && !s { s = $3 } END { print s }')
+  subops=$(nm -D "$osd_bin" | awk '/ T .*ReplicatedBackend12repop_commit/ && !s { s = $3 } END { print s }')
+  prog_ids > "$work/ids.before"
+  bpftrace -e "uprobe:$osd_bin:$ops { } uprobe:$osd_bin:$subops { }" > "$work/bpftrace.out" 2>&1 &
+  runner=$!
+  for _ in $(seq 300); do
+    if grep -q '^Attaching' "$work/bpftrace.out"; then
+      prog_ids | comm -13 "$work/ids.before" - > "$work/ids"
+      [ "$(wc -l < "$work/ids")" -ge 2 ] && return 0
+    fi
+    sleep 0.1
+  done
+  echo "bpftrace did not attach:" >&2
+  cat "$work/bpftrace.out" >&2
+  exit 1
 }
 
-# Client writes of every ceph-osd on the host (op_w of each, via the admin socket that
-# cluster.sh's layout puts at CONF_DIR/run/osd.N.asok): the probes are attached to every OSD
-# process, another cluster's included, so hits are divided by all their writes.
-host_op_w() {
-  local total=0 pid conf id n
-  for pid in $(pgrep -x ceph-osd); do
-    conf=$(tr '\0' '\n' < "/proc/$pid/cmdline" | awk 'p { print; exit } $0 == "-c" { p = 1 }')
-    id=$(tr '\0' '\n' < "/proc/$pid/cmdline" | awk 'p { print; exit } $0 == "-i" { p = 1 }')
-    n=$(ceph --admin-daemon "$(dirname "$conf")/run/osd.$id.asok" perf dump 2>/dev/null |
-      python3 -c 'import json, sys; print(json.load(sys.stdin)["osd"]["op_w"])' 2>/dev/null || echo 0)
-    total=$((total + n))
+# "runs ns" summed over the programs in $work/ids
+prog_totals() {
+  local id
+  while read -r id; do
+    bpftool prog show id "$id" 2>/dev/null
+  done < "$work/ids" | awk '{ for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t += $(i + 1); if ($i == "run_cnt") c += $(i + 1) } }
+    END { printf "%d %d\n", c, t }'
+}
+
+# op_w + op_r + subop_w of the cluster's OSDs
+osd_ops() {
+  local total=0 id
+  for id in $osd_ids; do
+    total=$((total + $(ceph --admin-daemon "$CEPHSCOPE_CEPH_DIR/run/osd.$id.asok" perf dump |
+      python3 -c 'import json, sys; o = json.load(sys.stdin)["osd"]; print(o["op_w"] + o["op_r"] + o["subop_w"])')))
   done
   echo "$total"
 }
 
 # CPU ticks (utime + stime) of the three OSDs
 osd_ticks() {
-  local t=0
+  local t=0 p
   for p in $osd_pids; do
     t=$((t + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
   done
   echo "$t"
 }
 
-# Runs one 4 KiB write bench; prints "ops iops cpu_us_per_op"
+# One 4 KiB write bench of THREADS threads; prints "writes iops latency_us cpu_us_per_write".
+# Its objects stay (their deletes would be OSD ops too): cleanup() removes them.
 bench() {
-  local c0 c1 out ops iops
+  local threads=$1 c0 c1 out
   c0=$(osd_ticks)
-  out=$(rados -p "$pool" bench "$secs" write -t "${THREADS:-16}" -b 4096 --no-cleanup 2>&1)
+  out=$(rados -p "$pool" bench "$secs" write -t "$threads" -b 4096 --no-cleanup 2>&1)
   c1=$(osd_ticks)
-  rados -p "$pool" cleanup >/dev/null 2>&1 || true
-  ops=$(awk '/^Total writes made/ { print $NF }' <<< "$out")
-  iops=$(awk '/^Average IOPS/ { print $NF }' <<< "$out")
-  awk -v o="$ops" -v i="$iops" -v d=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" \
-    'BEGIN { printf "%d %s %.1f\n", o, i, d * 1e6 / hz / o }'
+  awk -v d=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" '
+    /^Total writes made/ { o = $NF } /^Average IOPS/ { i = $NF } /^Average Latency/ { l = $NF }
+    END { printf "%d %s %.1f %.1f\n", o, i, l * 1e6, d * 1e6 / hz / o }' <<< "$out"
 }
 
-echo "== 1. BPF cost per client write ($secs s 4 KiB rados bench, 3 OSDs, pool size 3)"
-start_daemon
-bpf_snapshot > "$work/before"
-w0=$(host_op_w)
-read -r ops iops cpu < <(bench)
-w1=$(host_op_w)
-bpf_snapshot > "$work/after"
-echo "  rados bench: $ops writes, $iops IOPS, OSD CPU $cpu us per client write (all 3 OSDs)"
-echo "  client writes on all ceph-osd of the host (op_w): $((w1 - w0))"
-join "$work/before" "$work/after" | awk -v ops="$((w1 - w0))" '
-  { d = $4 - $2; t = $5 - $3; runs += d; ns += t
-    if (d > 0) printf "  %-16s %9d hits %6.2f per client write %8.1f ns/hit\n", $1, d, d / ops, t / d }
-  END { printf "  all probes: %.2f uprobe hits and %.2f us of BPF run time per client write (all its OSDs)\n", runs / ops, ns / ops / 1000 }'
-if command -v perf > /dev/null; then
-  # where the OSDs' CPU goes, sampled: the probe path's share (trap dispatch, BPF programs,
-  # their map and user-memory helpers), less sensitive to other load than run times are
-  perf record -q -e cpu-clock -F 2999 -a -o "$work/perf.data" -- sleep "$secs" &
-  perf_pid=$!
-  bench > /dev/null
-  wait "$perf_pid" || true
-  perf report -i "$work/perf.data" --no-children --pid="${osd_pids// /,}" --percentage relative \
-    --sort symbol --stdio 2> /dev/null | awk '
-    $2 == "[k]" && $3 ~ /^(bpf_prog_|uprobe_|__uprobe_|find_active_uprobe|find_uprobe|arch_uprobe|htab_|bpf_lru_|prealloc_lru|copy_from_user_nofault|bpf_probe_read|ktime_get_mono_fast|bpf_get_current)/ {
-      sub("%", "", $1); s += $1 }
-    END { printf "  probe path: %.2f%% of the OSDs\x27 CPU samples (perf, cpu-clock)\n", s }'
-fi
-stop_daemon
+# One round of part 1 under the running programs: prints
+# "hits_per_osd_op hits_per_write ns_per_hit us_per_write"
+cost_round() {
+  local r0 t0 o0 r1 t1 o1 writes
+  read -r r0 t0 < <(prog_totals)
+  o0=$(osd_ops)
+  read -r writes _ _ _ < <(bench "${THREADS:-16}")
+  read -r r1 t1 < <(prog_totals)
+  o1=$(osd_ops)
+  awk -v r=$((r1 - r0)) -v t=$((t1 - t0)) -v o=$((o1 - o0)) -v w="$writes" \
+    'BEGIN { printf "%.2f %.2f %.0f %.2f\n", r / o, r / w, t / r, t / w / 1000 }'
+}
 
-echo "== 2. IOPS without / with the daemon, $pairs alternating pairs of $secs s"
-ratios=()
-added=()
-for i in $(seq "$pairs"); do
-  read -r _ base bcpu < <(bench)
-  start_daemon
-  read -r _ with wcpu < <(bench)
-  stop_daemon
-  r=$(awk -v a="$with" -v b="$base" 'BEGIN { printf "%.3f", a / b }')
-  ratios+=("$r")
-  added+=("$(awk -v a="$wcpu" -v b="$bcpu" 'BEGIN { printf "%.1f", a - b }')")
-  echo "  pair $i: without $base IOPS ($bcpu us CPU/op), with $with IOPS ($wcpu us CPU/op), ratio $r"
-done
+clean_pool() { rados -p "$pool" cleanup > /dev/null 2>&1 || true; }
+
 median() { sort -n | awk '{ v[NR] = $1 } END {
   m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-  printf "median %.3f, min %.3f, max %.3f (%d pairs)", m, v[1], v[NR], NR }'; }
-echo "  IOPS with/without: $(printf '%s\n' "${ratios[@]}" | median)"
-echo "  added OSD CPU per client write, all 3 OSDs, us: $(printf '%s\n' "${added[@]}" | median)"
+  printf "%.2f (%.2f-%.2f)", m, v[1], v[NR] }'; }
+
+echo "== 1. BPF cost per hit, OSD op and client write: $rounds alternating rounds of $secs s, 4 KiB writes, ${THREADS:-16} threads"
+for i in $(seq "$rounds"); do
+  for what in tier1 tier2 floor; do
+    case $what in
+      tier1) start_daemon never ;;
+      tier2) start_daemon always ;;
+      floor) start_floor ;;
+    esac
+    read -r hpo hpw nph upw < <(cost_round)
+    stop_runner
+    clean_pool
+    echo "$hpo $hpw $nph $upw" >> "$work/$what"
+    printf '  round %d %-6s %5s hits per OSD op, %5s per client write, %5s ns per hit, %6s us per client write\n' \
+      "$i" "$what" "$hpo" "$hpw" "$nph" "$upw"
+  done
+done
+for what in tier1 tier2 floor; do
+  printf '  %-6s median (min-max): hits per OSD op %s, per client write %s; ns per hit %s; us per client write %s\n' "$what" \
+    "$(cut -d' ' -f1 "$work/$what" | median)" "$(cut -d' ' -f2 "$work/$what" | median)" \
+    "$(cut -d' ' -f3 "$work/$what" | median)" "$(cut -d' ' -f4 "$work/$what" | median)"
+done
+paste -d' ' "$work/tier1" "$work/floor" | awk '{ print $3 - $7 }' > "$work/above"
+echo "  tier 1 per hit above the floor, paired by round, ns: $(median < "$work/above")"
+
+if command -v perf > /dev/null; then
+  echo "== 2. the probe path's share of the OSDs' CPU samples (perf cpu-clock, $secs s)"
+  for detail in never always; do
+    start_daemon "$detail"
+    perf record -q -e cpu-clock -F 2999 -a -o "$work/perf.data" -- sleep "$secs" &
+    perf_pid=$!
+    bench "${THREADS:-16}" > /dev/null
+    wait "$perf_pid" || true
+    stop_runner
+    clean_pool
+    share=$(perf report -i "$work/perf.data" --no-children --pid="${osd_pids// /,}" --percentage relative \
+      --sort symbol --stdio 2> /dev/null | awk '
+      $2 == "[k]" && $3 ~ /^(bpf_prog_|uprobe_|__uprobe_|find_active_uprobe|find_uprobe|arch_uprobe|htab_|bpf_lru_|prealloc_lru|copy_from_user_nofault|bpf_probe_read|ktime_get_mono_fast|bpf_get_current)/ {
+        sub("%", "", $1); s += $1 }
+      END { printf "%.2f", s }')
+    echo "  detail: $detail: $share% of the OSDs' CPU samples"
+  done
+fi
+
+echo "== 3. one client thread, $rounds alternating rounds of $secs s: none, tier 1, tier 2"
+for i in $(seq "$rounds"); do
+  read -r _ iops0 lat0 cpu0 < <(bench 1)
+  clean_pool
+  start_daemon never
+  read -r _ iops1 lat1 cpu1 < <(bench 1)
+  stop_runner
+  clean_pool
+  start_daemon always
+  read -r _ iops2 lat2 cpu2 < <(bench 1)
+  stop_runner
+  clean_pool
+  echo "  round $i: none $lat0 us, $iops0 IOPS, $cpu0 us OSD CPU per write | tier 1 $lat1 us, $iops1 IOPS, $cpu1 us | tier 2 $lat2 us, $iops2 IOPS, $cpu2 us"
+  echo "$((${lat1%.*} - ${lat0%.*})) $((${lat2%.*} - ${lat0%.*}))" >> "$work/lat"
+  awk -v a="$cpu1" -v b="$cpu2" -v c="$cpu0" 'BEGIN { printf "%.1f %.1f\n", a - c, b - c }' >> "$work/cpu"
+done
+echo "  added latency per client write, us: tier 1 $(cut -d' ' -f1 "$work/lat" | median), tier 2 $(cut -d' ' -f2 "$work/lat" | median)"
+echo "  added OSD CPU per client write (3 OSDs), us: tier 1 $(cut -d' ' -f1 "$work/cpu" | median), tier 2 $(cut -d' ' -f2 "$work/cpu" | median)"

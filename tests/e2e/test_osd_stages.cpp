@@ -21,6 +21,8 @@
 #include <bpf/bpf.h>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -37,6 +39,7 @@
 #include "osd_control.h"
 #include "osd_stages_common.h"
 #include "support/daemon_runner.h"
+#include "support/subprocess.h"
 #include "support/metrics_text.h"
 
 using namespace cephscope::test;
@@ -213,6 +216,61 @@ BenchSummary bench(const ClusterInfo& cluster, BenchMode mode, int seconds) {
               static_cast<unsigned long long>(s.total_ops), s.avg_iops, s.avg_latency_s * 1e3);
   std::fflush(stdout);
   return s;
+}
+
+// The slow-op records of a replica paused for 2 s (/debug/slow-ops): the other primaries'
+// writes that waited for it, with the time in replication, the paused OSD among the replicas,
+// and the client, object and PG that Ceph itself gives (`ceph osd map`).
+void check_slow_records(const ClusterInfo& cluster, const Daemon& daemon, int victim) {
+  int status = 0;
+  const auto body = http_get(daemon.port(), "/debug/slow-ops", &status);
+  REQUIRE(body.has_value());
+  REQUIRE(status == 200);
+  const auto j = nlohmann::json::parse(*body);
+  int waited = 0;
+  int mapped = 0;
+  for (const auto& op : j.at("ops")) {
+    if (op.at("fsid") != cluster.fsid || op.at("ceph_daemon") == osd_name(victim)) {
+      continue;
+    }
+    const auto& stages = op.at("stages");
+    std::string longest;
+    double longest_s = -1;
+    for (const auto& [name, secs] : stages.items()) {
+      if (secs.get<double>() > longest_s) {
+        longest_s = secs.get<double>();
+        longest = name;
+      }
+    }
+    const auto replicas = op.at("replicas").get<std::vector<std::string>>();
+    const std::string object = op.at("object");
+    INFO(op.dump());
+    CHECK(op.at("seconds").get<double>() >= 1.0);
+    CHECK(op.at("op") == "write");
+    CHECK(op.at("client").get<std::string>().starts_with("client."));
+    CHECK(op.at("tid").get<std::uint64_t>() > 0);
+    CHECK(object.starts_with("benchmark_data_"));
+    if (longest != "replication" ||
+        std::find(replicas.begin(), replicas.end(), std::to_string(victim)) == replicas.end()) {
+      continue;
+    }
+    ++waited;
+    if (mapped < 3) {  // Ceph's own placement of the object: its pg, e.g. "2.1f"
+      const auto map = run_command(
+          tool_argv(cluster, "ceph", {"osd", "map", cluster.pool, object, "--format", "json"}));
+      REQUIRE(map.ok());
+      const auto placed = nlohmann::json::parse(map.out);
+      CHECK(placed.at("pgid") == op.at("pg"));
+      CHECK(placed.at("pool_id") == op.at("pool"));
+      ++mapped;
+    }
+  }
+  std::printf("  slow-op records: %zu kept, %d from other primaries waiting for osd.%d in "
+              "replication, %d checked against ceph osd map\n",
+              j.at("ops").size(), waited, victim, mapped);
+  CHECK(waited > 0);
+  CHECK(mapped > 0);
+  CHECK(daemon.log_has("slow op on", 1s));
 }
 
 }  // namespace
@@ -422,6 +480,7 @@ TEST_CASE("tier 1: one probe hit per OSD op gives the whole op and the event sta
   std::printf("  slow writes under replication while osd.%d was paused: %.0f\n", victim.id,
               replication);
   CHECK(replication > 0);
+  check_slow_records(cluster, daemon, victim.id);
   rados_cleanup(cluster);
   close(stats_fd);
   const auto rc = daemon.stop(20s);

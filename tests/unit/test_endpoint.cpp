@@ -1,6 +1,8 @@
 // The endpoint as a scraper and an attacker see it: the HttpServer class with a fake render
 // function, on 127.0.0.1, no root and no BPF. curl and openssl are the TLS client and CA.
 #include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,11 +12,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "server/http_server.h"
@@ -44,6 +49,45 @@ const std::string& fake_metrics() {
     return t;
   }();
   return text;
+}
+
+// The machine's first IPv4 address that is not loopback, when it has one.
+std::optional<in_addr> own_address() {
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) {
+    return std::nullopt;
+  }
+  std::optional<in_addr> out;
+  for (const ifaddrs* i = list; i != nullptr && !out; i = i->ifa_next) {
+    if (i->ifa_addr != nullptr && i->ifa_addr->sa_family == AF_INET &&
+        (i->ifa_flags & IFF_LOOPBACK) == 0 && (i->ifa_flags & IFF_UP) != 0) {
+      out = reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr;
+    }
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+// One request to ADDR:PORT on its own connection.
+std::string ask_at(in_addr addr, int port, const std::string& request) {
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(static_cast<std::uint16_t>(port));
+  sa.sin_addr = addr;
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0);
+  REQUIRE(send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size()));
+  timeval tv{20, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  std::string out;
+  std::array<char, 4096> buf{};
+  for (ssize_t n; (n = recv(fd, buf.data(), buf.size(), 0)) > 0;) {
+    out.append(buf.data(), static_cast<std::size_t>(n));
+  }
+  close(fd);
+  return out;
 }
 
 int connect_local(int port, int rcvbuf = 0) {
@@ -153,8 +197,9 @@ struct Served {
 
   explicit Served(
       HttpServer::Options options = {}, WebConfig web = {},
-      HttpServer::Render render = [] { return fake_metrics(); }) {
-    options.listen = "127.0.0.1:0";
+      HttpServer::Render render = [] { return fake_metrics(); },
+      const std::string& listen = "127.0.0.1:0") {
+    options.listen = listen;
     auto s = HttpServer::start(options, std::move(web), std::move(render), ready);
     REQUIRE(s.ok());
     server = std::move(*s);
@@ -420,6 +465,42 @@ TEST_CASE("basic auth: 401 without or with wrong credentials, 200 with them", "[
   CHECK(ask(s.port, request("GET", "/metrics", basic_header("alice:s3cret"))).status == 401);
   CHECK(ask(s.port, request("GET", "/metrics", basic_header("carol:pw"))).status == 200);
   std::filesystem::remove_all(dir);
+}
+
+// Slow-op records name objects (tenant data): served to this host's users, or to a client
+// the web config's basic auth let in; a peer from elsewhere is refused.
+TEST_CASE("/debug/slow-ops: from this host or with basic auth, never to anyone else",
+          "[endpoint][auth]") {
+  const auto elsewhere = own_address();  // a peer address that is not loopback
+  REQUIRE(elsewhere.has_value());
+  HttpServer::Options with_records;
+  with_records.slow_ops = [] { return std::string("{\"ops\": []}\n"); };
+  const std::string get = request("GET", "/debug/slow-ops");
+  {
+    Served s(with_records, {}, [] { return fake_metrics(); }, "0.0.0.0:0");
+    Reply local = ask(s.port, get);
+    CHECK(local.status == 200);
+    CHECK(local.headers["content-type"] == "application/json");
+    CHECK(local.body == "{\"ops\": []}\n");
+    const std::string remote = ask_at(*elsewhere, s.port, get);
+    CHECK(remote.starts_with("HTTP/1.1 403"));
+    CHECK(remote.find("\"ops\"") == std::string::npos);
+    CHECK(ask_at(*elsewhere, s.port, request("GET", "/metrics")).starts_with("HTTP/1.1 200"));
+  }
+  {
+    const std::string dir = test_dir("/tmp");
+    write_text(dir + "/web.yml", "basic_auth_users:\n  alice: " + htpasswd_hash("alice", "s3cret") +
+                                     "\n");
+    auto web = load_web_config(dir + "/web.yml");
+    REQUIRE(web.ok());
+    Served s(with_records, std::move(*web), [] { return fake_metrics(); }, "0.0.0.0:0");
+    CHECK(ask_at(*elsewhere, s.port, get).starts_with("HTTP/1.1 401"));
+    CHECK(ask_at(*elsewhere, s.port, request("GET", "/debug/slow-ops", basic_header("alice:s3cret")))
+              .starts_with("HTTP/1.1 200"));
+    std::filesystem::remove_all(dir);
+  }
+  Served without;  // no OSD collector: nothing there
+  CHECK(ask(without.port, get).status == 404);
 }
 
 TEST_CASE("TLS with a certificate made by openssl, and basic auth inside it", "[endpoint][tls]") {

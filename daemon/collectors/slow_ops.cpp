@@ -1,0 +1,78 @@
+#include "collectors/slow_ops.h"
+
+#include <nlohmann/json.hpp>
+
+namespace cephscope {
+
+void SlowOpLog::add(SlowOp op) {
+  std::lock_guard lock(mu_);
+  ++recorded_;
+  if (capacity_ == 0) {
+    return;
+  }
+  if (ops_.size() == capacity_) {
+    ops_.pop_front();
+  }
+  ops_.push_back(std::move(op));
+}
+
+std::uint64_t SlowOpLog::recorded() const {
+  std::lock_guard lock(mu_);
+  return recorded_;
+}
+
+std::string SlowOpLog::json() const {
+  nlohmann::json out = nlohmann::json::object();
+  nlohmann::json ops = nlohmann::json::array();
+  std::lock_guard lock(mu_);
+  for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
+    nlohmann::json stages = nlohmann::json::object();
+    for (const auto& [name, secs] : it->stages) {
+      stages[name] = secs;
+    }
+    nlohmann::json o = {{"time", static_cast<double>(it->time_ns) / 1e9},
+                        {"ceph_daemon", it->ceph_daemon},
+                        {"fsid", it->fsid},
+                        {"op", it->op},
+                        {"client", it->client},
+                        {"tid", it->tid},
+                        {"pg", it->pg},
+                        {"object", it->object},
+                        {"object_truncated", it->object_truncated},
+                        {"replicas", it->replicas},
+                        {"seconds", it->seconds},
+                        {"stages", std::move(stages)}};
+    o["pool"] = it->pool ? nlohmann::json(*it->pool) : nlohmann::json(nullptr);
+    ops.push_back(std::move(o));
+  }
+  out["capacity"] = capacity_;
+  out["recorded"] = recorded_;
+  out["ops"] = std::move(ops);
+  // object names are bytes: invalid UTF-8 is replaced, never passed through
+  return out.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+std::vector<std::string> replicas_of(std::string_view event) {
+  constexpr std::string_view kPrefix = "waiting for subops from ";
+  std::vector<std::string> out;
+  if (!event.starts_with(kPrefix)) {
+    return out;
+  }
+  event.remove_prefix(kPrefix.size());
+  while (!event.empty()) {
+    const auto comma = event.find(',');
+    // a replica is "N"; an EC shard "N(S)": the OSD id is the leading digits
+    std::string_view id = event.substr(0, comma);
+    id = id.substr(0, id.find_first_not_of("0123456789"));
+    if (!id.empty() && id.size() <= 10) {
+      out.emplace_back(id);
+    }
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    event.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+}  // namespace cephscope

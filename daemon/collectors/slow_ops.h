@@ -1,0 +1,55 @@
+// The last slow-op records: one per client op over collectors.osd.slow_op_threshold, sent by
+// the OSD programs through a ring buffer (the only per-op traffic to user space, rare by
+// design), kept here in bounded memory and served as JSON at /debug/slow-ops.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cephscope {
+
+struct SlowOp {
+  std::uint64_t time_ns = 0;  // realtime, at the reply
+  std::string ceph_daemon;    // osd.N
+  std::string fsid;
+  std::string op;      // read, write, other
+  std::string client;  // client.4177
+  std::uint64_t tid = 0;
+  std::optional<std::uint64_t> pool;
+  std::string pg;                      // "2.b", empty when unknown
+  std::string object;                  // as much of the name as was read
+  bool object_truncated = false;       // the name is longer than what was read
+  std::vector<std::string> replicas;   // the OSDs it waited for ("1", "2")
+  double seconds = 0;                  // the whole op
+  std::vector<std::pair<std::string, double>> stages;  // measured stages, in path order
+};
+
+class SlowOpLog {
+ public:
+  explicit SlowOpLog(std::size_t capacity) : capacity_(capacity) {}
+
+  // Keeps OP, dropping the oldest beyond the capacity.
+  void add(SlowOp op);
+  // {"capacity": N, "recorded": total since start, "ops": [newest first]}.
+  [[nodiscard]] std::string json() const;
+  [[nodiscard]] std::uint64_t recorded() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::deque<SlowOp> ops_;
+  std::size_t capacity_;
+  std::uint64_t recorded_ = 0;
+};
+
+// The OSD ids of a "waiting for subops from 1,2" event's text (EC shards "1(0)" give 1);
+// empty for any other text.
+std::vector<std::string> replicas_of(std::string_view event);
+
+}  // namespace cephscope
