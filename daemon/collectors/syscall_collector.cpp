@@ -1,6 +1,7 @@
 // syscall collector: per tracked process and syscall, latency histogram, bytes and errors.
 #include "collectors/syscall_collector.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -8,19 +9,15 @@
 #include "bpf/syscall.h"
 #include "collectors/bpf_collector.h"
 #include "collectors/op_stats.h"
+#include "collectors/syscall_names.h"
 #include "core/fs.h"
 #include "syscall.skel.h"
 
 namespace cephscope {
 namespace {
 
-// In the order of enum cephscope_syscall.
-constexpr std::array<const char*, SYS_COUNT> kNames = {
-    "read",           "write",     "pread64",         "pwrite64",  "readv",
-    "writev",         "preadv",    "pwritev",         "preadv2",   "pwritev2",
-    "fsync",          "fdatasync", "sync_file_range", "io_submit", "io_getevents",
-    "io_uring_enter", "sendto",    "sendmsg",         "sendmmsg",  "recvfrom",
-    "recvmsg",        "recvmmsg"};
+constexpr const auto& kNames = kSyscallNames;
+static_assert(kNames.size() == SYS_COUNT);
 
 const char* direction(unsigned sc) {
   switch (sc) {
@@ -61,7 +58,8 @@ class SyscallCollector final : public BpfCollector {
 
 void SyscallCollector::start(const CollectorContext& ctx) {
   buckets_ = ctx.config.collectors.syscall.buckets;
-  std::vector<std::string> all(kNames.begin(), kNames.end());
+  const auto& wanted = ctx.config.collectors.syscalls;  // collectors.syscall.syscalls
+  const std::vector<std::string> all(wanted.begin(), wanted.end());
   if (!ctx.features.tracefs.available) {
     unavailable(ctx.features.tracefs.why, all);
     return;
@@ -71,10 +69,14 @@ void SyscallCollector::start(const CollectorContext& ctx) {
     unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
     return;
   }
-  // A syscall this kernel does not have (or has no tracepoint for) is left out, not fatal.
+  // A syscall this kernel does not have (or has no tracepoint for) is left out, not fatal;
+  // one the config does not ask for is not loaded.
   std::vector<bool> present(SYS_COUNT);
+  std::vector<bool> asked(SYS_COUNT);
   for (unsigned i = 0; i < SYS_COUNT; ++i) {
-    present[i] = path_exists(ctx.tracefs_dir + "/events/syscalls/sys_enter_" + kNames[i]);
+    asked[i] = std::find(wanted.begin(), wanted.end(), kNames[i]) != wanted.end();
+    present[i] =
+        asked[i] && path_exists(ctx.tracefs_dir + "/events/syscalls/sys_enter_" + kNames[i]);
     for (const char* side : {"enter_", "exit_"}) {
       auto* prog =
           bpf_object__find_program_by_name(skel->obj, (std::string(side) + kNames[i]).c_str());
@@ -93,6 +95,9 @@ void SyscallCollector::start(const CollectorContext& ctx) {
   adopt(
       raw->obj, [raw] { syscall_bpf__destroy(raw); }, "tracepoint");
   for (unsigned i = 0; i < SYS_COUNT; ++i) {
+    if (!asked[i]) {
+      continue;
+    }
     if (!present[i]) {
       ProbeStatus missing{std::string("sys_enter_") + kNames[i],
                           "",

@@ -1,4 +1,5 @@
 #include "config/config.h"
+
 #include "config/yaml_errors.h"
 
 #include <yaml-cpp/yaml.h>
@@ -110,6 +111,23 @@ std::string one_of(const YAML::Node& node, const std::string& key, const std::st
                         "unknown " + what + " '" + value + "' (one of: " + list + ")"};
   }
   return value;
+}
+
+// A list of syscall names the collector can trace (collectors/syscall_names.h).
+std::vector<std::string> syscall_list(const YAML::Node& node, const std::string& key) {
+  if (!node.IsSequence() || node.size() == 0) {
+    throw ConfigProblem{line_of(node), key,
+                        "expected a list of syscalls (or enabled: false for none)"};
+  }
+  const std::vector<std::string> known(kSyscallNames.begin(), kSyscallNames.end());
+  std::vector<std::string> out;
+  for (const auto& item : node) {
+    std::string name = one_of(item, key, "syscall", known);
+    if (std::find(out.begin(), out.end(), name) == out.end()) {
+      out.push_back(std::move(name));
+    }
+  }
+  return out;
 }
 
 CollectorConfig parse_collector(const YAML::Node& node, const std::string& key,
@@ -288,8 +306,11 @@ Config parse_root(const YAML::Node& root) {
     require_map(c, "collectors");
     check_keys(c, "collectors", {"syscall", "block", "vfs", "osd"});
     if (c["syscall"]) {
-      cfg.collectors.syscall =
-          parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"}, {"buckets"});
+      cfg.collectors.syscall = parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"},
+                                               {"buckets", "syscalls"});
+      if (const auto& list = c["syscall"]["syscalls"]) {
+        cfg.collectors.syscalls = syscall_list(list, "collectors.syscall.syscalls");
+      }
     }
     if (c["block"]) {
       cfg.collectors.block =

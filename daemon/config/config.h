@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/syscall_names.h"
 #include "core/result.h"
 
 namespace cephscope {
@@ -56,6 +57,8 @@ struct Config {
 
   struct Collectors {
     CollectorConfig syscall;
+    // The syscalls traced (collectors.syscall.syscalls): the storage ones by default
+    std::vector<std::string> syscalls{kStorageSyscalls.begin(), kStorageSyscalls.end()};
     CollectorConfig block;
     CollectorConfig vfs;
     CollectorConfig osd;  // uprobes in ceph-osd, attached per OSD process

@@ -42,6 +42,28 @@ void check_histogram_shape(const Metrics& m, const std::string& name, const Labe
 
 }  // namespace
 
+// The default set is the storage syscalls: pwrite64 and fdatasync are counted, read is not
+// loaded at all (no program, no series).
+TEST_CASE("the syscall collector's default set is the storage syscalls", "[kernel][syscall]") {
+  const std::string dir = fresh_dir();
+  Daemon daemon(dir, tracking_config());
+  REQUIRE(daemon.wait_ready());
+  const IoPattern io;
+  run_io(daemon, dir, io);
+  const Metrics m = daemon.scrape();
+  INFO("daemon log:\n" << daemon.log());
+  auto count = [&](const std::string& syscall) {
+    return m.sum("cephscope_syscall_seconds_count", {{"process", kTracked}, {"syscall", syscall}});
+  };
+  CHECK(count("pwrite64") == io.writes);
+  CHECK(count("fdatasync") == io.syncs);
+  CHECK(m.find("cephscope_syscall_seconds_count", {{"syscall", "read"}}).empty());
+  CHECK(m.sum("cephscope_probe_attached", {{"collector", "syscall"}, {"probe", "sys_enter_pwrite64"}}) ==
+        1);
+  CHECK(m.find("cephscope_probe_attached", {{"collector", "syscall"}, {"probe", "sys_enter_read"}})
+            .empty());
+}
+
 TEST_CASE("syscall and block collectors count a known IO pattern exactly",
           "[kernel][syscall][block]") {
   // Both flavours of the block collector, forced in turn: tp_btf and classic tracepoints.
@@ -50,8 +72,9 @@ TEST_CASE("syscall and block collectors count a known IO pattern exactly",
   const std::string dir = fresh_dir();
   const auto disks = require_block_device(dir);
   // Per-target block latency is opt-in (the per-device series carry it): on here.
-  Daemon daemon(dir,
-                tracking_config("  block: {hook: " + block_hook + ", target_histograms: true}\n"));
+  Daemon daemon(dir, tracking_config("  block: {hook: " + block_hook +
+                                     ", target_histograms: true}\n"
+                                     "  syscall: {syscalls: [pwrite64, fdatasync, read, write]}\n"));
   REQUIRE(daemon.wait_ready());
   REQUIRE(daemon.scrape().sum("cephscope_collector_up",
                               {{"collector", "block"}, {"hook", block_hook}}) == 1);

@@ -110,6 +110,14 @@ TEST_CASE("each config error names the key and its line", "[config]") {
         "kprobe)");
   CHECK(rejected("collectors:\n  osd: {slow_op_threshold: soon}\n")
             .starts_with("test.yaml:2: collectors.osd.slow_op_threshold: "));
+  CHECK(rejected("collectors:\n  syscall: {syscalls: [pread64, open]}\n") ==
+        "test.yaml:2: collectors.syscall.syscalls: unknown syscall 'open' (one of: read, write, "
+        "pread64, pwrite64, readv, writev, preadv, pwritev, preadv2, pwritev2, fsync, fdatasync, "
+        "sync_file_range, io_submit, io_getevents, io_uring_enter, sendto, sendmsg, sendmmsg, "
+        "recvfrom, recvmsg, recvmmsg)");
+  CHECK(rejected("collectors:\n  syscall: {syscalls: []}\n") ==
+        "test.yaml:2: collectors.syscall.syscalls: expected a list of syscalls (or enabled: false "
+        "for none)");
   CHECK(rejected("collectors:\n  osd: {detail: maybe}\n") ==
         "test.yaml:2: collectors.osd.detail: unknown detail 'maybe' (one of: never, always)");
   CHECK(rejected("collectors:\n  osd: {bluestore_stages: true}\n") ==
