@@ -9,10 +9,14 @@
 #   2. per tier, the probe path's share of the OSDs' CPU samples (perf cpu-clock);
 #   3. at one client thread (the CPUs not saturated, so the critical path shows): average
 #      latency, IOPS and OSD CPU per client write without the daemon and with each tier,
-#      alternating; the median of the with-minus-without differences.
+#      alternating; the median of the with-minus-without differences;
+#   4. the whole daemon with the shipped config (config/cephscope.yaml: every collector): the
+#      runs and BPF run time of every program it loads per client write, by collector, and
+#      IOPS with and without it in alternating pairs (THREADS threads).
 # A benchmark: it prints figures and asserts nothing about time (MACHINE.md: noisy 2 cores).
 #   usage: tests/bench/osd-overhead.sh BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]
-#   THREADS=N sets rados bench -t of parts 1 and 2 (default 16). Needs root, bpftrace, bpftool.
+#   THREADS=N sets rados bench -t of parts 1, 2 and 4 (default 16); PARTS="1 4" runs only
+#   those parts (default all). Needs root, bpftrace, bpftool.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
 cluster=${2:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
@@ -51,8 +55,8 @@ cleanup() {
 trap cleanup EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
 
-# program ids of kprobe-type programs (uprobes are of that type), to find the newest ones
-prog_ids() { bpftool prog show | awk '/^[0-9]+: kprobe / { sub(":", "", $1); print $1 }' | sort; }
+# ids of every loaded BPF program, to find the ones a daemon or bpftrace loads
+prog_ids() { bpftool prog show | awk '/^[0-9]+: / { sub(":", "", $1); print $1 }' | sort; }
 
 # Starts the daemon with only the OSD collector at DETAIL (never|always) and waits for its
 # probes: 2 per OSD in tier 1, 6 in tier 2. Leaves the new program ids in $work/ids.
@@ -81,6 +85,36 @@ CONF
   echo "the osd probes did not attach; log:" >&2
   tail -20 "$work/daemon.log" >&2
   exit 1
+}
+
+# The daemon with the shipped config, on our port; waits for the OSD probes (tier 1).
+start_default_daemon() {
+  local n
+  sed "s/^listen: .*/listen: \"127.0.0.1:$port\"/" "$(dirname "$0")/../../config/cephscope.yaml" > "$work/default.yaml"
+  grep -q "^listen: \"127.0.0.1:$port\"" "$work/default.yaml" || { echo "no listen line in config/cephscope.yaml" >&2; exit 1; }
+  prog_ids > "$work/ids.before"
+  "$bin" --config "$work/default.yaml" 2>> "$work/daemon.log" &
+  runner=$!
+  for _ in $(seq 600); do
+    n=$(curl -s "localhost:$port/metrics" 2>/dev/null | grep '^cephscope_probe_attached{' |
+      grep 'collector="osd"' | grep 'reason="ok"' | grep -c ' 1$' || true)
+    if [ "${n:-0}" -ge 6 ]; then
+      prog_ids | comm -13 "$work/ids.before" - > "$work/ids"
+      return 0
+    fi
+    sleep 0.2
+  done
+  echo "the osd probes did not attach; log:" >&2
+  tail -20 "$work/daemon.log" >&2
+  exit 1
+}
+
+# collector -> "runs ns", from the daemon's own bpf_stats series
+collector_totals() {
+  curl -s "localhost:$port/metrics" | awk '
+    /^cephscope_bpf_program_runs_total\{/ { match($0, /collector="[^"]*"/); c = substr($0, RSTART+11, RLENGTH-12); runs[c] += $NF }
+    /^cephscope_bpf_program_run_seconds_total\{/ { match($0, /collector="[^"]*"/); c = substr($0, RSTART+11, RLENGTH-12); ns[c] += $NF * 1e9 }
+    END { for (c in runs) printf "%s %d %d\n", c, runs[c], ns[c] }' | sort
 }
 
 # The floor: an empty program on each function tier 1 probes, in the same OSDs.
@@ -162,6 +196,9 @@ median() { sort -n | awk '{ v[NR] = $1 } END {
   m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
   printf "%.2f (%.2f-%.2f)", m, v[1], v[NR] }'; }
 
+part() { case " ${PARTS:-1 2 3 4} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+if part 1; then
 echo "== 1. BPF cost per hit, OSD op and client write: $rounds alternating rounds of $secs s, 4 KiB writes, ${THREADS:-16} threads"
 for i in $(seq "$rounds"); do
   for what in tier1 tier2 floor; do
@@ -185,8 +222,9 @@ for what in tier1 tier2 floor; do
 done
 paste -d' ' "$work/tier1" "$work/floor" | awk '{ print $3 - $7 }' > "$work/above"
 echo "  tier 1 per hit above the floor, paired by round, ns: $(median < "$work/above")"
+fi
 
-if command -v perf > /dev/null; then
+if part 2 && command -v perf > /dev/null; then
   echo "== 2. the probe path's share of the OSDs' CPU samples (perf cpu-clock, $secs s)"
   for detail in never always; do
     start_daemon "$detail"
@@ -205,6 +243,7 @@ if command -v perf > /dev/null; then
   done
 fi
 
+if part 3; then
 echo "== 3. one client thread, $rounds alternating rounds of $secs s: none, tier 1, tier 2"
 for i in $(seq "$rounds"); do
   read -r _ iops0 lat0 cpu0 < <(bench 1)
@@ -223,3 +262,31 @@ for i in $(seq "$rounds"); do
 done
 echo "  added latency per client write, us: tier 1 $(cut -d' ' -f1 "$work/lat" | median), tier 2 $(cut -d' ' -f2 "$work/lat" | median)"
 echo "  added OSD CPU per client write (3 OSDs), us: tier 1 $(cut -d' ' -f1 "$work/cpu" | median), tier 2 $(cut -d' ' -f2 "$work/cpu" | median)"
+fi
+
+part 4 || exit 0
+echo "== 4. the whole daemon, shipped config: every program per client write, $secs s, ${THREADS:-16} threads"
+start_default_daemon
+collector_totals > "$work/c0"
+read -r r0 t0 < <(prog_totals)
+read -r writes iops _ _ < <(bench "${THREADS:-16}")
+read -r r1 t1 < <(prog_totals)
+collector_totals > "$work/c1"
+stop_runner
+clean_pool
+join "$work/c0" "$work/c1" | awk -v w="$writes" '
+  { printf "  %-8s %8.1f runs, %7.2f us of BPF run time per client write\n", $1, ($4 - $2) / w, ($5 - $3) / w / 1000 }'
+awk -v r=$((r1 - r0)) -v t=$((t1 - t0)) -v w="$writes" \
+  'BEGIN { printf "  every program the daemon loaded: %.1f runs, %.2f us per client write\n", r / w, t / w / 1000 }'
+for i in $(seq "$rounds"); do
+  read -r _ base _ _ < <(bench "${THREADS:-16}")
+  clean_pool
+  start_default_daemon
+  read -r _ with _ _ < <(bench "${THREADS:-16}")
+  stop_runner
+  clean_pool
+  r=$(awk -v a="$with" -v b="$base" 'BEGIN { printf "%.3f", a / b }')
+  echo "$r" >> "$work/ratios"
+  echo "  pair $i: without $base IOPS, with $with IOPS, ratio $r"
+done
+echo "  IOPS with/without the daemon, median (min-max): $(median < "$work/ratios")"
