@@ -17,6 +17,7 @@
 #include "app/service_notify.h"
 #include "app/target_sync.h"
 #include "collectors/collector.h"
+#include "collectors/osd_detail_control.h"
 #include "collectors/osd_probes.h"
 #include "collectors/slow_ops.h"
 #include "discovery/discovery.h"
@@ -224,7 +225,9 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   discovery->set_config(config.discovery);
 
   SlowOpLog slow_ops(config.collectors.osd_slow_op_records);
-  const CollectorContext ctx{features, config, (*events)->tracked_map_fd(), tracefs, &slow_ops};
+  OsdDetailControl detail_control;
+  const CollectorContext ctx{features, config, (*events)->tracked_map_fd(), tracefs, &slow_ops,
+                             &detail_control};
   const auto collectors = make_collectors(ctx);
   for (const auto& c : collectors) {
     spdlog::info("collector {}: {}", c->name(), c->hook());
@@ -249,7 +252,9 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   auto server = HttpServer::start(
       {.listen = config.listen,
        .metrics_protobuf = [&] { return exporter.render_protobuf(); },
-       .slow_ops = [&] { return slow_ops.json(); }},
+       .slow_ops = [&] { return slow_ops.json(); },
+       .osd_detail = [&](const std::string& who,
+                         const std::string& fsid) { return detail_control.request(who, fsid); }},
       std::move(*web), [&] { return exporter.render(); }, ready);
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message);

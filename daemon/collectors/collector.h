@@ -25,6 +25,7 @@
 
 namespace cephscope {
 
+class OsdDetailControl;
 class SlowOpLog;
 
 struct CollectorContext {
@@ -33,6 +34,7 @@ struct CollectorContext {
   int tracked_map_fd;  // the shared tgid -> target id filter map
   std::string tracefs_dir;
   SlowOpLog* slow_ops = nullptr;  // where the OSD collector keeps slow-op records
+  OsdDetailControl* detail_control = nullptr;  // the endpoint's requests of the OSD collector
 };
 
 using TargetLabelMap = std::unordered_map<std::uint32_t, Labels>;

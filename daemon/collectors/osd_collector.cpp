@@ -22,6 +22,8 @@
 
 #include "bpf/osd.h"
 #include "collectors/bpf_collector.h"
+#include "collectors/osd_detail.h"
+#include "collectors/osd_detail_control.h"
 #include "collectors/osd_probes.h"
 #include "collectors/slow_ops.h"
 #include "core/hist.h"
@@ -57,10 +59,25 @@ std::int64_t realtime_offset_ns() {
       .count();
 }
 
+DetailSettings detail_settings(const Config::Collectors& c) {
+  using std::chrono::duration_cast;
+  using std::chrono::seconds;
+  DetailSettings s;
+  s.window = std::max(seconds(1), duration_cast<seconds>(c.osd_detail_window));
+  s.min_interval = duration_cast<seconds>(c.osd_detail_min_interval);
+  s.p99_bound_seconds = std::chrono::duration<double>(c.osd_detail_p99_bound).count();
+  return s;
+}
+
+// How often the OSDs' totals are read for the automatic windows' triggers.
+constexpr auto kDetailCheck = std::chrono::seconds(5);
+
 class OsdCollector final : public BpfCollector {
  public:
   explicit OsdCollector(const CollectorContext& ctx)
-      : store_(store_options(ctx.config.profiles)), set_(osd::probe_set()) {
+      : store_(store_options(ctx.config.profiles)),
+        set_(osd::probe_set()),
+        windows_(detail_settings(ctx.config.collectors)) {
     start(ctx);
   }
   OsdCollector(const OsdCollector&) = delete;
@@ -68,6 +85,9 @@ class OsdCollector final : public BpfCollector {
   OsdCollector(OsdCollector&&) = delete;
   OsdCollector& operator=(OsdCollector&&) = delete;
   ~OsdCollector() override {
+    if (control_ != nullptr) {
+      control_->set(nullptr);  // no request reaches the collector from here on
+    }
     for (auto* t : {&worker_, &record_reader_}) {
       if (t->joinable()) {  // not started when the object failed to load
         t->request_stop();
@@ -87,22 +107,39 @@ class OsdCollector final : public BpfCollector {
     bool leaving = false;  // its detach is queued
     std::string who;       // ceph_daemon
     std::string fsid;      // its cluster, when known: osd.N is per cluster
+    std::uint32_t target = 0;
+    std::string binary;  // the host path its uprobes go on
+    osd::BuildPlan plan;
     std::vector<Link> links;
+    std::vector<Link> detail_links;  // tier 2 while a window is open (detail: auto)
+    std::set<std::string> attached;       // programs attached
+    std::map<std::string, Cause> failed;  // programs whose attach failed, and why
     std::vector<ProbeStatus> status;
     std::array<Cause, OSD_STAGE_COUNT> stage_gaps;  // ok when the stage works
   };
 
   // Attach or detach one OSD process, in the worker: resolving a new build's profile takes
   // seconds and a uprobe detach ~100 ms, which must not hold up the daemon loop.
+  enum class Work { kAttach, kDetach, kDetailOn, kDetailOff };
   struct Request {
     pid_t pid = 0;
-    std::optional<TargetView> attach;  // empty: detach
+    Work what = Work::kDetach;
+    std::optional<TargetView> attach;  // kAttach's target
   };
 
   void start(const CollectorContext& ctx);
   void work(const std::stop_token& stop);
   void attach_process(const TargetView& target, pid_t pid, Process& proc,
                       const std::stop_token& stop);
+  // Attaches one probe point in PROC; its status and link go to PROC.
+  void attach_point(pid_t pid, Process& proc, const osd::ProbePoint& point,
+                    std::vector<Link>& into);
+  std::vector<Link> set_detail(pid_t pid, Process& proc, bool on);
+  void statuses(Process& proc) const;
+  void check_windows(Clock::time_point now);
+  void queue_detail(const OsdId& osd, bool on);  // under mu_
+  std::pair<int, std::string> request_detail(const std::string& who, const std::string& fsid);
+  void detail_status(MetricSink& out) const;
   void stage_status(MetricSink& out) const;
   void start_records(SlowOpLog* log);
   void take_record(const osd_slow_record& r);
@@ -112,7 +149,9 @@ class OsdCollector final : public BpfCollector {
   osd_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
   int layouts_fd_ = -1;
-  bool detail_ = false;  // tier 2 in every OSD (collectors.osd.detail: always)
+  std::string mode_ = "never";  // collectors.osd.detail: never, always, auto
+  DetailWindows windows_;          // guarded by mu_
+  Clock::time_point next_check_{};
   Buckets whole_buckets_ = Buckets::kFull;
   Buckets stage_buckets_ = Buckets::kCoarse;
 
@@ -123,6 +162,7 @@ class OsdCollector final : public BpfCollector {
   std::map<pid_t, Process> attached_;  // destroyed before the base closes the object
 
   SlowOpLog* slow_ops_ = nullptr;
+  OsdDetailControl* control_ = nullptr;
   std::unique_ptr<ring_buffer, decltype(&ring_buffer__free)> records_{nullptr, ring_buffer__free};
   std::jthread record_reader_;  // polls records_; stops before it goes
   std::jthread worker_;         // last: stops first
@@ -147,7 +187,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
                 all);
     return;
   }
-  detail_ = ctx.config.collectors.osd_detail != "never";
+  mode_ = ctx.config.collectors.osd_detail;
   // The whole op keeps every bucket; each stage, every other (docs/metrics.md#series-budget).
   whole_buckets_ = buckets_setting(ctx.config.collectors.osd.buckets, Buckets::kFull);
   stage_buckets_ = buckets_setting(ctx.config.collectors.osd.buckets, Buckets::kCoarse);
@@ -164,6 +204,12 @@ void OsdCollector::start(const CollectorContext& ctx) {
   store_.load_shipped();
   start_records(ctx.slow_ops);
   worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
+  if (ctx.detail_control != nullptr) {
+    control_ = ctx.detail_control;
+    control_->set([this](const std::string& who, const std::string& fsid) {
+      return request_detail(who, fsid);
+    });
+  }
 }
 
 void OsdCollector::start_records(SlowOpLog* log) {
@@ -263,13 +309,13 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
     for (const pid_t pid : t.pids) {
       live.insert(pid);
       if (!attached_.contains(pid) && queued_.insert(pid).second) {
-        queue_.push_back({pid, t});
+        queue_.push_back({pid, Work::kAttach, t});
       }
     }
   }
   for (const auto& [pid, proc] : attached_) {
     if (!live.contains(pid) && !proc.leaving) {
-      queue_.push_back({pid, std::nullopt});
+      queue_.push_back({pid, Work::kDetach, std::nullopt});
     }
   }
   for (auto& [pid, proc] : attached_) {
@@ -277,7 +323,7 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
   }
   for (const pid_t pid : queued_) {
     if (!live.contains(pid)) {
-      queue_.push_back({pid, std::nullopt});  // gone while its attach waits: detach after it
+      queue_.push_back({pid, Work::kDetach, std::nullopt});  // gone while its attach waits
     }
   }
   if (queue_.size() != before) {
@@ -285,9 +331,128 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
   }
 }
 
-void OsdCollector::refresh(Clock::time_point /*now*/) {
-  if (skel_ != nullptr) {
-    skel_->bss->rt_off_ns = realtime_offset_ns();
+void OsdCollector::refresh(Clock::time_point now) {
+  if (skel_ == nullptr) {
+    return;
+  }
+  skel_->bss->rt_off_ns = realtime_offset_ns();
+  if (mode_ == "auto") {
+    check_windows(now);
+  }
+}
+
+// detail: auto: every kDetailCheck, each OSD's client-op totals may open a window; windows
+// that ran their time are closed.
+void OsdCollector::check_windows(Clock::time_point now) {
+  std::map<std::uint32_t, std::pair<hist, std::uint64_t>> totals;  // target -> whole, slow
+  const bool check = now >= next_check_;
+  if (check) {
+    next_check_ = now + kDetailCheck;
+    const Status walked = for_each_percpu<osd_stats_key, osd_stats>(
+        stats_fd_, [&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
+          if (k.kind != OSD_KIND_OP) {
+            return;
+          }
+          auto& [whole, slow] = totals[k.target];
+          for (const auto& c : cpus) {
+            add_hist(whole, c.latency[OSD_STAGE_WHOLE]);
+            slow += c.slow[OSD_STAGE_WHOLE];
+          }
+        });
+    if (!walked.ok()) {
+      spdlog::warn("osd: detail windows: {}", walked.error().message);
+    }
+  }
+  std::lock_guard lock(mu_);
+  if (check) {
+    std::map<std::uint32_t, OsdId> osds;
+    for (const auto& [pid, proc] : attached_) {
+      osds.try_emplace(proc.target, OsdId{proc.who, proc.fsid});
+    }
+    for (const auto& [target, id] : osds) {
+      const auto t = totals.find(target);
+      const hist none{};
+      const auto trigger = t == totals.end()
+                               ? windows_.observe(id, now, none, 0)
+                               : windows_.observe(id, now, t->second.first, t->second.second);
+      if (trigger) {
+        spdlog::info("osd: {}: detail window opened ({})", id.first, *trigger);
+        queue_detail(id, true);
+      }
+    }
+  }
+  for (const auto& id : windows_.expire(now)) {
+    queue_detail(id, false);
+  }
+}
+
+void OsdCollector::queue_detail(const OsdId& osd, bool on) {
+  for (const auto& [pid, proc] : attached_) {
+    if (!proc.leaving && proc.who == osd.first && proc.fsid == osd.second) {
+      queue_.push_back({pid, on ? Work::kDetailOn : Work::kDetailOff, std::nullopt});
+    }
+  }
+  wake_.notify_one();
+}
+
+// POST /debug/osd-detail?ceph_daemon=osd.N[&fsid=F]: a window on that OSD, now.
+std::pair<int, std::string> OsdCollector::request_detail(const std::string& who,
+                                                         const std::string& fsid) {
+  if (mode_ != "auto") {
+    return {409, "collectors.osd.detail is " + mode_ + ": windows open only under auto\n"};
+  }
+  std::lock_guard lock(mu_);
+  std::set<OsdId> matches;
+  for (const auto& [pid, proc] : attached_) {
+    if (!proc.leaving && proc.who == who && (fsid.empty() || proc.fsid == fsid)) {
+      matches.insert({proc.who, proc.fsid});
+    }
+  }
+  if (matches.empty()) {
+    return {404, "no OSD " + who + (fsid.empty() ? "" : " of cluster " + fsid) + " here\n"};
+  }
+  if (matches.size() > 1) {
+    return {400, who + " is in more than one cluster here: name it with fsid=\n"};
+  }
+  const OsdId id = *matches.begin();
+  const auto until = windows_.request(id, Clock::now());
+  if (!until) {
+    return {409, "a detail window is already open on " + who + "\n"};
+  }
+  queue_detail(id, true);
+  spdlog::info("osd: {}: detail window opened (request)", who);
+  const auto secs =
+      std::chrono::duration_cast<std::chrono::seconds>(*until - Clock::now()).count() + 1;
+  return {200, "detail window opened on " + who + " for " + std::to_string(secs) + " s\n"};
+}
+
+// When tier 2 ran: per OSD, a window open now, and windows opened by trigger.
+void OsdCollector::detail_status(MetricSink& out) const {
+  std::set<OsdId> osds;
+  std::lock_guard lock(mu_);
+  for (const auto& [pid, proc] : attached_) {
+    osds.insert({proc.who, proc.fsid});
+  }
+  const auto states = windows_.states();
+  for (const auto& id : osds) {
+    const Labels l{{"ceph_daemon", id.first}, {"fsid", id.second}};
+    const auto st = states.find(id);
+    const bool active = mode_ == "always" || (st != states.end() && st->second.active);
+    out.gauge("cephscope_osd_detail_active",
+              "1 while tier 2 (BlueStore detail) is attached to the OSD.", l, active ? 1 : 0);
+    if (mode_ != "auto") {
+      continue;
+    }
+    for (const char* trigger : {"slow_ops", "latency", "request"}) {
+      std::uint64_t n = 0;
+      if (st != states.end()) {
+        auto w = st->second.windows.find(trigger);
+        n = w == st->second.windows.end() ? 0 : w->second;
+      }
+      out.counter("cephscope_osd_detail_windows_total",
+                  "Tier-2 detail windows opened on the OSD, by what opened them.",
+                  l + Labels{{"trigger", trigger}}, static_cast<double>(n));
+    }
   }
 }
 
@@ -302,7 +467,7 @@ void OsdCollector::work(const std::stop_token& stop) {
       req = std::move(queue_.front());
       queue_.pop_front();
     }
-    if (req.attach) {
+    if (req.what == Work::kAttach) {
       Process proc;
       attach_process(*req.attach, req.pid, proc, stop);
       std::lock_guard lock(mu_);
@@ -312,9 +477,15 @@ void OsdCollector::work(const std::stop_token& stop) {
     }
     Process gone;
     {
-      std::lock_guard lock(mu_);
+      std::unique_lock lock(mu_);
       auto it = attached_.find(req.pid);
       if (it == attached_.end()) {
+        continue;
+      }
+      if (req.what != Work::kDetach) {
+        auto off = set_detail(req.pid, it->second, req.what == Work::kDetailOn);
+        lock.unlock();
+        off.clear();
         continue;
       }
       gone = std::move(it->second);
@@ -326,6 +497,7 @@ void OsdCollector::work(const std::stop_token& stop) {
                    std::strerror(errno));
     }
     gone.links.clear();  // the slow part, outside the lock
+    gone.detail_links.clear();
   }
 }
 
@@ -369,7 +541,7 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
         who, pid, module.host_path, verifier->symbol_starts(), verifier->fde_starts());
   }
   const osd::BuildPlan plan =
-      osd::plan_for(prof, module.host_path, who, detail_, verifier ? &*verifier : nullptr);
+      osd::plan_for(prof, module.host_path, who, mode_ != "never", verifier ? &*verifier : nullptr);
   if (!plan.missing_members.empty()) {
     spdlog::warn("osd: {} build {}: members not resolved ({}): {}", who, prof.build_id, prof.source,
                  plan.missing_members);
@@ -377,42 +549,103 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
   if (!plan.io_done.ok()) {
     spdlog::warn("osd: {} build {}: {}", who, prof.build_id, plan.io_done.detail);
   }
+  proc.target = target.id;
+  proc.binary = module.host_path;
+  proc.plan = plan;
+  proc.plan.layout.target = target.id;
+  proc.plan.layout.detail = mode_ == "always" ? 1 : 0;
   const auto tgid = static_cast<std::uint32_t>(pid);
-  osd_layout layout = plan.layout;
-  layout.target = target.id;
-  layout.detail = detail_ ? 1 : 0;
-  if (bpf_map_update_elem(layouts_fd_, &tgid, &layout, BPF_ANY) != 0) {
+  if (bpf_map_update_elem(layouts_fd_, &tgid, &proc.plan.layout, BPF_ANY) != 0) {
     fail_all({Reason::kInternal, std::string("cannot store the layout: ") + std::strerror(errno)});
     return;
   }
-  proc.status = plan.unavailable;
   for (const auto& st : plan.unavailable) {
     spdlog::warn("osd: {} build {}: {} not placed ({}): {}", who, prof.build_id, st.probe,
                  to_string(st.why.reason), st.why.detail);
   }
-  std::set<std::string> attached;
   for (const auto& point : plan.points) {
-    auto* prog = bpf_object__find_program_by_name(skel_->obj, point.program.c_str());
-    LIBBPF_OPTS(bpf_uprobe_opts, opts);
-    bpf_link* link =
-        bpf_program__attach_uprobe_opts(prog, pid, module.host_path.c_str(), point.offset, &opts);
-    if (link == nullptr) {
-      const int err = errno;
-      const Cause why{reason_of_errno(err, Reason::kAttachFailed),
-                      std::string("attach failed: ") + std::strerror(err)};
-      spdlog::warn("osd: {} (pid {}): {} {}", who, pid, point.function, why.detail);
-      proc.status.push_back({point.function, who, false, why});
-      continue;
+    if (!point.detail || mode_ == "always") {  // auto: tier 2 waits for a window
+      attach_point(pid, proc, point, proc.links);
     }
-    proc.links.emplace_back(link);
-    proc.status.push_back({point.function, who, true, {}});
-    attached.insert(point.program);
   }
-  proc.stage_gaps = osd::stage_gaps(plan, attached);
+  statuses(proc);
   spdlog::info("osd: {} (pid {}): {} of {} probes attached, profile {} ({}){}{}", who, pid,
                proc.links.size(), plan.points.size() + plan.unavailable.size(), prof.build_id,
                profile::to_string(loaded->origin), loaded->location.empty() ? "" : " from ",
                loaded->location);
+}
+
+void OsdCollector::attach_point(pid_t pid, Process& proc, const osd::ProbePoint& point,
+                                std::vector<Link>& into) {
+  auto* prog = bpf_object__find_program_by_name(skel_->obj, point.program.c_str());
+  LIBBPF_OPTS(bpf_uprobe_opts, opts);
+  bpf_link* link =
+      bpf_program__attach_uprobe_opts(prog, pid, proc.binary.c_str(), point.offset, &opts);
+  if (link == nullptr) {
+    const int err = errno;
+    const Cause why{reason_of_errno(err, Reason::kAttachFailed),
+                    std::string("attach failed: ") + std::strerror(err)};
+    spdlog::warn("osd: {} (pid {}): {} {}", proc.who, pid, point.function, why.detail);
+    proc.failed[point.program] = why;
+    return;
+  }
+  into.emplace_back(link);
+  proc.failed.erase(point.program);
+  proc.attached.insert(point.program);
+}
+
+// Probe statuses and stage gaps from what is attached now; tier 2 outside a window is off.
+void OsdCollector::statuses(Process& proc) const {
+  const Cause resting{Reason::kDisabled,
+                      "tier 2 attaches in detail windows (collectors.osd.detail: auto); none "
+                      "is open"};
+  proc.status = proc.plan.unavailable;
+  for (const auto& point : proc.plan.points) {
+    if (proc.attached.contains(point.program)) {
+      proc.status.push_back({point.function, proc.who, true, {}});
+    } else if (auto f = proc.failed.find(point.program); f != proc.failed.end()) {
+      proc.status.push_back({point.function, proc.who, false, f->second});
+    } else if (point.detail) {
+      proc.status.push_back({point.function, proc.who, false, resting});
+    }
+  }
+  proc.stage_gaps = osd::stage_gaps(proc.plan, proc.attached);
+  if (mode_ == "auto" && proc.detail_links.empty()) {
+    for (int s = OSD_STAGE_BS_PREPARE; s <= OSD_STAGE_BS_KV_COMMIT; ++s) {
+      if (proc.stage_gaps[s].reason == Reason::kProbeNotAttached) {
+        proc.stage_gaps[s] = resting;
+      }
+    }
+  }
+}
+
+// Opens (attaches tier 2, then lets the programs join ops to transactions) or closes (the
+// other way round) a detail window in one OSD process. Called by the worker under mu_.
+std::vector<Link> OsdCollector::set_detail(pid_t pid, Process& proc, bool on) {
+  const auto tgid = static_cast<std::uint32_t>(pid);
+  if (on && proc.detail_links.empty()) {
+    for (const auto& point : proc.plan.points) {
+      if (point.detail) {
+        attach_point(pid, proc, point, proc.detail_links);
+      }
+    }
+  }
+  proc.plan.layout.detail = on && !proc.detail_links.empty() ? 1 : 0;
+  if (bpf_map_update_elem(layouts_fd_, &tgid, &proc.plan.layout, BPF_EXIST) != 0) {
+    spdlog::warn("osd: {} (pid {}): layout not updated: {}", proc.who, pid, std::strerror(errno));
+  }
+  std::vector<Link> off;
+  if (!on) {
+    off.swap(proc.detail_links);
+    for (const auto& point : proc.plan.points) {
+      if (point.detail) {
+        proc.attached.erase(point.program);
+      }
+    }
+  }
+  statuses(proc);
+  spdlog::info("osd: {} (pid {}): detail window {}", proc.who, pid, on ? "opened" : "closed");
+  return off;  // detached by the caller, outside the lock (about 100 ms per uprobe)
 }
 
 // One status per probe and target: a target (osd.N of a cluster) can have several processes
@@ -465,6 +698,7 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     return ok_status();
   }
   stage_status(out);
+  detail_status(out);
   std::map<std::tuple<std::uint32_t, int, int>, osd_stats> sums;
   Status walked = for_each_percpu<osd_stats_key, osd_stats>(
       stats_fd_, [&](const osd_stats_key& k, std::span<const osd_stats> cpus) {

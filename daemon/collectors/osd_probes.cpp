@@ -275,7 +275,7 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
     }
   }
   auto add = [&](const std::string& function, const char* program, std::uint32_t needs,
-                 const Result<std::uint64_t>& offset) {
+                 bool detail, const Result<std::uint64_t>& offset) {
     if (!offset.ok()) {
       plan.unavailable.push_back(
           {function, who, false, cause_of(offset.error(), Reason::kSymbolNotFound)});
@@ -286,7 +286,7 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
            false,
            {plan.members_reason, "members missing: " + plan.missing_members}});
     } else {
-      plan.points.push_back({function, program, *offset});
+      plan.points.push_back({function, program, *offset, detail});
     }
   };
   auto entry = [&](const char* function) -> Result<std::uint64_t> {
@@ -321,7 +321,7 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
       unplaced.insert(u.program);
       continue;
     }
-    add(u.label, u.program, u.needs, offset);
+    add(u.label, u.program, u.needs, u.detail, offset);
   }
   if (!detail) {
     plan.store_off = {Reason::kDisabled, "tier 2 turned off (collectors.osd.detail: never)"};

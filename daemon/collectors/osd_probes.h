@@ -118,6 +118,7 @@ struct ProbePoint {
   std::string function;
   std::string program;
   std::uint64_t offset = 0;
+  bool detail = false;  // tier 2 (UprobeDef::detail)
 };
 
 struct BuildPlan {

@@ -68,8 +68,14 @@ struct Config {
     std::size_t osd_slow_op_records = 100;
     // Tier 2 (collectors.osd.detail): BlueStore's transaction stages, 3 to 4 more uprobe hits
     // per transaction, one on the kv_final thread, and 5 more histograms per op kind.
-    // "never": tier 1 alone, one hit per OSD op; "always".
-    std::string osd_detail = "never";
+    // "never": tier 1 alone, one hit per OSD op; "always"; "auto": tier 2 in bounded windows
+    // per OSD (collectors.osd.detail_window), opened when its slow ops rise or its tier-1 p99
+    // over the last minute exceeds detail_p99_bound (at most one automatic window per
+    // detail_min_interval), and on an operator's POST /debug/osd-detail.
+    std::string osd_detail = "auto";
+    std::chrono::milliseconds osd_detail_window{60'000};
+    std::chrono::milliseconds osd_detail_min_interval{600'000};
+    std::chrono::milliseconds osd_detail_p99_bound{500};
     // Per-target block latency histograms (collectors.block.target_histograms): the
     // per-device ones carry the latency; per target only the bytes by default.
     bool block_target_histograms = false;

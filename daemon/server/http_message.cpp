@@ -215,10 +215,14 @@ const char* status_text(int status) {
       return "Bad Request";
     case 401:
       return "Unauthorized";
+    case 403:
+      return "Forbidden";
     case 404:
       return "Not Found";
     case 405:
       return "Method Not Allowed";
+    case 409:
+      return "Conflict";
     case 431:
       return "Request Header Fields Too Large";
     case 500:

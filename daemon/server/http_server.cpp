@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -594,11 +595,57 @@ struct HttpServer::Impl {
     return serialize_response(r, req.method == "HEAD");
   }
 
+  // POST /debug/osd-detail?ceph_daemon=osd.N[&fsid=F]: a tier-2 window on that OSD.
+  HttpResponse osd_detail(const HttpRequest& req, const WebConfig& web_config,
+                          bool loopback) const {
+    if (!web_config.auth.enabled() && !loopback) {
+      return text(403, "/debug/osd-detail: only from this host, or with basic_auth_users\n");
+    }
+    if (req.method != "POST") {
+      HttpResponse r = text(405, "only POST\n");
+      r.headers.emplace_back("Allow", "POST");
+      return r;
+    }
+    if (auto len = req.header("content-length"); len && *len != "0") {
+      return text(400, "no body expected: the OSD goes in the query\n");
+    }
+    std::string who;
+    std::string fsid;
+    const auto q = req.target.find('?');
+    std::string_view query =
+        q == std::string::npos ? std::string_view() : std::string_view(req.target).substr(q + 1);
+    while (!query.empty()) {
+      const auto amp = query.find('&');
+      const std::string_view pair = query.substr(0, amp);
+      const auto eq = pair.find('=');
+      const std::string_view key = pair.substr(0, eq);
+      const std::string value(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+      if (key == "ceph_daemon") {
+        who = value;
+      } else if (key == "fsid") {
+        fsid = value;
+      } else {
+        return text(400, "unknown parameter (ceph_daemon, fsid)\n");
+      }
+      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+    }
+    static const std::regex kOsd("osd\\.[0-9]{1,9}");
+    static const std::regex kFsid("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+    if (!std::regex_match(who, kOsd) || (!fsid.empty() && !std::regex_match(fsid, kFsid))) {
+      return text(400, "expected ceph_daemon=osd.N and, optionally, fsid=<cluster uuid>\n");
+    }
+    auto [status, body] = options.osd_detail(who, fsid);
+    return text(status, body);
+  }
+
   HttpResponse route(const HttpRequest& req, const WebConfig& web_config, bool loopback) const {
     if (!web_config.auth.check(req.header("authorization").value_or(""))) {
       HttpResponse r = text(401, "Unauthorized\n");
       r.headers.emplace_back("WWW-Authenticate", BasicAuth::kChallenge);
       return r;
+    }
+    if (req.path == "/debug/osd-detail" && options.osd_detail) {
+      return osd_detail(req, web_config, loopback);
     }
     if (req.method != "GET" && req.method != "HEAD") {
       HttpResponse r = text(405, "only GET and HEAD\n");

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "core/result.h"
 #include "server/web_config.h"
@@ -37,6 +38,11 @@ class HttpServer {
     // JSON of the last slow-op records, at /debug/slow-ops: answered from this host, or to
     // a client the web config's basic auth let in (unset: 404).
     Render slow_ops;
+    // POST /debug/osd-detail?ceph_daemon=osd.N[&fsid=F], under the same rule: the status and
+    // body of the OSD collector's answer (unset: 404).
+    std::function<std::pair<int, std::string>(const std::string& ceph_daemon,
+                                              const std::string& fsid)>
+        osd_detail;
   };
 
   static Result<std::unique_ptr<HttpServer>> start(const Options& options, WebConfig web,

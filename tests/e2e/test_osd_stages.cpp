@@ -488,6 +488,127 @@ TEST_CASE("tier 1: one probe hit per OSD op gives the whole op and the event sta
   CHECK(*rc == 0);
 }
 
+namespace {
+
+// POST /debug/osd-detail for one OSD of the cluster: the HTTP status.
+int request_detail(const Daemon& daemon, const ClusterInfo& cluster, int id) {
+  std::string code;
+  const std::string url = "http://127.0.0.1:" + std::to_string(daemon.port()) +
+                          "/debug/osd-detail?ceph_daemon=" + osd_name(id) + "&fsid=" + cluster.fsid;
+  run_command("curl -s -o /dev/null -w '%{http_code}' -X POST '" + url + "'", &code);
+  return code.empty() ? 0 : std::stoi(code);
+}
+
+// Polls until OSD ID's tier 2 is attached (ON) or detached; false after 20 s.
+bool wait_detail(const ClusterInfo& cluster, Daemon& daemon, int id, bool on) {
+  for (int i = 0; i < 100; ++i) {
+    const auto m = daemon.scrape();
+    const bool active =
+        m.sum("cephscope_osd_detail_active", osd_labels(cluster, id)) == 1 &&
+        m.sum("cephscope_probe_attached", {{"collector", "osd"},
+                                           {"target", osd_name(id)},
+                                           {"fsid", cluster.fsid},
+                                           {"probe", "BlueStore::queue_transactions"},
+                                           {"reason", "ok"}}) == 1;
+    const bool resting =
+        m.sum("cephscope_osd_detail_active", osd_labels(cluster, id)) == 0 &&
+        !m.find("cephscope_probe_attached", {{"collector", "osd"},
+                                             {"target", osd_name(id)},
+                                             {"fsid", cluster.fsid},
+                                             {"probe", "BlueStore::queue_transactions"},
+                                             {"reason", "disabled"}})
+             .empty();
+    if (on ? active : resting) {
+      return true;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  return false;
+}
+
+// BlueStore kv commits counted on OSD ID: client writes as primary and replicated writes.
+double store_samples(const ClusterInfo& cluster, const Metrics& m, int id) {
+  return m.sum("cephscope_osd_op_stage_seconds_count",
+               osd_labels(cluster, id, {{"stage", "bluestore_kv_commit"}})) +
+         m.sum("cephscope_osd_subop_stage_seconds_count",
+               osd_labels(cluster, id, {{"stage", "bluestore_kv_commit"}}));
+}
+
+}  // namespace
+
+// detail: auto: tier 2 runs on an OSD only in windows, opened by an operator's request (one
+// at a time) and by rising slow ops, closed when they have run their time.
+TEST_CASE("detail: auto attaches tier 2 in bounded windows, on request and on slow ops",
+          "[e2e][ceph][osd][detail]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.osds.size() == 3);
+  Daemon daemon(test_dir(cluster.dir),
+                osd_only_config(", slow_op_threshold: 1s, detail: auto, detail_window: 8s, "
+                                "detail_min_interval: 10m"));
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon, kTier1Probes));
+  const int first = cluster.osds.front().id;
+  const int other = cluster.osds.at(1).id;
+  for (const auto& o : cluster.osds) {
+    CHECK(wait_detail(cluster, daemon, o.id, false));
+  }
+  rados_cleanup(cluster);
+
+  // 1. a request: osd.first gets tier 2 for 8 s, the others do not
+  CHECK(request_detail(daemon, cluster, first) == 200);
+  REQUIRE(wait_detail(cluster, daemon, first, true));
+  CHECK(request_detail(daemon, cluster, first) == 409);  // one window at a time
+  auto m0 = daemon.scrape();
+  bench(cluster, BenchMode::kWrite, 3);
+  auto m1 = daemon.scrape();
+  const double in_window = store_samples(cluster, m1, first) - store_samples(cluster, m0, first);
+  std::printf("  in osd.%d's window: %.0f BlueStore samples; osd.%d (no window): %.0f\n", first,
+              in_window, other, store_samples(cluster, m1, other));
+  CHECK(in_window > 0);
+  CHECK(store_samples(cluster, m1, other) == 0);
+  CHECK(m1.sum("cephscope_osd_detail_windows_total",
+               osd_labels(cluster, first, {{"trigger", "request"}})) == 1);
+  REQUIRE(wait_detail(cluster, daemon, first, false));  // the window ran its 8 s
+  m0 = daemon.scrape();
+  bench(cluster, BenchMode::kWrite, 2);
+  settle();
+  m1 = daemon.scrape();
+  CHECK(store_samples(cluster, m1, first) == store_samples(cluster, m0, first));
+  rados_cleanup(cluster);
+
+  // 2. rising slow ops: a replica paused for 3 s makes the primaries' writes slow
+  const auto& victim = cluster.osds.back();
+  const pid_t victim_pid =
+      victim.container.empty() ? victim.pid : container_osd_pid(victim.container);
+  REQUIRE(victim_pid > 0);
+  std::thread pauser([&] {
+    std::this_thread::sleep_for(1s);
+    kill(victim_pid, SIGSTOP);
+    std::this_thread::sleep_for(3s);
+    kill(victim_pid, SIGCONT);
+  });
+  bench(cluster, BenchMode::kWrite, 8);
+  pauser.join();
+  double slow_windows = 0;
+  for (int i = 0; i < 50 && slow_windows == 0; ++i) {  // triggers are read every 5 s
+    const auto m = daemon.scrape();
+    slow_windows = m.sum("cephscope_osd_detail_windows_total",
+                         {{"fsid", cluster.fsid}, {"trigger", "slow_ops"}});
+    std::this_thread::sleep_for(200ms);
+  }
+  std::printf("  windows opened by slow ops after osd.%d's pause: %.0f\n", victim.id,
+              slow_windows);
+  CHECK(slow_windows >= 1);
+  CHECK(daemon.log_has("detail window opened (slow_ops)", 1s));
+  rados_cleanup(cluster);
+  const auto rc = daemon.stop(20s);
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+}
+
 // An erasure-coded pool (k=2, m=1 over the 3 OSDs): the client write's primary runs the same
 // log_op_stats, so EC writes are counted per op like any other, with the stages that apply:
 // all but replication (EC ops carry no subop events; waiting for the other shards counts in

@@ -119,10 +119,12 @@ TEST_CASE("each config error names the key and its line", "[config]") {
         "test.yaml:2: collectors.syscall.syscalls: expected a list of syscalls (or enabled: false "
         "for none)");
   CHECK(rejected("collectors:\n  osd: {detail: maybe}\n") ==
-        "test.yaml:2: collectors.osd.detail: unknown detail 'maybe' (one of: never, always)");
+        "test.yaml:2: collectors.osd.detail: unknown detail 'maybe' (one of: never, always, auto)");
+  CHECK(rejected("collectors:\n  osd: {detail_window: 0s}\n")
+            .starts_with("test.yaml:2: collectors.osd.detail_window: expected a positive duration"));
   CHECK(rejected("collectors:\n  osd: {bluestore_stages: true}\n") ==
         "test.yaml:2: collectors.osd.bluestore_stages: replaced by collectors.osd.detail (never, "
-        "always)");
+        "always, auto)");
   CHECK(rejected("collectors:\n  nfs: {enabled: true}\n") ==
         "test.yaml:2: collectors.nfs: unknown key");
   CHECK(rejected("collectors:\n  syscall: true\n") ==

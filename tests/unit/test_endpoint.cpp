@@ -503,6 +503,44 @@ TEST_CASE("/debug/slow-ops: from this host or with basic auth, never to anyone e
   CHECK(ask(without.port, get).status == 404);
 }
 
+// An operator's request for a tier-2 window: POST only, the OSD in the query, checked before
+// it reaches the collector; from this host or with basic auth, as the slow-op records.
+TEST_CASE("POST /debug/osd-detail: checked, passed on, and refused from elsewhere",
+          "[endpoint][auth]") {
+  const auto elsewhere = own_address();
+  REQUIRE(elsewhere.has_value());
+  std::vector<std::pair<std::string, std::string>> asked;
+  HttpServer::Options o;
+  o.osd_detail = [&](const std::string& who, const std::string& fsid) {
+    asked.emplace_back(who, fsid);
+    return std::pair<int, std::string>{who == "osd.7" ? 404 : 200, "answer for " + who + "\n"};
+  };
+  Served s(o, {}, [] { return fake_metrics(); }, "0.0.0.0:0");
+  const std::string fsid = "57d4d0a1-f7ba-4367-9b9e-5a4ea4c0d273";
+  Reply ok = ask(s.port, request("POST", "/debug/osd-detail?ceph_daemon=osd.3&fsid=" + fsid));
+  CHECK(ok.status == 200);
+  CHECK(ok.body == "answer for osd.3\n");
+  CHECK(ask(s.port, request("POST", "/debug/osd-detail?ceph_daemon=osd.7")).status == 404);
+  REQUIRE(asked.size() == 2);
+  CHECK(asked[0] == std::pair<std::string, std::string>{"osd.3", fsid});
+  CHECK(asked[1] == std::pair<std::string, std::string>{"osd.7", ""});
+  Reply get = ask(s.port, request("GET", "/debug/osd-detail?ceph_daemon=osd.3"));
+  CHECK(get.status == 405);
+  CHECK(get.headers["allow"] == "POST");
+  for (const char* bad : {"/debug/osd-detail", "/debug/osd-detail?ceph_daemon=mon.a",
+                          "/debug/osd-detail?ceph_daemon=osd.1&fsid=../../etc",
+                          "/debug/osd-detail?ceph_daemon=osd.1&x=1"}) {
+    INFO(bad);
+    CHECK(ask(s.port, request("POST", bad)).status == 400);
+  }
+  CHECK(ask(s.port, request("POST", "/debug/osd-detail?ceph_daemon=osd.3",
+                            "Content-Length: 4\r\n") + "abcd")
+            .status == 400);
+  CHECK(ask_at(*elsewhere, s.port, request("POST", "/debug/osd-detail?ceph_daemon=osd.3"))
+            .starts_with("HTTP/1.1 403"));
+  CHECK(asked.size() == 2);  // none of the refused ones reached the collector
+}
+
 TEST_CASE("TLS with a certificate made by openssl, and basic auth inside it", "[endpoint][tls]") {
   const std::string dir = test_dir("/tmp");
   const TestPki pki = make_test_pki(dir);

@@ -1,0 +1,115 @@
+#include "collectors/osd_detail.h"
+
+#include <limits>
+
+namespace cephscope {
+
+namespace {
+
+hist minus(const hist& a, const hist& b) {
+  hist d{};
+  for (std::size_t i = 0; i < HIST_SLOTS; ++i) {
+    d.slots[i] = a.slots[i] >= b.slots[i] ? a.slots[i] - b.slots[i] : 0;
+  }
+  d.sum_ns = a.sum_ns >= b.sum_ns ? a.sum_ns - b.sum_ns : 0;
+  return d;
+}
+
+}  // namespace
+
+double DetailWindows::quantile_bound(const hist& h, double q) {
+  const std::uint64_t n = hist_count(h);
+  if (n == 0) {
+    return 0;
+  }
+  const auto rank = static_cast<std::uint64_t>(q * static_cast<double>(n) + 0.5);
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < HIST_FINITE_SLOTS; ++i) {
+    seen += h.slots[i];
+    if (seen >= rank && seen > 0) {
+      return static_cast<double>(HIST_FIRST_BOUND_NS << i) / 1e9;
+    }
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+void DetailWindows::open(Osd& o, Clock::time_point now, const std::string& trigger) {
+  o.active = true;
+  o.until = now + settings_.window;
+  ++o.windows[trigger];
+}
+
+std::optional<std::string> DetailWindows::observe(const OsdId& osd, Clock::time_point now,
+                                                  const hist& whole, std::uint64_t slow) {
+  Osd& o = osds_[osd];
+  std::optional<std::string> trigger;
+  if (!o.history.empty()) {
+    // the oldest sample at least a minute old, else the oldest there is
+    const Sample* base = &o.history.front();
+    for (const auto& s : o.history) {
+      if (now - s.at >= std::chrono::minutes(1)) {
+        base = &s;
+      }
+    }
+    const hist minute = minus(whole, base->whole);
+    if (slow > o.history.back().slow) {
+      trigger = "slow_ops";
+    } else if (hist_count(minute) >= settings_.min_ops &&
+               quantile_bound(minute, 0.99) > settings_.p99_bound_seconds) {
+      trigger = "latency";
+    }
+  }
+  o.history.push_back({now, whole, slow});
+  while (o.history.size() > 2 && now - o.history[1].at >= std::chrono::minutes(1)) {
+    o.history.pop_front();
+  }
+  const bool rested = !o.last_auto || now - *o.last_auto >= settings_.min_interval;
+  if (!trigger || o.active || !rested) {
+    return std::nullopt;
+  }
+  o.last_auto = now;
+  open(o, now, *trigger);
+  return trigger;
+}
+
+std::optional<DetailWindows::Clock::time_point> DetailWindows::request(const OsdId& osd,
+                                                                      Clock::time_point now) {
+  Osd& o = osds_[osd];
+  if (o.active) {
+    return std::nullopt;
+  }
+  open(o, now, "request");
+  return o.until;
+}
+
+std::vector<OsdId> DetailWindows::expire(Clock::time_point now) {
+  std::vector<OsdId> out;
+  for (auto& [id, o] : osds_) {
+    if (o.active && now >= o.until) {
+      o.active = false;
+      out.push_back(id);
+    }
+  }
+  return out;
+}
+
+bool DetailWindows::active(const OsdId& osd) const {
+  auto it = osds_.find(osd);
+  return it != osds_.end() && it->second.active;
+}
+
+std::map<OsdId, DetailWindows::State> DetailWindows::states() const {
+  std::map<OsdId, State> out;
+  for (const auto& [id, o] : osds_) {
+    out[id] = {o.active, o.windows};
+  }
+  return out;
+}
+
+void DetailWindows::forget_history(const OsdId& osd) {
+  if (auto it = osds_.find(osd); it != osds_.end()) {
+    it->second.history.clear();
+  }
+}
+
+}  // namespace cephscope
