@@ -569,8 +569,9 @@ static __always_inline void record_slow(struct osd_scratch *s, const struct osd_
 	k = s->subops_event;
 	if (k < s->n_events) {
 		asm volatile("%0 &= 31" : "+r"(k)); /* EVENT_SLOTS - 1, kept for the verifier */
-		bpf_probe_read_user_str(r->replicas, sizeof(r->replicas),
-					(const void *)*(__u64 *)(s->events + k * OSD_EVENT_SIZE + 8));
+		bpf_probe_read_user_str(
+		    r->replicas, sizeof(r->replicas),
+		    (const void *)*(__u64 *)(s->events + k * OSD_EVENT_SIZE + 8));
 	}
 	if (l->have & OSD_HAVE_OBJECT) {
 		const void *msg = (const void *)op_u64(s, l, op, l->op_request);

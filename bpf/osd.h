@@ -60,8 +60,8 @@ enum cephscope_osd_kind {
 /* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
 struct osd_layout {
 	__u32 have;
-	__u32 target;		  /* the OSD's target id (its uprobes fire in this process only) */
-	__u32 detail;		  /* tier 2 attached: ops are joined to their transactions */
+	__u32 target; /* the OSD's target id (its uprobes fire in this process only) */
+	__u32 detail; /* tier 2 attached: ops are joined to their transactions */
 	__u32 pad;
 	__u32 op_request;	  /* OpRequest::request (Message *) */
 	__u32 op_reqid;		  /* OpRequest::reqid: name._type, name._num @+8, tid @+16 */
@@ -119,8 +119,8 @@ struct osd_stats {
 	__u64 bytes_out;		 /* payload sent back (read) */
 };
 
-#define OSD_RECORD_OBJECT 96	/* bytes of a slow op's object name kept, NUL included */
-#define OSD_RECORD_REPLICAS 64	/* bytes of its "waiting for subops from <osds>" event */
+#define OSD_RECORD_OBJECT 96   /* bytes of a slow op's object name kept, NUL included */
+#define OSD_RECORD_REPLICAS 64 /* bytes of its "waiting for subops from <osds>" event */
 
 /*
  * One client op over the slow threshold, from its primary: the only per-op traffic to user

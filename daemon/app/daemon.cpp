@@ -226,8 +226,8 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
 
   SlowOpLog slow_ops(config.collectors.osd_slow_op_records);
   OsdDetailControl detail_control;
-  const CollectorContext ctx{features, config, (*events)->tracked_map_fd(), tracefs, &slow_ops,
-                             &detail_control};
+  const CollectorContext ctx{features, config,    (*events)->tracked_map_fd(),
+                             tracefs,  &slow_ops, &detail_control};
   const auto collectors = make_collectors(ctx);
   for (const auto& c : collectors) {
     spdlog::info("collector {}: {}", c->name(), c->hook());

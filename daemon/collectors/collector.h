@@ -33,7 +33,7 @@ struct CollectorContext {
   const Config& config;
   int tracked_map_fd;  // the shared tgid -> target id filter map
   std::string tracefs_dir;
-  SlowOpLog* slow_ops = nullptr;  // where the OSD collector keeps slow-op records
+  SlowOpLog* slow_ops = nullptr;               // where the OSD collector keeps slow-op records
   OsdDetailControl* detail_control = nullptr;  // the endpoint's requests of the OSD collector
 };
 

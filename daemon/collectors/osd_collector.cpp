@@ -11,9 +11,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <memory>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -111,7 +111,7 @@ class OsdCollector final : public BpfCollector {
     std::string binary;  // the host path its uprobes go on
     osd::BuildPlan plan;
     std::vector<Link> links;
-    std::vector<Link> detail_links;  // tier 2 while a window is open (detail: auto)
+    std::vector<Link> detail_links;       // tier 2 while a window is open (detail: auto)
     std::set<std::string> attached;       // programs attached
     std::map<std::string, Cause> failed;  // programs whose attach failed, and why
     std::vector<ProbeStatus> status;
@@ -150,7 +150,7 @@ class OsdCollector final : public BpfCollector {
   int stats_fd_ = -1;
   int layouts_fd_ = -1;
   std::string mode_ = "never";  // collectors.osd.detail: never, always, auto
-  DetailWindows windows_;          // guarded by mu_
+  DetailWindows windows_;       // guarded by mu_
   Clock::time_point next_check_{};
   Buckets whole_buckets_ = Buckets::kFull;
   Buckets stage_buckets_ = Buckets::kCoarse;
@@ -223,8 +223,7 @@ void OsdCollector::start_records(SlowOpLog* log) {
     }
     return 0;
   };
-  records_.reset(
-      ring_buffer__new(bpf_map__fd(skel_->maps.osd_records), on_record, this, nullptr));
+  records_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.osd_records), on_record, this, nullptr));
   if (!records_) {
     spdlog::warn("osd: slow-op records off: ring buffer: {}", std::strerror(errno));
     return;
@@ -287,11 +286,11 @@ void OsdCollector::take_record(const osd_slow_record& r) {
       c = '?';
     }
   }
-  spdlog::info("osd: slow op on {}: {} {}:{} took {:.3f} s, longest stage {} {:.3f} s; pg {}, "
-               "object \"{}\"{}, replicas [{}]",
-               op.ceph_daemon, op.op, op.client, op.tid, op.seconds, longest,
-               std::max(longest_s, 0.0), op.pg.empty() ? "unknown" : op.pg, object,
-               op.object_truncated ? "..." : "", replicas);
+  spdlog::info(
+      "osd: slow op on {}: {} {}:{} took {:.3f} s, longest stage {} {:.3f} s; pg {}, "
+      "object \"{}\"{}, replicas [{}]",
+      op.ceph_daemon, op.op, op.client, op.tid, op.seconds, longest, std::max(longest_s, 0.0),
+      op.pg.empty() ? "unknown" : op.pg, object, op.object_truncated ? "..." : "", replicas);
   slow_ops_->add(std::move(op));
 }
 

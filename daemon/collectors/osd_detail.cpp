@@ -73,7 +73,7 @@ std::optional<std::string> DetailWindows::observe(const OsdId& osd, Clock::time_
 }
 
 std::optional<DetailWindows::Clock::time_point> DetailWindows::request(const OsdId& osd,
-                                                                      Clock::time_point now) {
+                                                                       Clock::time_point now) {
   Osd& o = osds_[osd];
   if (o.active) {
     return std::nullopt;

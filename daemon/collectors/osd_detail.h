@@ -18,9 +18,9 @@
 namespace cephscope {
 
 struct DetailSettings {
-  std::chrono::seconds window{60};        // how long a window lasts
+  std::chrono::seconds window{60};         // how long a window lasts
   std::chrono::seconds min_interval{600};  // between automatic windows of one OSD
-  double p99_bound_seconds = 0.5;         // tier-1 p99 over the last minute
+  double p99_bound_seconds = 0.5;          // tier-1 p99 over the last minute
   std::uint64_t min_ops = 20;              // ops in that minute before its p99 counts
 };
 

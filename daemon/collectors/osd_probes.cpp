@@ -274,8 +274,8 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
       break;
     }
   }
-  auto add = [&](const std::string& function, const char* program, std::uint32_t needs,
-                 bool detail, const Result<std::uint64_t>& offset) {
+  auto add = [&](const std::string& function, const char* program, std::uint32_t needs, bool detail,
+                 const Result<std::uint64_t>& offset) {
     if (!offset.ok()) {
       plan.unavailable.push_back(
           {function, who, false, cause_of(offset.error(), Reason::kSymbolNotFound)});

@@ -83,7 +83,8 @@ struct MemberDef {
 };
 
 // MOSDOp is a template instance (_mosdop::MOSDOp<V>); its DWARF name spells the argument.
-inline constexpr const char* kMOSDOp = "_mosdop::MOSDOp<std::vector<OSDOp, std::allocator<OSDOp> > >";
+inline constexpr const char* kMOSDOp =
+    "_mosdop::MOSDOp<std::vector<OSDOp, std::allocator<OSDOp> > >";
 
 inline constexpr std::array<MemberDef, 19> kMembers = {{
     {"OpRequest", "request"},

@@ -23,11 +23,11 @@ struct SlowOp {
   std::string client;  // client.4177
   std::uint64_t tid = 0;
   std::optional<std::uint64_t> pool;
-  std::string pg;                      // "2.b", empty when unknown
-  std::string object;                  // as much of the name as was read
-  bool object_truncated = false;       // the name is longer than what was read
-  std::vector<std::string> replicas;   // the OSDs it waited for ("1", "2")
-  double seconds = 0;                  // the whole op
+  std::string pg;                                      // "2.b", empty when unknown
+  std::string object;                                  // as much of the name as was read
+  bool object_truncated = false;                       // the name is longer than what was read
+  std::vector<std::string> replicas;                   // the OSDs it waited for ("1", "2")
+  double seconds = 0;                                  // the whole op
   std::vector<std::pair<std::string, double>> stages;  // measured stages, in path order
 };
 

@@ -333,9 +333,10 @@ Config parse_root(const YAML::Node& root) {
         throw ConfigProblem{line_of(old), "collectors.osd.bluestore_stages",
                             "replaced by collectors.osd.detail (never, always, auto)"};
       }
-      cfg.collectors.osd = parse_collector(c["osd"], "collectors.osd", {"uprobe"},
-                                           {"slow_op_threshold", "slow_op_records", "detail", "detail_window",
-                                            "detail_min_interval", "detail_p99_bound", "buckets"});
+      cfg.collectors.osd =
+          parse_collector(c["osd"], "collectors.osd", {"uprobe"},
+                          {"slow_op_threshold", "slow_op_records", "detail", "detail_window",
+                           "detail_min_interval", "detail_p99_bound", "buckets"});
       if (c["osd"]["slow_op_threshold"]) {
         cfg.collectors.osd_slow_op_threshold =
             duration(c["osd"]["slow_op_threshold"], "collectors.osd.slow_op_threshold");
@@ -350,10 +351,10 @@ Config parse_root(const YAML::Node& root) {
         cfg.collectors.osd_detail =
             one_of(d, "collectors.osd.detail", "detail", {"never", "always", "auto"});
       }
-      for (auto [key, into] : {std::pair{"detail_window", &cfg.collectors.osd_detail_window},
-                               std::pair{"detail_min_interval",
-                                         &cfg.collectors.osd_detail_min_interval},
-                               std::pair{"detail_p99_bound", &cfg.collectors.osd_detail_p99_bound}}) {
+      for (auto [key, into] :
+           {std::pair{"detail_window", &cfg.collectors.osd_detail_window},
+            std::pair{"detail_min_interval", &cfg.collectors.osd_detail_min_interval},
+            std::pair{"detail_p99_bound", &cfg.collectors.osd_detail_p99_bound}}) {
         if (const auto& v = c["osd"][key]) {
           *into = duration(v, std::string("collectors.osd.") + key);
         }

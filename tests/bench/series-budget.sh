@@ -5,7 +5,9 @@
 # latency); under a mixed load (4 KiB writes, sequential reads, stat and xattr reads, and
 # cls_lock's lock and unlock, which read and write: op="other") each is scraped and its series counted per ceph_daemon (every series that
 # carries it) and in all, with the bytes of the text and protobuf expositions and the render
-# time (p50 and p99 of 20 scrapes). A benchmark: it prints figures and asserts nothing.
+# time (p50 and p99 of 20 scrapes); then each daemon's RSS and its CPU share of one core idle
+# (30 s, no scrapes) and under a 15 s scrape interval (60 s, 4 scrapes). A benchmark: it
+# prints figures and asserts nothing.
 #   usage: tests/bench/series-budget.sh [BUILD_DIR] [OSD_COUNT...]
 set -euo pipefail
 build=$(realpath "${1:-build}")
@@ -82,6 +84,31 @@ report() {  # LABEL PORT OSDS FSID
     }' "$work/scrape.txt"
 }
 
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+rss_mib() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+
+# OSDS DEFAULT_PID DEFAULT_PORT FULL_PID FULL_PORT: both daemons measured over the same time
+daemon_cost() {
+  local n=$1 dpid=$2 dport=$3 fpid=$4 fport=$5 d0 f0 d1 f1 d2 f2 hz
+  hz=$(getconf CLK_TCK)
+  d0=$(ticks "$dpid"); f0=$(ticks "$fpid")
+  sleep 30
+  d1=$(ticks "$dpid"); f1=$(ticks "$fpid")
+  for _ in 1 2 3 4; do
+    curl -s -o /dev/null "127.0.0.1:$dport/metrics"
+    curl -s -o /dev/null "127.0.0.1:$fport/metrics"
+    sleep 15
+  done
+  d2=$(ticks "$dpid"); f2=$(ticks "$fpid")
+  for which in default full; do
+    local pid a b c
+    if [ "$which" = default ]; then pid=$dpid a=$d0 b=$d1 c=$d2; else pid=$fpid a=$f0 b=$f1 c=$f2; fi
+    awk -v w="$which" -v n="$n" -v rss="$(rss_mib "$pid")" -v idle=$((b - a)) -v scraped=$((c - b)) -v hz="$hz" \
+      'BEGIN { printf "%-8s %2d OSDs: RSS %s MiB; CPU %.2f%% of a core idle (30 s), %.2f%% under a 15 s scrape interval (60 s)\n",
+        w, n, rss, idle / hz / 30 * 100, scraped / hz / 60 * 100 }'
+  done
+}
+
 for n in "${sizes[@]}"; do
   rm -rf "$work/cluster"
   CEPH_OSDS=$n CEPH_BLOCK_SIZE=4G "$here/../ceph/cluster.sh" up "$work/cluster" > "$work/cluster-$n.log" 2>&1 ||
@@ -114,6 +141,7 @@ PY
   sleep 3
   report default "$default_port" "$n" "$CEPHSCOPE_CEPH_FSID"
   report full "$full_port" "$n" "$CEPHSCOPE_CEPH_FSID"
+  daemon_cost "$n" "${daemons[0]}" "$default_port" "${daemons[1]}" "$full_port"
   for d in "${daemons[@]}"; do kill "$d" 2>/dev/null && wait "$d" 2>/dev/null || true; done
   daemons=()
   "$here/../ceph/cluster.sh" down "$work/cluster" > /dev/null 2>&1

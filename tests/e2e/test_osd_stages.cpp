@@ -20,15 +20,15 @@
 
 #include <bpf/bpf.h>
 
-#include <catch2/catch.hpp>
-#include <nlohmann/json.hpp>
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -39,8 +39,8 @@
 #include "osd_control.h"
 #include "osd_stages_common.h"
 #include "support/daemon_runner.h"
-#include "support/subprocess.h"
 #include "support/metrics_text.h"
+#include "support/subprocess.h"
 
 using namespace cephscope::test;
 using namespace std::chrono_literals;
@@ -265,9 +265,10 @@ void check_slow_records(const ClusterInfo& cluster, const Daemon& daemon, int vi
       ++mapped;
     }
   }
-  std::printf("  slow-op records: %zu kept, %d from other primaries waiting for osd.%d in "
-              "replication, %d checked against ceph osd map\n",
-              j.at("ops").size(), waited, victim, mapped);
+  std::printf(
+      "  slow-op records: %zu kept, %d from other primaries waiting for osd.%d in "
+      "replication, %d checked against ceph osd map\n",
+      j.at("ops").size(), waited, victim, mapped);
   CHECK(waited > 0);
   CHECK(mapped > 0);
   CHECK(daemon.log_has("slow op on", 1s));
@@ -408,8 +409,8 @@ TEST_CASE("tier 1: one probe hit per OSD op gives the whole op and the event sta
       CHECK(m.sum("cephscope_probe_attached",
                   {{"collector", "osd"}, {"target", osd_name(o.id)}, {"fsid", cluster.fsid}}) == 2);
       CHECK(m.sum("cephscope_osd_stage_available",
-                  osd_labels(cluster, o.id, {{"stage", "bluestore_prepare"}, {"reason", "disabled"}})) ==
-            0);
+                  osd_labels(cluster, o.id,
+                             {{"stage", "bluestore_prepare"}, {"reason", "disabled"}})) == 0);
     }
   }
   rados_cleanup(cluster);
@@ -419,9 +420,7 @@ TEST_CASE("tier 1: one probe hit per OSD op gives the whole op and the event sta
     return m.sum("cephscope_bpf_program_runs_total", {{"collector", "osd"}, {"program", program}});
   };
   // Every OSD op of the host: the probes are in every ceph-osd, another cluster's included.
-  auto host_ops = [](const Metrics& m) {
-    return m.sum("cephscope_osd_op_seconds_count", {});
-  };
+  auto host_ops = [](const Metrics& m) { return m.sum("cephscope_osd_op_seconds_count", {}); };
   auto host_subops = [](const Metrics& m) {
     return m.sum("cephscope_osd_subop_seconds_count", {});
   };
@@ -599,8 +598,7 @@ TEST_CASE("detail: auto attaches tier 2 in bounded windows, on request and on sl
                          {{"fsid", cluster.fsid}, {"trigger", "slow_ops"}});
     std::this_thread::sleep_for(200ms);
   }
-  std::printf("  windows opened by slow ops after osd.%d's pause: %.0f\n", victim.id,
-              slow_windows);
+  std::printf("  windows opened by slow ops after osd.%d's pause: %.0f\n", victim.id, slow_windows);
   CHECK(slow_windows >= 1);
   CHECK(daemon.log_has("detail window opened (slow_ops)", 1s));
   rados_cleanup(cluster);

@@ -58,8 +58,8 @@ TEST_CASE("the syscall collector's default set is the storage syscalls", "[kerne
   CHECK(count("pwrite64") == io.writes);
   CHECK(count("fdatasync") == io.syncs);
   CHECK(m.find("cephscope_syscall_seconds_count", {{"syscall", "read"}}).empty());
-  CHECK(m.sum("cephscope_probe_attached", {{"collector", "syscall"}, {"probe", "sys_enter_pwrite64"}}) ==
-        1);
+  CHECK(m.sum("cephscope_probe_attached",
+              {{"collector", "syscall"}, {"probe", "sys_enter_pwrite64"}}) == 1);
   CHECK(m.find("cephscope_probe_attached", {{"collector", "syscall"}, {"probe", "sys_enter_read"}})
             .empty());
 }
@@ -72,9 +72,10 @@ TEST_CASE("syscall and block collectors count a known IO pattern exactly",
   const std::string dir = fresh_dir();
   const auto disks = require_block_device(dir);
   // Per-target block latency is opt-in (the per-device series carry it): on here.
-  Daemon daemon(dir, tracking_config("  block: {hook: " + block_hook +
-                                     ", target_histograms: true}\n"
-                                     "  syscall: {syscalls: [pwrite64, fdatasync, read, write]}\n"));
+  Daemon daemon(dir,
+                tracking_config("  block: {hook: " + block_hook +
+                                ", target_histograms: true}\n"
+                                "  syscall: {syscalls: [pwrite64, fdatasync, read, write]}\n"));
   REQUIRE(daemon.wait_ready());
   REQUIRE(daemon.scrape().sum("cephscope_collector_up",
                               {{"collector", "block"}, {"hook", block_hook}}) == 1);

@@ -120,8 +120,9 @@ TEST_CASE("each config error names the key and its line", "[config]") {
         "for none)");
   CHECK(rejected("collectors:\n  osd: {detail: maybe}\n") ==
         "test.yaml:2: collectors.osd.detail: unknown detail 'maybe' (one of: never, always, auto)");
-  CHECK(rejected("collectors:\n  osd: {detail_window: 0s}\n")
-            .starts_with("test.yaml:2: collectors.osd.detail_window: expected a positive duration"));
+  CHECK(
+      rejected("collectors:\n  osd: {detail_window: 0s}\n")
+          .starts_with("test.yaml:2: collectors.osd.detail_window: expected a positive duration"));
   CHECK(rejected("collectors:\n  osd: {bluestore_stages: true}\n") ==
         "test.yaml:2: collectors.osd.bluestore_stages: replaced by collectors.osd.detail (never, "
         "always, auto)");

@@ -477,7 +477,8 @@ TEST_CASE("/debug/slow-ops: from this host or with basic auth, never to anyone e
   with_records.slow_ops = [] { return std::string("{\"ops\": []}\n"); };
   const std::string get = request("GET", "/debug/slow-ops");
   {
-    Served s(with_records, {}, [] { return fake_metrics(); }, "0.0.0.0:0");
+    Served s(
+        with_records, {}, [] { return fake_metrics(); }, "0.0.0.0:0");
     Reply local = ask(s.port, get);
     CHECK(local.status == 200);
     CHECK(local.headers["content-type"] == "application/json");
@@ -489,14 +490,16 @@ TEST_CASE("/debug/slow-ops: from this host or with basic auth, never to anyone e
   }
   {
     const std::string dir = test_dir("/tmp");
-    write_text(dir + "/web.yml", "basic_auth_users:\n  alice: " + htpasswd_hash("alice", "s3cret") +
-                                     "\n");
+    write_text(dir + "/web.yml",
+               "basic_auth_users:\n  alice: " + htpasswd_hash("alice", "s3cret") + "\n");
     auto web = load_web_config(dir + "/web.yml");
     REQUIRE(web.ok());
-    Served s(with_records, std::move(*web), [] { return fake_metrics(); }, "0.0.0.0:0");
+    Served s(
+        with_records, std::move(*web), [] { return fake_metrics(); }, "0.0.0.0:0");
     CHECK(ask_at(*elsewhere, s.port, get).starts_with("HTTP/1.1 401"));
-    CHECK(ask_at(*elsewhere, s.port, request("GET", "/debug/slow-ops", basic_header("alice:s3cret")))
-              .starts_with("HTTP/1.1 200"));
+    CHECK(
+        ask_at(*elsewhere, s.port, request("GET", "/debug/slow-ops", basic_header("alice:s3cret")))
+            .starts_with("HTTP/1.1 200"));
     std::filesystem::remove_all(dir);
   }
   Served without;  // no OSD collector: nothing there
@@ -515,7 +518,8 @@ TEST_CASE("POST /debug/osd-detail: checked, passed on, and refused from elsewher
     asked.emplace_back(who, fsid);
     return std::pair<int, std::string>{who == "osd.7" ? 404 : 200, "answer for " + who + "\n"};
   };
-  Served s(o, {}, [] { return fake_metrics(); }, "0.0.0.0:0");
+  Served s(
+      o, {}, [] { return fake_metrics(); }, "0.0.0.0:0");
   const std::string fsid = "57d4d0a1-f7ba-4367-9b9e-5a4ea4c0d273";
   Reply ok = ask(s.port, request("POST", "/debug/osd-detail?ceph_daemon=osd.3&fsid=" + fsid));
   CHECK(ok.status == 200);
@@ -533,9 +537,10 @@ TEST_CASE("POST /debug/osd-detail: checked, passed on, and refused from elsewher
     INFO(bad);
     CHECK(ask(s.port, request("POST", bad)).status == 400);
   }
-  CHECK(ask(s.port, request("POST", "/debug/osd-detail?ceph_daemon=osd.3",
-                            "Content-Length: 4\r\n") + "abcd")
-            .status == 400);
+  CHECK(
+      ask(s.port,
+          request("POST", "/debug/osd-detail?ceph_daemon=osd.3", "Content-Length: 4\r\n") + "abcd")
+          .status == 400);
   CHECK(ask_at(*elsewhere, s.port, request("POST", "/debug/osd-detail?ceph_daemon=osd.3"))
             .starts_with("HTTP/1.1 403"));
   CHECK(asked.size() == 2);  // none of the refused ones reached the collector

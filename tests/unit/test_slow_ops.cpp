@@ -58,7 +58,7 @@ TEST_CASE("the replicas of a waiting-for-subops event", "[unit][slow_ops]") {
   CHECK(replicas_of("waiting for subops from 1,2") == std::vector<std::string>{"1", "2"});
   CHECK(replicas_of("waiting for subops from 0(1),2(0)") == std::vector<std::string>{"0", "2"});
   CHECK(replicas_of("waiting for subops from 17") == std::vector<std::string>{"17"});
-  CHECK(replicas_of("waiting for subops from ") .empty());
+  CHECK(replicas_of("waiting for subops from ").empty());
   CHECK(replicas_of("sub_op_commit_rec").empty());
-  CHECK(replicas_of("waiting for subops from x,,99999999999") .empty());
+  CHECK(replicas_of("waiting for subops from x,,99999999999").empty());
 }
