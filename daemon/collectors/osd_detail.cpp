@@ -1,5 +1,6 @@
 #include "collectors/osd_detail.h"
 
+#include <cmath>
 #include <limits>
 
 namespace cephscope {
@@ -22,7 +23,7 @@ double DetailWindows::quantile_bound(const hist& h, double q) {
   if (n == 0) {
     return 0;
   }
-  const auto rank = static_cast<std::uint64_t>(q * static_cast<double>(n) + 0.5);
+  const auto rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(n)));
   std::uint64_t seen = 0;
   for (std::size_t i = 0; i < HIST_FINITE_SLOTS; ++i) {
     seen += h.slots[i];

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <ranges>
+
 namespace cephscope {
 
 void SlowOpLog::add(SlowOp op) {
@@ -25,24 +27,24 @@ std::string SlowOpLog::json() const {
   nlohmann::json out = nlohmann::json::object();
   nlohmann::json ops = nlohmann::json::array();
   std::lock_guard lock(mu_);
-  for (auto it = ops_.rbegin(); it != ops_.rend(); ++it) {
+  for (const SlowOp& op : std::ranges::reverse_view(ops_)) {
     nlohmann::json stages = nlohmann::json::object();
-    for (const auto& [name, secs] : it->stages) {
+    for (const auto& [name, secs] : op.stages) {
       stages[name] = secs;
     }
-    nlohmann::json o = {{"time", static_cast<double>(it->time_ns) / 1e9},
-                        {"ceph_daemon", it->ceph_daemon},
-                        {"fsid", it->fsid},
-                        {"op", it->op},
-                        {"client", it->client},
-                        {"tid", it->tid},
-                        {"pg", it->pg},
-                        {"object", it->object},
-                        {"object_truncated", it->object_truncated},
-                        {"replicas", it->replicas},
-                        {"seconds", it->seconds},
+    nlohmann::json o = {{"time", static_cast<double>(op.time_ns) / 1e9},
+                        {"ceph_daemon", op.ceph_daemon},
+                        {"fsid", op.fsid},
+                        {"op", op.op},
+                        {"client", op.client},
+                        {"tid", op.tid},
+                        {"pg", op.pg},
+                        {"object", op.object},
+                        {"object_truncated", op.object_truncated},
+                        {"replicas", op.replicas},
+                        {"seconds", op.seconds},
                         {"stages", std::move(stages)}};
-    o["pool"] = it->pool ? nlohmann::json(*it->pool) : nlohmann::json(nullptr);
+    o["pool"] = op.pool ? nlohmann::json(*op.pool) : nlohmann::json(nullptr);
     ops.push_back(std::move(o));
   }
   out["capacity"] = capacity_;
