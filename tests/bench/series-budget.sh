@@ -36,7 +36,7 @@ start_daemon() {  # NAME COLLECTORS_YAML: sets $port
   cat > "$work/$name.yaml" <<CONF
 listen: "127.0.0.1:$port"
 log_level: warn
-discovery: {scan_interval: 1s}
+discovery: {scan_interval: 10s}  # the default: exec events find new processes at once
 profiles: {cache_dir: $work/profiles-$name, shipped_dirs: [$here/../../config/profiles]}
 $2
 CONF
