@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Series per OSD and per host, measured on real OSDs: for each cluster size (default 1, 12 and
-# 24 OSDs, tests/ceph/cluster.sh), two daemons watch the same cluster, one with the default
-# configuration and one with full detail (every bucket, BlueStore's stages, per-target block
-# latency); under a mixed load (4 KiB writes, sequential reads, stat and xattr reads, and
-# cls_lock's lock and unlock, which read and write: op="other") each is scraped and its series counted per ceph_daemon (every series that
-# carries it) and in all, with the bytes of the text and protobuf expositions and the render
-# time (p50 and p99 of 20 scrapes); then each daemon's RSS and its CPU share of one core idle
-# (30 s, no scrapes) and under a 15 s scrape interval (60 s, 4 scrapes). A benchmark: it
-# prints figures and asserts nothing.
+# 24 OSDs, tests/ceph/cluster.sh), three daemons watch the same cluster: the default
+# configuration, full detail (every bucket, BlueStore's stages, per-target block latency), and
+# both tiers all the time with the default buckets ("tiers"). Under a mixed load (4 KiB
+# writes, sequential reads, stat and xattr reads, and cls_lock's lock and unlock, which read
+# and write: op="other") each is scraped and its series counted per ceph_daemon (every series
+# that carries it) and in all, with the bytes of the text and protobuf expositions and the
+# render time (p50 and p99 of 20 scrapes); then each daemon's RSS and its CPU share of one
+# core idle (30 s, no scrapes) and under a 15 s scrape interval (60 s, 4 scrapes). A
+# benchmark: it prints figures and asserts nothing.
 #   usage: tests/bench/series-budget.sh [BUILD_DIR] [OSD_COUNT...]
 set -euo pipefail
 build=$(realpath "${1:-build}")
@@ -87,23 +88,24 @@ report() {  # LABEL PORT OSDS FSID
 ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 rss_mib() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 
-# OSDS DEFAULT_PID DEFAULT_PORT FULL_PID FULL_PORT: both daemons measured over the same time
+# OSDS NAME:PID:PORT...: every daemon measured over the same time
 daemon_cost() {
-  local n=$1 dpid=$2 dport=$3 fpid=$4 fport=$5 d0 f0 d1 f1 d2 f2 hz
+  local n=$1 hz d name pid port
+  shift
   hz=$(getconf CLK_TCK)
-  d0=$(ticks "$dpid"); f0=$(ticks "$fpid")
+  declare -A t0 t1 t2
+  for d in "$@"; do IFS=: read -r name pid port <<< "$d"; t0[$name]=$(ticks "$pid"); done
   sleep 30
-  d1=$(ticks "$dpid"); f1=$(ticks "$fpid")
+  for d in "$@"; do IFS=: read -r name pid port <<< "$d"; t1[$name]=$(ticks "$pid"); done
   for _ in 1 2 3 4; do
-    curl -s -o /dev/null "127.0.0.1:$dport/metrics"
-    curl -s -o /dev/null "127.0.0.1:$fport/metrics"
+    for d in "$@"; do IFS=: read -r name pid port <<< "$d"; curl -s -o /dev/null "127.0.0.1:$port/metrics"; done
     sleep 15
   done
-  d2=$(ticks "$dpid"); f2=$(ticks "$fpid")
-  for which in default full; do
-    local pid a b c
-    if [ "$which" = default ]; then pid=$dpid a=$d0 b=$d1 c=$d2; else pid=$fpid a=$f0 b=$f1 c=$f2; fi
-    awk -v w="$which" -v n="$n" -v rss="$(rss_mib "$pid")" -v idle=$((b - a)) -v scraped=$((c - b)) -v hz="$hz" \
+  for d in "$@"; do
+    IFS=: read -r name pid port <<< "$d"
+    t2[$name]=$(ticks "$pid")
+    awk -v w="$name" -v n="$n" -v rss="$(rss_mib "$pid")" -v idle=$((t1[$name] - t0[$name])) \
+      -v scraped=$((t2[$name] - t1[$name])) -v hz="$hz" \
       'BEGIN { printf "%-8s %2d OSDs: RSS %s MiB; CPU %.2f%% of a core idle (30 s), %.2f%% under a 15 s scrape interval (60 s)\n",
         w, n, rss, idle / hz / 30 * 100, scraped / hz / 60 * 100 }'
   done
@@ -122,7 +124,10 @@ for n in "${sizes[@]}"; do
   block: {target_histograms: true}
   osd: {detail: always, buckets: full}"
   full_port=$port
-  sleep 5  # both attach to every OSD (shipped profiles)
+  start_daemon tiers "collectors:
+  osd: {detail: always}"
+  tiers_port=$port
+  sleep 5  # all attach to every OSD (shipped profiles)
   rados -p bench bench 20 write -b 4096 -t 16 --no-cleanup > "$work/load.log" 2>&1
   rados -p bench bench 10 seq -t 16 >> "$work/load.log" 2>&1
   # "other" ops: one client stating and listing the xattrs of 200 objects
@@ -141,7 +146,9 @@ PY
   sleep 3
   report default "$default_port" "$n" "$CEPHSCOPE_CEPH_FSID"
   report full "$full_port" "$n" "$CEPHSCOPE_CEPH_FSID"
-  daemon_cost "$n" "${daemons[0]}" "$default_port" "${daemons[1]}" "$full_port"
+  report tiers "$tiers_port" "$n" "$CEPHSCOPE_CEPH_FSID"
+  daemon_cost "$n" "default:${daemons[0]}:$default_port" "full:${daemons[1]}:$full_port" \
+    "tiers:${daemons[2]}:$tiers_port"
   for d in "${daemons[@]}"; do kill "$d" 2>/dev/null && wait "$d" 2>/dev/null || true; done
   daemons=()
   "$here/../ceph/cluster.sh" down "$work/cluster" > /dev/null 2>&1
