@@ -19,13 +19,12 @@
 #include "osd_events.bpf.h"
 #include "maps.bpf.h"
 #include "targets.bpf.h" /* every object declares it (the daemon shares one) */
+#include "osd_records.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, kept current by the daemon. */
 volatile __s64 rt_off_ns;
-/* Ops slower than this are counted in osd_stats.slow; 0 turns the count off. */
-volatile __u64 slow_ns;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -91,12 +90,6 @@ struct {
 	__type(key, struct osd_stats_key);
 	__type(value, struct osd_stats);
 } osd_stats SEC(".maps");
-
-/* Slow-op records, the rare path (docs/collectors/osd.md, "Slow-op records"). */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, OSD_RECORDS_BYTES);
-} osd_records SEC(".maps");
 
 static const struct osd_stats zero_stats;
 
@@ -527,61 +520,6 @@ static __always_inline void event_stages(struct osd_scratch *s)
 	if (t->subops_sent && t->last_subop)
 		set_stage(s, OSD_STAGE_REPLICATION, t->local_commit, done);
 	set_stage(s, OSD_STAGE_COMMIT, done, t->now);
-}
-
-/*
- * A slow client op's record: its client and tid, pool and PG, object, each stage's time and
- * the replicas it waited for (the text of its "waiting for subops from" event).
- */
-static __always_inline void record_slow(struct osd_scratch *s, const struct osd_layout *l,
-					const void *pg, const void *op, __u32 tgid, __u32 target,
-					__u8 cls, __u64 whole)
-{
-	struct osd_slow_record *r;
-	__u64 id[3], str[2];
-	__u32 seed, k;
-
-	if (!slow_ns || whole < slow_ns)
-		return;
-	r = bpf_ringbuf_reserve(&osd_records, sizeof(*r), 0);
-	if (!r) {
-		count_lost(LOST_RECORD);
-		return;
-	}
-	__builtin_memset(r, 0, sizeof(*r));
-	r->time_ns = s->t.now;
-	r->whole_ns = whole;
-	__builtin_memcpy(r->stage_ns, s->d, sizeof(r->stage_ns));
-	r->known = s->known;
-	r->tgid = tgid;
-	r->target = target;
-	r->op = cls;
-	if ((l->have & OSD_HAVE_REQID) && !op_member(s, l, op, l->op_reqid, id, 24)) {
-		r->name_type = (__u8)id[0];
-		r->client = (__s64)id[1];
-		r->tid = id[2];
-	}
-	if ((l->have & OSD_HAVE_PG) && pg && !bpf_probe_read_user(&seed, 4, pg + l->pg_seed)) {
-		r->pool = read_u64(pg + l->pg_pool);
-		r->pg_seed = seed;
-		r->have_pg = 1;
-	}
-	k = s->subops_event;
-	if (k < s->n_events) {
-		asm volatile("%0 &= 31" : "+r"(k)); /* EVENT_SLOTS - 1, kept for the verifier */
-		bpf_probe_read_user_str(
-		    r->replicas, sizeof(r->replicas),
-		    (const void *)*(__u64 *)(s->events + k * OSD_EVENT_SIZE + 8));
-	}
-	if (l->have & OSD_HAVE_OBJECT) {
-		const void *msg = (const void *)op_u64(s, l, op, l->op_request);
-
-		if (msg && !bpf_probe_read_user(str, sizeof(str), msg + l->msg_object)) {
-			r->object_len = (__u32)str[1];
-			bpf_probe_read_user_str(r->object, sizeof(r->object), (const void *)str[0]);
-		}
-	}
-	bpf_ringbuf_submit(r, 0);
 }
 
 /*

@@ -25,7 +25,7 @@
 #include "collectors/osd_detail.h"
 #include "collectors/osd_detail_control.h"
 #include "collectors/osd_probes.h"
-#include "collectors/slow_ops.h"
+#include "collectors/osd_records.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"
 #include "osd.skel.h"
@@ -88,11 +88,10 @@ class OsdCollector final : public BpfCollector {
     if (control_ != nullptr) {
       control_->set(nullptr);  // no request reaches the collector from here on
     }
-    for (auto* t : {&worker_, &record_reader_}) {
-      if (t->joinable()) {  // not started when the object failed to load
-        t->request_stop();
-        t->join();  // before attached_, the ring buffer and the object go
-      }
+    records_.reset();          // its thread reads attached_
+    if (worker_.joinable()) {  // not started when the object failed to load
+      worker_.request_stop();
+      worker_.join();  // before attached_ and the object go
     }
   }
   [[nodiscard]] const char* name() const override { return "osd"; }
@@ -142,7 +141,6 @@ class OsdCollector final : public BpfCollector {
   void detail_status(MetricSink& out) const;
   void stage_status(MetricSink& out) const;
   void start_records(SlowOpLog* log);
-  void take_record(const osd_slow_record& r);
 
   profile::ProfileStore store_;  // the worker's
   profile::ProbeSet set_;
@@ -161,11 +159,9 @@ class OsdCollector final : public BpfCollector {
   std::set<pid_t> queued_;             // pids with an attach in the queue or in progress
   std::map<pid_t, Process> attached_;  // destroyed before the base closes the object
 
-  SlowOpLog* slow_ops_ = nullptr;
   OsdDetailControl* control_ = nullptr;
-  std::unique_ptr<ring_buffer, decltype(&ring_buffer__free)> records_{nullptr, ring_buffer__free};
-  std::jthread record_reader_;  // polls records_; stops before it goes
-  std::jthread worker_;         // last: stops first
+  std::unique_ptr<SlowOpReader> records_;
+  std::jthread worker_;  // last: stops first
 };
 
 void OsdCollector::start(const CollectorContext& ctx) {
@@ -216,82 +212,16 @@ void OsdCollector::start_records(SlowOpLog* log) {
   if (log == nullptr) {
     return;
   }
-  slow_ops_ = log;
-  auto on_record = [](void* self, void* data, std::size_t size) {
-    if (size >= sizeof(osd_slow_record)) {
-      static_cast<OsdCollector*>(self)->take_record(*static_cast<const osd_slow_record*>(data));
-    }
-    return 0;
-  };
-  records_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.osd_records), on_record, this, nullptr));
-  if (!records_) {
-    spdlog::warn("osd: slow-op records off: ring buffer: {}", std::strerror(errno));
-    return;
-  }
-  record_reader_ = std::jthread([this](const std::stop_token& stop) {
-    while (!stop.stop_requested()) {
-      if (const int n = ring_buffer__poll(records_.get(), 200); n < 0 && n != -EINTR) {
-        spdlog::warn("osd: slow-op records stopped: {}", std::strerror(-n));
-        return;
-      }
-    }
-  });
-}
-
-// One slow op's record, from the ring buffer: kept for /debug/slow-ops and logged.
-void OsdCollector::take_record(const osd_slow_record& r) {
-  SlowOp op;
-  {
-    std::lock_guard lock(mu_);
-    auto it = attached_.find(static_cast<pid_t>(r.tgid));
-    if (it == attached_.end()) {
-      return;  // its OSD is being detached
-    }
-    op.ceph_daemon = it->second.who;
-    op.fsid = it->second.fsid;
-  }
-  op.time_ns = r.time_ns;
-  op.op = r.op < OSD_OP_COUNT ? kOps[r.op] : "other";
-  op.client = (r.name_type == 8 ? "client." : "entity.") + std::to_string(r.client);
-  op.tid = r.tid;
-  if (r.have_pg != 0) {
-    op.pool = r.pool;
-    char pg[48];
-    std::snprintf(pg, sizeof(pg), "%llu.%x", static_cast<unsigned long long>(r.pool), r.pg_seed);
-    op.pg = pg;
-  }
-  op.object.assign(r.object, strnlen(r.object, sizeof(r.object)));
-  op.object_truncated = r.object_len > op.object.size();
-  op.replicas = replicas_of(std::string_view(r.replicas, strnlen(r.replicas, sizeof(r.replicas))));
-  op.seconds = static_cast<double>(r.whole_ns) / 1e9;
-  std::string longest = "unknown";
-  double longest_s = -1;
-  for (int i = 0; i < OSD_STAGE_COUNT; ++i) {
-    if ((r.known & (1u << i)) != 0) {
-      const double secs = static_cast<double>(r.stage_ns[i]) / 1e9;
-      op.stages.emplace_back(kStages[i], secs);
-      if (secs > longest_s) {
-        longest_s = secs;
-        longest = kStages[i];
-      }
-    }
-  }
-  std::string replicas;
-  for (const auto& id : op.replicas) {
-    replicas += (replicas.empty() ? "" : ",") + id;
-  }
-  std::string object = op.object;  // bytes from the client: printable ASCII in the log
-  for (char& c : object) {
-    if (c < 0x20 || c > 0x7e) {
-      c = '?';
-    }
-  }
-  spdlog::info(
-      "osd: slow op on {}: {} {}:{} took {:.3f} s, longest stage {} {:.3f} s; pg {}, "
-      "object \"{}\"{}, replicas [{}]",
-      op.ceph_daemon, op.op, op.client, op.tid, op.seconds, longest, std::max(longest_s, 0.0),
-      op.pg.empty() ? "unknown" : op.pg, object, op.object_truncated ? "..." : "", replicas);
-  slow_ops_->add(std::move(op));
+  records_ = SlowOpReader::start(
+      bpf_map__fd(skel_->maps.osd_records), *log,
+      [this](std::uint32_t tgid) -> std::optional<std::pair<std::string, std::string>> {
+        std::lock_guard lock(mu_);
+        auto it = attached_.find(static_cast<pid_t>(tgid));
+        if (it == attached_.end()) {
+          return std::nullopt;
+        }
+        return std::pair{it->second.who, it->second.fsid};
+      });
 }
 
 void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {

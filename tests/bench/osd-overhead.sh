@@ -58,20 +58,12 @@ sysctl -qw kernel.bpf_stats_enabled=1
 # ids of every loaded BPF program, to find the ones a daemon or bpftrace loads
 prog_ids() { bpftool prog show | awk '/^[0-9]+: / { sub(":", "", $1); print $1 }' | sort; }
 
-# Starts the daemon with only the OSD collector at DETAIL (never|always) and waits for its
-# probes: 2 per OSD in tier 1, 6 in tier 2. Leaves the new program ids in $work/ids.
-start_daemon() {
-  local detail=$1 want n
-  want=$([ "$detail" = never ] && echo 6 || echo 18)
-  cat > "$work/cephscope.yaml" <<CONF
-listen: "127.0.0.1:$port"
-log_level: warn
-discovery: {scan_interval: 1s, rados_clients: false}
-collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: false},
-  osd: {enabled: true, detail: $detail}}
-CONF
+# Runs the daemon with CONFIG and waits until WANT OSD probes are attached; leaves the
+# programs it loaded in $work/ids.
+launch_daemon() {
+  local config=$1 want=$2 n
   prog_ids > "$work/ids.before"
-  "$bin" --config "$work/cephscope.yaml" 2>> "$work/daemon.log" &
+  "$bin" --config "$config" 2>> "$work/daemon.log" &
   runner=$!
   for _ in $(seq 600); do
     n=$(curl -s "localhost:$port/metrics" 2>/dev/null | grep '^cephscope_probe_attached{' |
@@ -87,26 +79,24 @@ CONF
   exit 1
 }
 
-# The daemon with the shipped config, on our port; waits for the OSD probes (tier 1).
+# The daemon with only the OSD collector at DETAIL (never|always): 2 probes per OSD in tier
+# 1, 6 in tier 2.
+start_daemon() {
+  cat > "$work/cephscope.yaml" <<CONF
+listen: "127.0.0.1:$port"
+log_level: warn
+discovery: {scan_interval: 1s, rados_clients: false}
+collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: false},
+  osd: {enabled: true, detail: $1}}
+CONF
+  launch_daemon "$work/cephscope.yaml" "$([ "$1" = never ] && echo 6 || echo 18)"
+}
+
+# The daemon with the shipped config, on our port (tier 1 until a window opens).
 start_default_daemon() {
-  local n
   sed "s/^listen: .*/listen: \"127.0.0.1:$port\"/" "$(dirname "$0")/../../config/cephscope.yaml" > "$work/default.yaml"
   grep -q "^listen: \"127.0.0.1:$port\"" "$work/default.yaml" || { echo "no listen line in config/cephscope.yaml" >&2; exit 1; }
-  prog_ids > "$work/ids.before"
-  "$bin" --config "$work/default.yaml" 2>> "$work/daemon.log" &
-  runner=$!
-  for _ in $(seq 600); do
-    n=$(curl -s "localhost:$port/metrics" 2>/dev/null | grep '^cephscope_probe_attached{' |
-      grep 'collector="osd"' | grep 'reason="ok"' | grep -c ' 1$' || true)
-    if [ "${n:-0}" -ge 6 ]; then
-      prog_ids | comm -13 "$work/ids.before" - > "$work/ids"
-      return 0
-    fi
-    sleep 0.2
-  done
-  echo "the osd probes did not attach; log:" >&2
-  tail -20 "$work/daemon.log" >&2
-  exit 1
+  launch_daemon "$work/default.yaml" 6
 }
 
 # collector -> "runs ns", from the daemon's own bpf_stats series

@@ -50,8 +50,9 @@ std::string osd_name(int id) {
   return "osd." + std::to_string(id);
 }
 
+// Tier 2 always on: every probe of the table is in the OSDs, and must leave with the daemon.
 std::string daemon_config() {
-  return osd_only_config();
+  return osd_only_config(", detail: always");
 }
 
 // Bytes of a process's executable mappings that differ from its files and are int3 there:
@@ -269,7 +270,7 @@ namespace {
 // The daemon's config for the capability test: the repository's shipped profiles (Debian's
 // 16.2.15 is among them, so no resolver runs) and a profile cache nobody may write.
 std::string unprivileged_config(const std::string& dir) {
-  return osd_only_config() + "profiles:\n  cache_dir: " + dir +
+  return osd_only_config(", detail: always") + "profiles:\n  cache_dir: " + dir +
          "/cache\n  shipped_dirs: [" CEPHSCOPE_SOURCE_DIR "/config/profiles]\n";
 }
 

@@ -274,6 +274,26 @@ void check_slow_records(const ClusterInfo& cluster, const Daemon& daemon, int vi
   CHECK(daemon.log_has("slow op on", 1s));
 }
 
+// Pauses the cluster's last OSD (SIGSTOP) for PAUSE, DELAY into a write bench of SECONDS:
+// its primaries' writes wait for it. Returns the paused OSD's id.
+int pause_replica_during_bench(const ClusterInfo& cluster, std::chrono::seconds delay,
+                               std::chrono::seconds pause, int seconds) {
+  const auto& victim = cluster.osds.back();
+  // A container's OSD may have been restarted since cluster.json was written.
+  const pid_t victim_pid =
+      victim.container.empty() ? victim.pid : container_osd_pid(victim.container);
+  REQUIRE(victim_pid > 0);
+  std::thread pauser([&] {
+    std::this_thread::sleep_for(delay);
+    kill(victim_pid, SIGSTOP);
+    std::this_thread::sleep_for(pause);
+    kill(victim_pid, SIGCONT);
+  });
+  bench(cluster, BenchMode::kWrite, seconds);
+  pauser.join();
+  return victim.id;
+}
+
 }  // namespace
 
 TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][ceph][osd]") {
@@ -345,20 +365,8 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
 
   // ------------------------------------------------------------------ 3. a forced slow op
   {
-    const auto& victim = cluster.osds.back();
-    // A container's OSD may have been restarted since cluster.json was written.
-    const pid_t victim_pid =
-        victim.container.empty() ? victim.pid : container_osd_pid(victim.container);
-    REQUIRE(victim_pid > 0);
     v0 = views(cluster, daemon.scrape());
-    std::thread pauser([&] {
-      std::this_thread::sleep_for(2s);
-      kill(victim_pid, SIGSTOP);
-      std::this_thread::sleep_for(2s);
-      kill(victim_pid, SIGCONT);
-    });
-    bench(cluster, BenchMode::kWrite, 6);
-    pauser.join();
+    const int victim = pause_replica_during_bench(cluster, 2s, 2s, 6);
     settle();
     v1 = views(cluster, daemon.scrape());
     double replication = 0;
@@ -367,14 +375,14 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
       for (const auto& st : kWriteStages) {
         const double d = v1.at(o.id).slow.at(st) - v0.at(o.id).slow.at(st);
         std::printf(" %s %.0f", st.c_str(), d);
-        if (o.id != victim.id && st == "replication") {
+        if (o.id != victim && st == "replication") {
           replication += d;
         }
       }
       std::printf("\n");
     }
     std::fflush(stdout);
-    INFO(osd_name(victim.id) << " paused 2 s: the other primaries wait for its commits");
+    INFO(osd_name(victim) << " paused 2 s: the other primaries wait for its commits");
     CHECK(replication > 0);
     rados_cleanup(cluster);
   }
@@ -455,31 +463,20 @@ TEST_CASE("tier 1: one probe hit per OSD op gives the whole op and the event sta
   }
 
   // A replica paused for 2 s: its primaries' slow writes are under replication.
-  const auto& victim = cluster.osds.back();
-  const pid_t victim_pid =
-      victim.container.empty() ? victim.pid : container_osd_pid(victim.container);
-  REQUIRE(victim_pid > 0);
   v0 = views(cluster, daemon.scrape());
-  std::thread pauser([&] {
-    std::this_thread::sleep_for(2s);
-    kill(victim_pid, SIGSTOP);
-    std::this_thread::sleep_for(2s);
-    kill(victim_pid, SIGCONT);
-  });
-  bench(cluster, BenchMode::kWrite, 6);
-  pauser.join();
+  const int victim = pause_replica_during_bench(cluster, 2s, 2s, 6);
   settle();
   v1 = views(cluster, daemon.scrape());
   double replication = 0;
   for (const auto& o : cluster.osds) {
-    if (o.id != victim.id) {
+    if (o.id != victim) {
       replication += v1.at(o.id).slow.at("replication") - v0.at(o.id).slow.at("replication");
     }
   }
-  std::printf("  slow writes under replication while osd.%d was paused: %.0f\n", victim.id,
+  std::printf("  slow writes under replication while osd.%d was paused: %.0f\n", victim,
               replication);
   CHECK(replication > 0);
-  check_slow_records(cluster, daemon, victim.id);
+  check_slow_records(cluster, daemon, victim);
   rados_cleanup(cluster);
   close(stats_fd);
   const auto rc = daemon.stop(20s);
@@ -579,18 +576,7 @@ TEST_CASE("detail: auto attaches tier 2 in bounded windows, on request and on sl
   rados_cleanup(cluster);
 
   // 2. rising slow ops: a replica paused for 3 s makes the primaries' writes slow
-  const auto& victim = cluster.osds.back();
-  const pid_t victim_pid =
-      victim.container.empty() ? victim.pid : container_osd_pid(victim.container);
-  REQUIRE(victim_pid > 0);
-  std::thread pauser([&] {
-    std::this_thread::sleep_for(1s);
-    kill(victim_pid, SIGSTOP);
-    std::this_thread::sleep_for(3s);
-    kill(victim_pid, SIGCONT);
-  });
-  bench(cluster, BenchMode::kWrite, 8);
-  pauser.join();
+  const int victim = pause_replica_during_bench(cluster, 1s, 3s, 8);
   double slow_windows = 0;
   for (int i = 0; i < 50 && slow_windows == 0; ++i) {  // triggers are read every 5 s
     const auto m = daemon.scrape();
@@ -598,7 +584,7 @@ TEST_CASE("detail: auto attaches tier 2 in bounded windows, on request and on sl
                          {{"fsid", cluster.fsid}, {"trigger", "slow_ops"}});
     std::this_thread::sleep_for(200ms);
   }
-  std::printf("  windows opened by slow ops after osd.%d's pause: %.0f\n", victim.id, slow_windows);
+  std::printf("  windows opened by slow ops after osd.%d's pause: %.0f\n", victim, slow_windows);
   CHECK(slow_windows >= 1);
   CHECK(daemon.log_has("detail window opened (slow_ops)", 1s));
   rados_cleanup(cluster);

@@ -2,8 +2,11 @@
 // bytes a client chose as its object name.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
+#include "collectors/osd_records.h"
 #include "collectors/slow_ops.h"
 
 using namespace cephscope;
@@ -61,4 +64,40 @@ TEST_CASE("the replicas of a waiting-for-subops event", "[unit][slow_ops]") {
   CHECK(replicas_of("waiting for subops from ").empty());
   CHECK(replicas_of("sub_op_commit_rec").empty());
   CHECK(replicas_of("waiting for subops from x,,99999999999").empty());
+}
+
+TEST_CASE("a kernel record becomes a slow op: client, pg, object, stages", "[unit][slow_ops]") {
+  osd_slow_record r{};
+  r.time_ns = 1'764'000'000'000'000'000ULL;
+  r.whole_ns = 2'000'000'000;
+  r.stage_ns[OSD_STAGE_QUEUE] = 1'000'000;
+  r.stage_ns[OSD_STAGE_REPLICATION] = 1'900'000'000;
+  r.known = (1U << OSD_STAGE_QUEUE) | (1U << OSD_STAGE_REPLICATION);
+  r.op = OSD_OP_WRITE;
+  r.name_type = 8;
+  r.client = 4177;
+  r.tid = 42;
+  r.pool = 2;
+  r.pg_seed = 0x1f;
+  r.have_pg = 1;
+  const std::string name = "benchmark_data_host_1_object41";
+  std::memcpy(r.object, name.data(), name.size());
+  r.object_len = 200;  // longer than what the probe read
+  const std::string event = "waiting for subops from 1,2";
+  std::memcpy(r.replicas, event.data(), event.size());
+  const SlowOp op = to_slow_op(r, "osd.0", "fsid");
+  CHECK(op.client == "client.4177");
+  CHECK(op.tid == 42);
+  CHECK(op.op == "write");
+  CHECK(op.pg == "2.1f");
+  CHECK(op.pool == 2);
+  CHECK(op.object == name);
+  CHECK(op.object_truncated);
+  CHECK(op.replicas == std::vector<std::string>{"1", "2"});
+  CHECK(op.seconds == 2.0);
+  REQUIRE(op.stages.size() == 2);
+  CHECK(op.stages[0].first == "queue");
+  CHECK(op.stages[1] == std::pair<std::string, double>{"replication", 1.9});
+  r.have_pg = 0;
+  CHECK(to_slow_op(r, "osd.0", "fsid").pg.empty());
 }

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Slow-op records of osd.bpf.c: one per client op over the slow threshold, through a ring
+ * buffer, the only per-op traffic to user space (docs/collectors/osd.md, "Slow-op records").
+ */
+#ifndef CEPHSCOPE_OSD_RECORDS_BPF_H
+#define CEPHSCOPE_OSD_RECORDS_BPF_H
+
+#include <bpf/bpf_helpers.h>
+#include "osd.h"
+#include "osd_events.bpf.h"
+#include "maps.bpf.h"
+
+/* Ops slower than this are counted in osd_stats.slow and recorded; 0 turns both off. */
+volatile __u64 slow_ns;
+
+/* Slow-op records, the rare path (docs/collectors/osd.md, "Slow-op records"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, OSD_RECORDS_BYTES);
+} osd_records SEC(".maps");
+
+/*
+ * A slow client op's record: its client and tid, pool and PG, object, each stage's time and
+ * the replicas it waited for (the text of its "waiting for subops from" event).
+ */
+static __always_inline void record_slow(struct osd_scratch *s, const struct osd_layout *l,
+					const void *pg, const void *op, __u32 tgid, __u32 target,
+					__u8 cls, __u64 whole)
+{
+	struct osd_slow_record *r;
+	__u64 id[3], str[2];
+	__u32 seed, k;
+
+	if (!slow_ns || whole < slow_ns)
+		return;
+	r = bpf_ringbuf_reserve(&osd_records, sizeof(*r), 0);
+	if (!r) {
+		count_lost(LOST_RECORD);
+		return;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->time_ns = s->t.now;
+	r->whole_ns = whole;
+	__builtin_memcpy(r->stage_ns, s->d, sizeof(r->stage_ns));
+	r->known = s->known;
+	r->tgid = tgid;
+	r->target = target;
+	r->op = cls;
+	if ((l->have & OSD_HAVE_REQID) && !op_member(s, l, op, l->op_reqid, id, 24)) {
+		r->name_type = (__u8)id[0];
+		r->client = (__s64)id[1];
+		r->tid = id[2];
+	}
+	if ((l->have & OSD_HAVE_PG) && pg && !bpf_probe_read_user(&seed, 4, pg + l->pg_seed)) {
+		r->pool = read_u64(pg + l->pg_pool);
+		r->pg_seed = seed;
+		r->have_pg = 1;
+	}
+	k = s->subops_event;
+	if (k < s->n_events) {
+		asm volatile("%0 &= 31" : "+r"(k)); /* EVENT_SLOTS - 1, kept for the verifier */
+		bpf_probe_read_user_str(
+		    r->replicas, sizeof(r->replicas),
+		    (const void *)*(__u64 *)(s->events + k * OSD_EVENT_SIZE + 8));
+	}
+	if (l->have & OSD_HAVE_OBJECT) {
+		const void *msg = (const void *)op_u64(s, l, op, l->op_request);
+
+		if (msg && !bpf_probe_read_user(str, sizeof(str), msg + l->msg_object)) {
+			r->object_len = (__u32)str[1];
+			bpf_probe_read_user_str(r->object, sizeof(r->object), (const void *)str[0]);
+		}
+	}
+	bpf_ringbuf_submit(r, 0);
+}
+
+#endif

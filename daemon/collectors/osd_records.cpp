@@ -1,0 +1,111 @@
+#include "collectors/osd_records.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "collectors/osd_probes.h"
+
+namespace cephscope {
+
+namespace {
+
+constexpr std::array<const char*, OSD_OP_COUNT> kOps = {"read", "write", "other"};
+
+// Bytes from a client, for the log: printable ASCII, the rest as '?'.
+std::string printable(std::string s) {
+  std::replace_if(
+      s.begin(), s.end(), [](char c) { return c < 0x20 || c > 0x7e; }, '?');
+  return s;
+}
+
+}  // namespace
+
+SlowOp to_slow_op(const osd_slow_record& r, const std::string& who, const std::string& fsid) {
+  SlowOp op;
+  op.ceph_daemon = who;
+  op.fsid = fsid;
+  op.time_ns = r.time_ns;
+  op.op = r.op < OSD_OP_COUNT ? kOps[r.op] : "other";
+  op.client = (r.name_type == 8 ? "client." : "entity.") + std::to_string(r.client);
+  op.tid = r.tid;
+  if (r.have_pg != 0) {
+    op.pool = r.pool;
+    std::array<char, 48> pg{};
+    std::snprintf(pg.data(), pg.size(), "%llu.%x", static_cast<unsigned long long>(r.pool),
+                  r.pg_seed);
+    op.pg = pg.data();
+  }
+  op.object.assign(r.object, strnlen(r.object, sizeof(r.object)));
+  op.object_truncated = r.object_len > op.object.size();
+  op.replicas = replicas_of(std::string_view(r.replicas, strnlen(r.replicas, sizeof(r.replicas))));
+  op.seconds = static_cast<double>(r.whole_ns) / 1e9;
+  for (int i = 0; i < OSD_STAGE_COUNT; ++i) {
+    if ((r.known & (1U << i)) != 0) {
+      op.stages.emplace_back(osd::kStages[i], static_cast<double>(r.stage_ns[i]) / 1e9);
+    }
+  }
+  return op;
+}
+
+std::unique_ptr<SlowOpReader> SlowOpReader::start(int ringbuf_fd, SlowOpLog& log, Names names) {
+  std::unique_ptr<SlowOpReader> self(new SlowOpReader(log, std::move(names)));
+  auto on_record = [](void* ctx, void* data, std::size_t size) {
+    if (size >= sizeof(osd_slow_record)) {
+      static_cast<SlowOpReader*>(ctx)->take(*static_cast<const osd_slow_record*>(data));
+    }
+    return 0;
+  };
+  self->buffer_.reset(ring_buffer__new(ringbuf_fd, on_record, self.get(), nullptr));
+  if (!self->buffer_) {
+    spdlog::warn("osd: slow-op records off: ring buffer: {}", std::strerror(errno));
+    return nullptr;
+  }
+  SlowOpReader* raw = self.get();
+  self->reader_ = std::jthread([raw](const std::stop_token& stop) {
+    while (!stop.stop_requested()) {
+      if (const int n = ring_buffer__poll(raw->buffer_.get(), 200); n < 0 && n != -EINTR) {
+        spdlog::warn("osd: slow-op records stopped: {}", std::strerror(-n));
+        return;
+      }
+    }
+  });
+  return self;
+}
+
+SlowOpReader::~SlowOpReader() {
+  if (reader_.joinable()) {
+    reader_.request_stop();
+    reader_.join();
+  }
+}
+
+// One slow op's record: kept for /debug/slow-ops and logged.
+void SlowOpReader::take(const osd_slow_record& r) {
+  const auto names = names_(r.tgid);
+  if (!names) {
+    return;  // its OSD is being detached
+  }
+  SlowOp op = to_slow_op(r, names->first, names->second);
+  const auto longest =
+      std::max_element(op.stages.begin(), op.stages.end(),
+                       [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::string replicas;
+  for (const auto& id : op.replicas) {
+    replicas += (replicas.empty() ? "" : ",") + id;
+  }
+  spdlog::info(
+      "osd: slow op on {}: {} {}:{} took {:.3f} s, longest stage {} {:.3f} s; pg {}, object "
+      "\"{}\"{}, replicas [{}]",
+      op.ceph_daemon, op.op, op.client, op.tid, op.seconds,
+      longest == op.stages.end() ? "unknown" : longest->first,
+      longest == op.stages.end() ? 0.0 : longest->second, op.pg.empty() ? "unknown" : op.pg,
+      printable(op.object), op.object_truncated ? "..." : "", replicas);
+  log_.add(std::move(op));
+}
+
+}  // namespace cephscope

@@ -1,0 +1,46 @@
+// The OSD programs' slow-op records (bpf/osd.h, struct osd_slow_record): a thread reads them
+// from their ring buffer, names their OSD, keeps them in the SlowOpLog and logs each.
+#pragma once
+
+#include <bpf/libbpf.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "bpf/osd.h"
+#include "collectors/slow_ops.h"
+
+namespace cephscope {
+
+// A record as the endpoint shows it, for the OSD WHO of cluster FSID.
+SlowOp to_slow_op(const osd_slow_record& r, const std::string& who, const std::string& fsid);
+
+class SlowOpReader {
+ public:
+  // The OSD (ceph_daemon, fsid) of a process, nullopt when it is going: its records are dropped.
+  using Names = std::function<std::optional<std::pair<std::string, std::string>>(std::uint32_t)>;
+
+  // Reads the ring buffer at RINGBUF_FD into LOG; nullptr (and a warning) when it cannot.
+  static std::unique_ptr<SlowOpReader> start(int ringbuf_fd, SlowOpLog& log, Names names);
+  ~SlowOpReader();  // stops the thread before the ring buffer goes
+  SlowOpReader(const SlowOpReader&) = delete;
+  SlowOpReader& operator=(const SlowOpReader&) = delete;
+  SlowOpReader(SlowOpReader&&) = delete;
+  SlowOpReader& operator=(SlowOpReader&&) = delete;
+
+ private:
+  SlowOpReader(SlowOpLog& log, Names names) : log_(log), names_(std::move(names)) {}
+  void take(const osd_slow_record& r);
+
+  SlowOpLog& log_;
+  Names names_;
+  std::unique_ptr<ring_buffer, decltype(&ring_buffer__free)> buffer_{nullptr, ring_buffer__free};
+  std::jthread reader_;  // last: stops first
+};
+
+}  // namespace cephscope
