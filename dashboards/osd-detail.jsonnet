@@ -23,12 +23,15 @@ g.dashboard(
   + g.layout([stageHeatmap(s) for s in writeStages], y=1, width=8, height=7)
   + [g.row('BlueStore and replica sub-ops', 29)]
   + g.layout([
-    g.timeseries('BlueStore stages (mean per transaction)', 'Mean time of each BlueStore transaction state of client writes.',
+    g.timeseries('BlueStore stages (mean per transaction)', 'Mean time of each BlueStore transaction state of client writes, measured while tier 2 runs on this OSD (collectors.osd.detail: auto attaches it in windows; see the next panel).',
                  [g.target(g.mean('cephscope_osd_op_stage_seconds', sel + ', op="write", stage=~"bluestore_.*"', 'stage'), '{{stage}}')], stack=true),
+    g.timeseries('Tier-2 detail windows', 'Whether tier 2 (BlueStore detail) is attached to this OSD, and the windows opened, by what opened them: rising slow ops, a minute\'s p99 over the bound, or an operator\'s POST /debug/osd-detail.',
+                 [g.target('max(cephscope_osd_detail_active{' + sel + '})', 'attached'),
+                  g.target('sum by (trigger) (increase(cephscope_osd_detail_windows_total{' + sel + '}[$__rate_interval]))', 'opened: {{trigger}}') + { refId: 'B' }]),
     g.timeseries('Replica sub-ops: p50 and p99', 'Replicated writes this OSD received from primaries: received to local commit.',
                  [g.target('histogram_quantile(0.5, sum by (le) (rate(cephscope_osd_subop_seconds_bucket{' + sel + '}[$__rate_interval])))', 'p50'),
                   g.target('histogram_quantile(0.99, sum by (le) (rate(cephscope_osd_subop_seconds_bucket{' + sel + '}[$__rate_interval])))', 'p99') + { refId: 'B' }]),
-  ], y=30)
+  ], y=30, width=8)
   + [g.row('Devices and syscalls', 38)]
   + g.layout([
     g.timeseries('Device time p99 (its devices, all requests)', 'Issue to completion of the block requests of the devices this OSD writes to (per-target latency is opt-in: collectors.block.target_histograms).',
