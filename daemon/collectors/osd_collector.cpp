@@ -369,9 +369,6 @@ void OsdCollector::detail_status(MetricSink& out) const {
     const bool active = mode_ == "always" || (st != states.end() && st->second.active);
     out.gauge("cephscope_osd_detail_active",
               "1 while tier 2 (BlueStore detail) is attached to the OSD.", l, active ? 1 : 0);
-    if (mode_ != "auto") {
-      continue;
-    }
     for (const char* trigger : {"slow_ops", "latency", "request"}) {
       std::uint64_t n = 0;
       if (st != states.end()) {
