@@ -9,7 +9,7 @@
 #include "bpf/syscall.h"
 #include "collectors/bpf_collector.h"
 #include "collectors/op_stats.h"
-#include "collectors/syscall_names.h"
+#include "config/syscall_names.h"
 #include "core/fs.h"
 #include "syscall.skel.h"
 

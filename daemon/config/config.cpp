@@ -113,7 +113,7 @@ std::string one_of(const YAML::Node& node, const std::string& key, const std::st
   return value;
 }
 
-// A list of syscall names the collector can trace (collectors/syscall_names.h).
+// A list of syscall names the collector can trace (config/syscall_names.h).
 std::vector<std::string> syscall_list(const YAML::Node& node, const std::string& key) {
   if (!node.IsSequence() || node.size() == 0) {
     throw ConfigProblem{line_of(node), key,

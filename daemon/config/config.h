@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collectors/syscall_names.h"
+#include "config/syscall_names.h"
 #include "core/result.h"
 
 namespace cephscope {
