@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <limits>
+#include <regex>
 
 namespace cephscope {
 namespace {
@@ -246,6 +247,34 @@ std::string serialize_response(const HttpResponse& response, bool head_only) {
     out += response.body;
   }
   return out;
+}
+
+std::optional<std::pair<std::string, std::string>> parse_osd_query(std::string_view target) {
+  static const std::regex kOsd(R"(osd\.[0-9]{1,9})");
+  static const std::regex kFsid("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+  std::string who;
+  std::string fsid;
+  const auto q = target.find('?');
+  std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    const auto eq = pair.find('=');
+    const std::string_view key = pair.substr(0, eq);
+    std::string value(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
+    if (key == "ceph_daemon") {
+      who = std::move(value);
+    } else if (key == "fsid") {
+      fsid = std::move(value);
+    } else {
+      return std::nullopt;  // an unknown parameter
+    }
+    query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
+  }
+  if (!std::regex_match(who, kOsd) || (!fsid.empty() && !std::regex_match(fsid, kFsid))) {
+    return std::nullopt;
+  }
+  return std::pair{who, fsid};
 }
 
 }  // namespace cephscope

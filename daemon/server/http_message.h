@@ -40,6 +40,10 @@ bool accepts_gzip(std::string_view accept_encoding);
 // Whether an Accept value asks for Prometheus' protobuf exposition (length-delimited
 // io.prometheus.client.MetricFamily) at least as much as for anything else.
 bool prefers_protobuf(std::string_view accept);
+
+// The OSD of a /debug/osd-detail request target: ceph_daemon=osd.N and an optional
+// fsid=<uuid>; nullopt for anything else (another parameter, a malformed value).
+std::optional<std::pair<std::string, std::string>> parse_osd_query(std::string_view target);
 inline constexpr const char* kProtobufExpositionType =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
     "encoding=delimited";

@@ -21,11 +21,11 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <regex>
 #include <thread>
 #include <vector>
 
 #include "server/http_message.h"
+#include "server/sockets.h"
 
 namespace cephscope {
 namespace {
@@ -90,71 +90,8 @@ struct Job {
   bool loopback = false;
 };
 
-// Whether an accepted peer is this host: IPv4 127.0.0.0/8, ::1, or IPv4-mapped loopback.
-bool is_loopback(const sockaddr_storage& peer) {
-  if (peer.ss_family == AF_INET) {
-    const auto& in = reinterpret_cast<const sockaddr_in&>(peer);
-    return (ntohl(in.sin_addr.s_addr) >> 24) == 127;
-  }
-  if (peer.ss_family == AF_INET6) {
-    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
-    if (IN6_IS_ADDR_LOOPBACK(&in6)) {
-      return true;
-    }
-    return IN6_IS_ADDR_V4MAPPED(&in6) && in6.s6_addr[12] == 127;
-  }
-  return false;
-}
-
 // What one read or write on a connection came to.
 enum class Io { kProgress, kBlocked, kClosed };
-
-Result<int> listen_socket(const std::string& listen) {
-  std::string host;
-  std::string port = listen;
-  if (!listen.empty() && listen.front() == '[') {
-    const auto end = listen.find("]:");
-    if (end == std::string::npos) {
-      return make_error(ErrorKind::kInvalidInput, "cannot listen on " + listen + ": no port");
-    }
-    host = listen.substr(1, end - 1);
-    port = listen.substr(end + 2);
-  } else if (const auto colon = listen.rfind(':'); colon != std::string::npos) {
-    host = listen.substr(0, colon);
-    port = listen.substr(colon + 1);
-  }
-  if (host.empty()) {
-    host = "0.0.0.0";
-  }
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    return make_error(ErrorKind::kInvalidInput,
-                      "cannot listen on " + listen + ": " + gai_strerror(rc));
-  }
-  int err = 0;
-  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      err = errno;
-      continue;
-    }
-    const int one = 1;
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
-        bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
-      freeaddrinfo(found);
-      return fd;
-    }
-    err = errno;
-    close(fd);
-  }
-  freeaddrinfo(found);
-  return make_error(ErrorKind::kSystem, "cannot listen on " + listen + ": " + std::strerror(err),
-                    err);
-}
 
 HttpResponse text(int status, std::string body) {
   HttpResponse r;
@@ -609,32 +546,11 @@ struct HttpServer::Impl {
     if (auto len = req.header("content-length"); len && *len != "0") {
       return text(400, "no body expected: the OSD goes in the query\n");
     }
-    std::string who;
-    std::string fsid;
-    const auto q = req.target.find('?');
-    std::string_view query =
-        q == std::string::npos ? std::string_view() : std::string_view(req.target).substr(q + 1);
-    while (!query.empty()) {
-      const auto amp = query.find('&');
-      const std::string_view pair = query.substr(0, amp);
-      const auto eq = pair.find('=');
-      const std::string_view key = pair.substr(0, eq);
-      const std::string value(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-      if (key == "ceph_daemon") {
-        who = value;
-      } else if (key == "fsid") {
-        fsid = value;
-      } else {
-        return text(400, "unknown parameter (ceph_daemon, fsid)\n");
-      }
-      query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
-    }
-    static const std::regex kOsd("osd\\.[0-9]{1,9}");
-    static const std::regex kFsid("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
-    if (!std::regex_match(who, kOsd) || (!fsid.empty() && !std::regex_match(fsid, kFsid))) {
+    const auto osd = parse_osd_query(req.target);
+    if (!osd) {
       return text(400, "expected ceph_daemon=osd.N and, optionally, fsid=<cluster uuid>\n");
     }
-    auto [status, body] = options.osd_detail(who, fsid);
+    auto [status, body] = options.osd_detail(osd->first, osd->second);
     return text(status, body);
   }
 

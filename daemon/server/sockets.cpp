@@ -1,0 +1,76 @@
+#include "server/sockets.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace cephscope {
+
+Result<int> listen_socket(const std::string& listen) {
+  std::string host;
+  std::string port = listen;
+  if (!listen.empty() && listen.front() == '[') {
+    const auto end = listen.find("]:");
+    if (end == std::string::npos) {
+      return make_error(ErrorKind::kInvalidInput, "cannot listen on " + listen + ": no port");
+    }
+    host = listen.substr(1, end - 1);
+    port = listen.substr(end + 2);
+  } else if (const auto colon = listen.rfind(':'); colon != std::string::npos) {
+    host = listen.substr(0, colon);
+    port = listen.substr(colon + 1);
+  }
+  if (host.empty()) {
+    host = "0.0.0.0";
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    return make_error(ErrorKind::kInvalidInput,
+                      "cannot listen on " + listen + ": " + gai_strerror(rc));
+  }
+  int err = 0;
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    const int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      err = errno;
+      continue;
+    }
+    const int one = 1;
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
+        bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
+      freeaddrinfo(found);
+      return fd;
+    }
+    err = errno;
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return make_error(ErrorKind::kSystem, "cannot listen on " + listen + ": " + std::strerror(err),
+                    err);
+}
+
+// Whether an accepted peer is this host: IPv4 127.0.0.0/8, ::1, or IPv4-mapped loopback.
+bool is_loopback(const sockaddr_storage& peer) {
+  if (peer.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(peer);
+    return (ntohl(in.sin_addr.s_addr) >> 24) == 127;
+  }
+  if (peer.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&in6)) {
+      return true;
+    }
+    return IN6_IS_ADDR_V4MAPPED(&in6) && in6.s6_addr[12] == 127;
+  }
+  return false;
+}
+
+}  // namespace cephscope

@@ -1,0 +1,18 @@
+// The endpoint's sockets: the listening one, and where an accepted peer is.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <string>
+
+#include "core/result.h"
+
+namespace cephscope {
+
+// A non-blocking listening TCP socket on LISTEN ("PORT", "HOST:PORT" or "[V6]:PORT").
+Result<int> listen_socket(const std::string& listen);
+
+// Whether an accepted peer is this host: IPv4 127.0.0.0/8, ::1, or IPv4-mapped loopback.
+bool is_loopback(const sockaddr_storage& peer);
+
+}  // namespace cephscope
