@@ -1,0 +1,56 @@
+// What the OSD stage e2e tests read and drive, shared by tests/e2e/test_osd_stages.cpp and
+// test_osd_tiers.cpp: each OSD's series, Ceph's own counters, checks of one against the other,
+// benches and a paused replica.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ceph_harness.h"
+#include "support/metrics_text.h"
+
+namespace cephscope::test {
+
+// Admin sockets of the cluster's OSDs, by id.
+std::map<int, std::string> host_osd_sockets(const ClusterInfo& cluster);
+// Per OSD id: the perf counters of the cluster's ceph-osd with that id.
+OsdSnapshot snapshot_host(const std::map<int, std::string>& sockets);
+
+// A histogram's count and sum, as cephscope says.
+struct Hist {
+  double count = 0;
+  double sum = 0;
+  [[nodiscard]] double mean() const { return count > 0 ? sum / count : 0; }
+};
+Hist operator-(const Hist& a, const Hist& b);
+Hist operator+(const Hist& a, const Hist& b);
+
+// What cephscope says about one OSD.
+struct OsdView {
+  std::map<std::string, Hist> op;  // by op
+  Hist subop;
+  std::map<std::string, std::map<std::string, Hist>> stage;  // op -> stage
+  std::map<std::string, Hist> subop_stage;
+  std::map<std::string, double> slow;  // stage -> count (writes)
+};
+std::map<int, OsdView> views(const ClusterInfo& c, const Metrics& m);
+
+bool within(double a, double b, double rel);
+// Lets in-flight ops finish and the counters settle before a snapshot.
+void settle();
+// Checks the whole-op histogram of `op` against the counters, per OSD; returns the sum.
+double check_ops(const ClusterInfo& cluster, const char* op, const std::map<int, OsdView>& a,
+                 const std::map<int, OsdView>& b, const OsdSnapshot& perf);
+// Every op measures every stage of STAGES, and their means add up to at most the whole op's.
+void check_stages(const ClusterInfo& cluster, const char* op,
+                  const std::vector<std::string>& stages, const std::map<int, OsdView>& a,
+                  const std::map<int, OsdView>& b);
+BenchSummary bench(const ClusterInfo& cluster, BenchMode mode, int seconds);
+// Pauses the cluster's last OSD (SIGSTOP) for PAUSE, DELAY into a write bench of SECONDS:
+// its primaries' writes wait for it. Returns the paused OSD's id.
+int pause_replica_during_bench(const ClusterInfo& cluster, std::chrono::seconds delay,
+                               std::chrono::seconds pause, int seconds);
+
+}  // namespace cephscope::test

@@ -1,0 +1,292 @@
+// e2e (root, live test cluster): the OSD collector's tiers and slow-op records.
+//   - tier 1 (collectors.osd.detail: never): one uprobe hit per OSD op, counted by the kernel's
+//     BPF accounting, the ops against Ceph's counters, and a paused replica's slow-op records
+//     against `ceph osd map`;
+//   - detail: auto: tier 2 attached in windows, by request and by rising slow ops.
+#include <bpf/bpf.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ceph_harness.h"
+#include "osd_control.h"
+#include "osd_stages_common.h"
+#include "osd_views.h"
+#include "support/daemon_runner.h"
+#include "support/metrics_text.h"
+#include "support/subprocess.h"
+
+using namespace cephscope::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The slow-op records of a replica paused for 2 s (/debug/slow-ops): the other primaries'
+// writes that waited for it, with the time in replication, the paused OSD among the replicas,
+// and the client, object and PG that Ceph itself gives (`ceph osd map`).
+void check_slow_records(const ClusterInfo& cluster, const Daemon& daemon, int victim) {
+  int status = 0;
+  const auto body = http_get(daemon.port(), "/debug/slow-ops", &status);
+  REQUIRE(body.has_value());
+  REQUIRE(status == 200);
+  const auto j = nlohmann::json::parse(*body);
+  int waited = 0;
+  int mapped = 0;
+  for (const auto& op : j.at("ops")) {
+    if (op.at("fsid") != cluster.fsid || op.at("ceph_daemon") == osd_name(victim)) {
+      continue;
+    }
+    const auto& stages = op.at("stages");
+    std::string longest;
+    double longest_s = -1;
+    for (const auto& [name, secs] : stages.items()) {
+      if (secs.get<double>() > longest_s) {
+        longest_s = secs.get<double>();
+        longest = name;
+      }
+    }
+    const auto replicas = op.at("replicas").get<std::vector<std::string>>();
+    const std::string object = op.at("object");
+    INFO(op.dump());
+    CHECK(op.at("seconds").get<double>() >= 1.0);
+    CHECK(op.at("op") == "write");
+    CHECK(op.at("client").get<std::string>().starts_with("client."));
+    CHECK(op.at("tid").get<std::uint64_t>() > 0);
+    CHECK(object.starts_with("benchmark_data_"));
+    if (longest != "replication" ||
+        std::find(replicas.begin(), replicas.end(), std::to_string(victim)) == replicas.end()) {
+      continue;
+    }
+    ++waited;
+    if (mapped < 3) {  // Ceph's own placement of the object: its pg, e.g. "2.1f"
+      const auto map = run_command(
+          tool_argv(cluster, "ceph", {"osd", "map", cluster.pool, object, "--format", "json"}));
+      REQUIRE(map.ok());
+      const auto placed = nlohmann::json::parse(map.out);
+      CHECK(placed.at("pgid") == op.at("pg"));
+      CHECK(placed.at("pool_id") == op.at("pool"));
+      ++mapped;
+    }
+  }
+  std::printf(
+      "  slow-op records: %zu kept, %d from other primaries waiting for osd.%d in "
+      "replication, %d checked against ceph osd map\n",
+      j.at("ops").size(), waited, victim, mapped);
+  CHECK(waited > 0);
+  CHECK(mapped > 0);
+  CHECK(daemon.log_has("slow op on", 1s));
+}
+
+}  // namespace
+
+// Tier 1 (collectors.osd.detail: never): one uprobe hit per OSD op, counted by the kernel's
+// own BPF accounting, and from it the whole op and the stages Ceph's events bound; the ops
+// agree with Ceph's counters as in tier 2, and a paused replica shows under replication.
+TEST_CASE("tier 1: one probe hit per OSD op gives the whole op and the event stages",
+          "[e2e][ceph][osd][tier1]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.osds.size() == 3);
+  const auto sockets = host_osd_sockets(cluster);
+  const int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);  // off again when closed
+  REQUIRE(stats_fd >= 0);
+
+  Daemon daemon(test_dir(cluster.dir), osd_only_config(", slow_op_threshold: 1s, detail: never"));
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon, kTier1Probes));
+  {
+    const auto m = daemon.scrape();
+    for (const auto& o : cluster.osds) {
+      INFO(osd_name(o.id));
+      // exactly the two tier-1 probes are attached in each OSD
+      CHECK(m.sum("cephscope_probe_attached",
+                  {{"collector", "osd"}, {"target", osd_name(o.id)}, {"fsid", cluster.fsid}}) == 2);
+      CHECK(m.sum("cephscope_osd_stage_available",
+                  osd_labels(cluster, o.id,
+                             {{"stage", "bluestore_prepare"}, {"reason", "disabled"}})) == 0);
+    }
+  }
+  rados_cleanup(cluster);
+  settle();
+
+  auto runs = [](const Metrics& m, const char* program) {
+    return m.sum("cephscope_bpf_program_runs_total", {{"collector", "osd"}, {"program", program}});
+  };
+  // Every OSD op of the host: the probes are in every ceph-osd, another cluster's included.
+  auto host_ops = [](const Metrics& m) { return m.sum("cephscope_osd_op_seconds_count", {}); };
+  auto host_subops = [](const Metrics& m) {
+    return m.sum("cephscope_osd_subop_seconds_count", {});
+  };
+  auto perf0 = snapshot_host(sockets);
+  auto m0 = daemon.scrape();
+  auto v0 = views(cluster, m0);
+  const auto w = bench(cluster, BenchMode::kWrite, 6);
+  settle();
+  auto perf1 = snapshot_host(sockets);
+  auto m1 = daemon.scrape();
+  auto v1 = views(cluster, m1);
+  std::printf("tier 1, 4 KiB writes:\n");
+  const double writes = check_ops(cluster, "write", v0, v1, delta(perf0, perf1));
+  CHECK(within(writes, static_cast<double>(w.total_ops + kBenchMetadataOps), 0.005));
+  const double op_hits = runs(m1, "osd_op_done") - runs(m0, "osd_op_done");
+  const double subop_hits = runs(m1, "osd_subop_done") - runs(m0, "osd_subop_done");
+  const double ops = host_ops(m1) - host_ops(m0);
+  const double subops = host_subops(m1) - host_subops(m0);
+  std::printf("  uprobe hits: osd_op_done %.0f for %.0f ops, osd_subop_done %.0f for %.0f subops\n",
+              op_hits, ops, subop_hits, subops);
+  CHECK(ops > 0);
+  CHECK(op_hits == ops);
+  CHECK(subop_hits == subops);
+  CHECK(runs(m1, "osd_txn_queued") == 0);
+  // execute (to the sub-ops' event), replication and commit for every write of the size-3 pool
+  check_stages(cluster, "write", stages({kReadStages, {"replication", "commit"}}), v0, v1);
+  for (const auto& o : cluster.osds) {
+    INFO(osd_name(o.id));
+    for (const auto& st : kStoreStages) {
+      CHECK(v1.at(o.id).stage.at("write").at(st).count == 0);
+    }
+  }
+
+  // A replica paused for 2 s: its primaries' slow writes are under replication.
+  v0 = views(cluster, daemon.scrape());
+  const int victim = pause_replica_during_bench(cluster, 2s, 2s, 6);
+  settle();
+  v1 = views(cluster, daemon.scrape());
+  double replication = 0;
+  for (const auto& o : cluster.osds) {
+    if (o.id != victim) {
+      replication += v1.at(o.id).slow.at("replication") - v0.at(o.id).slow.at("replication");
+    }
+  }
+  std::printf("  slow writes under replication while osd.%d was paused: %.0f\n", victim,
+              replication);
+  CHECK(replication > 0);
+  check_slow_records(cluster, daemon, victim);
+  rados_cleanup(cluster);
+  close(stats_fd);
+  const auto rc = daemon.stop(20s);
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+}
+
+namespace {
+
+// POST /debug/osd-detail for one OSD of the cluster: the HTTP status.
+int request_detail(const Daemon& daemon, const ClusterInfo& cluster, int id) {
+  std::string code;
+  const std::string url = "http://127.0.0.1:" + std::to_string(daemon.port()) +
+                          "/debug/osd-detail?ceph_daemon=" + osd_name(id) + "&fsid=" + cluster.fsid;
+  run_command("curl -s -o /dev/null -w '%{http_code}' -X POST '" + url + "'", &code);
+  return code.empty() ? 0 : std::stoi(code);
+}
+
+// Polls until OSD ID's tier 2 is attached (ON) or detached; false after 20 s.
+bool wait_detail(const ClusterInfo& cluster, Daemon& daemon, int id, bool on) {
+  for (int i = 0; i < 100; ++i) {
+    const auto m = daemon.scrape();
+    const bool active =
+        m.sum("cephscope_osd_detail_active", osd_labels(cluster, id)) == 1 &&
+        m.sum("cephscope_probe_attached", {{"collector", "osd"},
+                                           {"target", osd_name(id)},
+                                           {"fsid", cluster.fsid},
+                                           {"probe", "BlueStore::queue_transactions"},
+                                           {"reason", "ok"}}) == 1;
+    const bool resting =
+        m.sum("cephscope_osd_detail_active", osd_labels(cluster, id)) == 0 &&
+        !m.find("cephscope_probe_attached", {{"collector", "osd"},
+                                             {"target", osd_name(id)},
+                                             {"fsid", cluster.fsid},
+                                             {"probe", "BlueStore::queue_transactions"},
+                                             {"reason", "disabled"}})
+             .empty();
+    if (on ? active : resting) {
+      return true;
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  return false;
+}
+
+// BlueStore kv commits counted on OSD ID: client writes as primary and replicated writes.
+double store_samples(const ClusterInfo& cluster, const Metrics& m, int id) {
+  return m.sum("cephscope_osd_op_stage_seconds_count",
+               osd_labels(cluster, id, {{"stage", "bluestore_kv_commit"}})) +
+         m.sum("cephscope_osd_subop_stage_seconds_count",
+               osd_labels(cluster, id, {{"stage", "bluestore_kv_commit"}}));
+}
+
+}  // namespace
+
+// detail: auto: tier 2 runs on an OSD only in windows, opened by an operator's request (one
+// at a time) and by rising slow ops, closed when they have run their time.
+TEST_CASE("detail: auto attaches tier 2 in bounded windows, on request and on slow ops",
+          "[e2e][ceph][osd][detail]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.osds.size() == 3);
+  Daemon daemon(test_dir(cluster.dir),
+                osd_only_config(", slow_op_threshold: 1s, detail: auto, detail_window: 8s, "
+                                "detail_min_interval: 10m"));
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon, kTier1Probes));
+  const int first = cluster.osds.front().id;
+  const int other = cluster.osds.at(1).id;
+  for (const auto& o : cluster.osds) {
+    CHECK(wait_detail(cluster, daemon, o.id, false));
+  }
+  rados_cleanup(cluster);
+
+  // 1. a request: osd.first gets tier 2 for 8 s, the others do not
+  CHECK(request_detail(daemon, cluster, first) == 200);
+  REQUIRE(wait_detail(cluster, daemon, first, true));
+  CHECK(request_detail(daemon, cluster, first) == 409);  // one window at a time
+  auto m0 = daemon.scrape();
+  bench(cluster, BenchMode::kWrite, 3);
+  auto m1 = daemon.scrape();
+  const double in_window = store_samples(cluster, m1, first) - store_samples(cluster, m0, first);
+  std::printf("  in osd.%d's window: %.0f BlueStore samples; osd.%d (no window): %.0f\n", first,
+              in_window, other, store_samples(cluster, m1, other));
+  CHECK(in_window > 0);
+  CHECK(store_samples(cluster, m1, other) == 0);
+  CHECK(m1.sum("cephscope_osd_detail_windows_total",
+               osd_labels(cluster, first, {{"trigger", "request"}})) == 1);
+  REQUIRE(wait_detail(cluster, daemon, first, false));  // the window ran its 8 s
+  m0 = daemon.scrape();
+  bench(cluster, BenchMode::kWrite, 2);
+  settle();
+  m1 = daemon.scrape();
+  CHECK(store_samples(cluster, m1, first) == store_samples(cluster, m0, first));
+  rados_cleanup(cluster);
+
+  // 2. rising slow ops: a replica paused for 3 s makes the primaries' writes slow
+  const int victim = pause_replica_during_bench(cluster, 1s, 3s, 8);
+  double slow_windows = 0;
+  for (int i = 0; i < 50 && slow_windows == 0; ++i) {  // triggers are read every 5 s
+    const auto m = daemon.scrape();
+    slow_windows = m.sum("cephscope_osd_detail_windows_total",
+                         {{"fsid", cluster.fsid}, {"trigger", "slow_ops"}});
+    std::this_thread::sleep_for(200ms);
+  }
+  std::printf("  windows opened by slow ops after osd.%d's pause: %.0f\n", victim, slow_windows);
+  CHECK(slow_windows >= 1);
+  CHECK(daemon.log_has("detail window opened (slow_ops)", 1s));
+  rados_cleanup(cluster);
+  const auto rc = daemon.stop(20s);
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+}
+
+// An erasure-coded pool (k=2, m=1 over the 3 OSDs): the client write's primary runs the same
+// log_op_stats, so EC writes are counted per op like any other, with the stages that apply:
