@@ -94,13 +94,6 @@ static __always_inline void on_freeze_start(struct request_queue *q)
 	freeze_begin(q);
 }
 
-SEC("fentry/blk_freeze_queue_start")
-int BPF_PROG(freeze_start, struct request_queue *q)
-{
-	on_freeze_start(q);
-	return 0;
-}
-
 static __always_inline void on_freeze_queue(struct request_queue *q)
 {
 	__u64 task = bpf_get_current_pid_tgid();
@@ -108,21 +101,6 @@ static __always_inline void on_freeze_queue(struct request_queue *q)
 
 	bpf_map_update_elem(&block_freezing, &task, &key, BPF_ANY);
 	freeze_begin(q);
-}
-
-/* 6.15 on: blk_mq_freeze_queue is an inline wrapper of this one. */
-SEC("fentry/blk_mq_freeze_queue_nomemsave")
-int BPF_PROG(freeze_queue_nomemsave, struct request_queue *q)
-{
-	on_freeze_queue(q);
-	return 0;
-}
-
-SEC("fentry/blk_mq_freeze_queue")
-int BPF_PROG(freeze_queue, struct request_queue *q)
-{
-	on_freeze_queue(q);
-	return 0;
 }
 
 static __always_inline void on_unfreeze(struct request_queue *q)
@@ -147,58 +125,30 @@ static __always_inline void on_unfreeze(struct request_queue *q)
 		hist_add(time, bpf_ktime_get_ns() - start);
 }
 
-/* 6.15 on: blk_mq_unfreeze_queue is an inline wrapper of this one. */
-SEC("fentry/blk_mq_unfreeze_queue_nomemrestore")
-int BPF_PROG(unfreeze_nomemrestore, struct request_queue *q)
-{
-	on_unfreeze(q);
-	return 0;
-}
-
-SEC("fentry/blk_mq_unfreeze_queue")
-int BPF_PROG(unfreeze, struct request_queue *q)
-{
-	on_unfreeze(q);
-	return 0;
-}
-
 /*
- * The same five as kprobes, for kernels that refuse fentry but have kprobes: the collector
- * loads one set or the other (kFreezePrograms, kFreezeKprobePrograms).
+ * Each hook as fentry (NAME) and as its kprobe twin (kp_NAME), for kernels that refuse fentry
+ * but have kprobes: the collector loads one set or the other (kFreezePrograms,
+ * kFreezeKprobePrograms).
  */
-SEC("kprobe/blk_freeze_queue_start")
-int BPF_KPROBE(kp_freeze_start, struct request_queue *q)
-{
-	on_freeze_start(q);
-	return 0;
-}
+#define FREEZE_HOOK(name, func, handler)                                                           \
+	SEC("fentry/" #func)                                                                       \
+	int BPF_PROG(name, struct request_queue *q)                                                \
+	{                                                                                          \
+		handler(q);                                                                        \
+		return 0;                                                                          \
+	}                                                                                          \
+	SEC("kprobe/" #func)                                                                       \
+	int BPF_KPROBE(kp_##name, struct request_queue *q)                                         \
+	{                                                                                          \
+		handler(q);                                                                        \
+		return 0;                                                                          \
+	}
 
-SEC("kprobe/blk_mq_unfreeze_queue_nomemrestore")
-int BPF_KPROBE(kp_unfreeze_nomemrestore, struct request_queue *q)
-{
-	on_unfreeze(q);
-	return 0;
-}
-
-SEC("kprobe/blk_mq_unfreeze_queue")
-int BPF_KPROBE(kp_unfreeze, struct request_queue *q)
-{
-	on_unfreeze(q);
-	return 0;
-}
-
-SEC("kprobe/blk_mq_freeze_queue_nomemsave")
-int BPF_KPROBE(kp_freeze_queue_nomemsave, struct request_queue *q)
-{
-	on_freeze_queue(q);
-	return 0;
-}
-
-SEC("kprobe/blk_mq_freeze_queue")
-int BPF_KPROBE(kp_freeze_queue, struct request_queue *q)
-{
-	on_freeze_queue(q);
-	return 0;
-}
+FREEZE_HOOK(freeze_start, blk_freeze_queue_start, on_freeze_start)
+/* 6.15 on: blk_mq_freeze_queue and blk_mq_unfreeze_queue are inline wrappers of these. */
+FREEZE_HOOK(freeze_queue_nomemsave, blk_mq_freeze_queue_nomemsave, on_freeze_queue)
+FREEZE_HOOK(freeze_queue, blk_mq_freeze_queue, on_freeze_queue)
+FREEZE_HOOK(unfreeze_nomemrestore, blk_mq_unfreeze_queue_nomemrestore, on_unfreeze)
+FREEZE_HOOK(unfreeze, blk_mq_unfreeze_queue, on_unfreeze)
 
 #endif /* CEPHSCOPE_BLOCK_FREEZE_BPF_H */
