@@ -2,8 +2,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <ranges>
-
 namespace cephscope {
 
 void SlowOpLog::add(SlowOp op) {
@@ -27,7 +25,8 @@ std::string SlowOpLog::json() const {
   nlohmann::json out = nlohmann::json::object();
   nlohmann::json ops = nlohmann::json::array();
   std::lock_guard lock(mu_);
-  for (const SlowOp& op : std::ranges::reverse_view(ops_)) {
+  for (std::size_t i = ops_.size(); i-- > 0;) {  // newest first
+    const SlowOp& op = ops_[i];
     nlohmann::json stages = nlohmann::json::object();
     for (const auto& [name, secs] : op.stages) {
       stages[name] = secs;
