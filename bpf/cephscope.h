@@ -8,6 +8,16 @@
 /* Capacity of the tracked-process map shared by all collectors. */
 #define CEPHSCOPE_MAX_TRACKED 4096
 
+/*
+ * The tracked filter's fast path: an array of CEPHSCOPE_TRACKED_SLOTS packed words, slot
+ * tgid & (slots - 1): the tgid in bits 0-31, its target id in bits 32-62, and
+ * TRACKED_SLOT_SHARED when other tracked tgids map to the slot too (those are found in the
+ * tracked_tgids hash). Most events of untracked processes end at one inlined array read.
+ */
+#define CEPHSCOPE_TRACKED_SLOTS 4096
+#define TRACKED_SLOT_SHARED (1ULL << 63)
+#define TRACKED_SLOT_TARGET(packed) ((__u32)((packed) >> 32) & 0x7fffffffu)
+
 /* Target id 0 means "no tracked process": such events count only in per-device series. */
 #define CEPHSCOPE_UNTRACKED 0
 

@@ -2,7 +2,7 @@
 /*
  * discovery: tells the daemon about new programs (exec) at once, so targets are picked up
  * without waiting for the next /proc scan, and drops an exiting target from the filter map
- * in the kernel, before the daemon has even read the event.
+ * (and its slot) in the kernel, before the daemon has even read the event.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -49,8 +49,15 @@ int on_exit(void *ctx)
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
 
+	__u32 slot = tgid & (CEPHSCOPE_TRACKED_SLOTS - 1);
+	__u64 *word;
+
 	if ((__u32)id != tgid)
 		return 0; /* a thread, not the process */
+	word = bpf_map_lookup_elem(&tracked_slots, &slot);
+	if (word && (__u32)*word == tgid)
+		*word &=
+		    TRACKED_SLOT_SHARED; /* the daemon refills the slot when it reads the event */
 	if (bpf_map_delete_elem(&tracked_tgids, &tgid) == 0)
 		emit(PROCESS_EXIT, tgid);
 	return 0;

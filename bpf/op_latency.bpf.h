@@ -12,7 +12,7 @@
 static const struct op_stats zero_op_stats;
 
 /*
- * Filters on the tracked-process map first: other processes cost one lookup here. A thread's
+ * Filters on the tracked-process slots first: other processes cost one array read. A thread's
  * in-flight slot is created once and then rewritten in place, so the hot path makes no map
  * update or delete (each costs a lock in an LRU map); the LRU evicts slots of dead threads.
  */
@@ -42,13 +42,17 @@ static __always_inline int op_begin(void *inflight, __u32 op)
 /* bytes_ops: bit N set when op N returns a byte count. */
 static __always_inline int op_finish(void *inflight, void *stats_map, long ret, __u32 bytes_ops)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	struct op_start *start = bpf_map_lookup_elem(inflight, &id);
 	struct target_op_key key;
 	struct op_stats *stats;
+	struct op_start *start;
+	__u64 id;
 
+	if (current_target() == CEPHSCOPE_UNTRACKED)
+		return 0; /* the same filter as op_begin: no in-flight lookup for other processes */
+	id = bpf_get_current_pid_tgid();
+	start = bpf_map_lookup_elem(inflight, &id);
 	if (!start || !start->ts_ns)
-		return 0; /* untracked, or started before attach */
+		return 0; /* started before attach */
 	__u64 delta = bpf_ktime_get_ns() - start->ts_ns;
 	key.target = start->target;
 	key.op = start->op;

@@ -147,8 +147,8 @@ int run_check(const Config& config) {
   if (!events.ok()) {
     std::cout << "discovery: unavailable (" << events.error().message << ")\n";
   }
-  const CollectorContext ctx{features, config, events.ok() ? (*events)->tracked_map_fd() : -1,
-                             tracefs};
+  const CollectorContext ctx{features, config,
+                             events.ok() ? (*events)->tracked_maps() : TrackedMaps{}, tracefs};
   for (const auto& c : make_collectors(ctx)) {
     const bool ok = c->hook() != "unavailable";
     // The reason words as the metrics have them, with the detail they leave out.
@@ -221,14 +221,14 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
     spdlog::critical("{}", events.error().message);
     return 1;
   }
-  TargetRegistry registry((*events)->tracked_map_fd(), config.discovery.series_ttl,
+  TargetRegistry registry((*events)->tracked_maps(), config.discovery.series_ttl,
                           static_cast<std::size_t>((*events)->tracked_map_capacity()));
   discovery = std::make_unique<Discovery>(ProcReader("/proc"), registry);
   discovery->set_config(config.discovery);
 
   SlowOpLog slow_ops(config.collectors.osd_slow_op_records);
   OsdDetailControl detail_control;
-  const CollectorContext ctx{features, config,    (*events)->tracked_map_fd(),
+  const CollectorContext ctx{features, config,    (*events)->tracked_maps(),
                              tracefs,  &slow_ops, &detail_control};
   const auto collectors = make_collectors(ctx);
   for (const auto& c : collectors) {

@@ -116,9 +116,9 @@ class BlockCollector final : public BpfCollector {
   // Loads one flavour where the kernel offers its hook, and attaches it; with the freeze
   // programs where fentry and the functions are there (else they are reported unavailable).
   Status load(const Flavour& flavour, const Feature& feature, const FreezeHooks& hooks,
-              int tracked_map_fd);
-  Status load_with(const Flavour& flavour, int tracked_map_fd, const std::vector<bool>& freeze,
-                   const FreezePrograms& freeze_programs);
+              TrackedMaps tracked_maps);
+  Status load_with(const Flavour& flavour, TrackedMaps tracked_maps,
+                   const std::vector<bool>& freeze, const FreezePrograms& freeze_programs);
   void collect_freezes(MetricSink& out);
   // Mirrors the partition -> disk map of /sys into the BPF map.
   Status write_partitions();
@@ -138,7 +138,7 @@ class BlockCollector final : public BpfCollector {
 };
 
 Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
-                            const FreezeHooks& hooks, int tracked_map_fd) {
+                            const FreezeHooks& hooks, TrackedMaps tracked_maps) {
   if (!feature.available) {
     return error_with(feature.why.reason, ErrorKind::kUnsupported,
                       std::string(flavour.hook) + ": " + feature.why.detail);
@@ -171,7 +171,7 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
       break;
     }
     freeze = {true, has[1], !has[1], has[3], !has[3] && has[4]};
-    Status loaded = load_with(flavour, tracked_map_fd, freeze, kind.programs);
+    Status loaded = load_with(flavour, tracked_maps, freeze, kind.programs);
     if (loaded.ok()) {
       spdlog::info("block: queue freezes through {}", kind.name);
       if (!freeze[3] && !freeze[4]) {
@@ -189,7 +189,7 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
     no_freeze = either_failed(no_freeze, failed);
     freeze = none;
   }
-  Status loaded = load_with(flavour, tracked_map_fd, none, kFreezePrograms);
+  Status loaded = load_with(flavour, tracked_maps, none, kFreezePrograms);
   if (loaded.ok()) {
     // The rest of the collector works: only the freeze probes are reported missing.
     const Cause why = no_freeze.value_or(
@@ -202,11 +202,11 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
   return loaded;
 }
 
-Status BlockCollector::load_with(const Flavour& flavour, int tracked_map_fd,
+Status BlockCollector::load_with(const Flavour& flavour, TrackedMaps tracked_maps,
                                  const std::vector<bool>& freeze,
                                  const FreezePrograms& freeze_programs) {
   BlockSkel skel;
-  if (auto opened = open_skeleton(skel, block_bpf__open, tracked_map_fd); !opened.ok()) {
+  if (auto opened = open_skeleton(skel, block_bpf__open, tracked_maps); !opened.ok()) {
     return opened;
   }
   // Per-CPU LRU lists split the capacity between CPUs: give each CPU room for a deep queue.
@@ -264,7 +264,7 @@ void BlockCollector::start(const CollectorContext& ctx) {
                                  ctx.config.collectors.block_freeze_hook};
   std::optional<Cause> first;  // why tp_btf failed, when it was tried
   if (wanted != "tracepoint") {
-    const Status tp_btf = load(kTpBtf, ctx.features.tp_btf, freeze_hooks, ctx.tracked_map_fd);
+    const Status tp_btf = load(kTpBtf, ctx.features.tp_btf, freeze_hooks, ctx.tracked_maps);
     if (tp_btf.ok() || wanted == "tp_btf") {
       if (!tp_btf.ok()) {
         unavailable(cause_of(tp_btf.error(), Reason::kLoadFailed), kProbes);
@@ -276,7 +276,7 @@ void BlockCollector::start(const CollectorContext& ctx) {
     first = cause_of(tp_btf.error(), Reason::kLoadFailed);
     spdlog::info("block: falling back to classic tracepoints ({})", first->detail);
   }
-  if (auto tracepoint = load(kTracepoint, ctx.features.tracefs, freeze_hooks, ctx.tracked_map_fd);
+  if (auto tracepoint = load(kTracepoint, ctx.features.tracefs, freeze_hooks, ctx.tracked_maps);
       !tracepoint.ok()) {
     const Cause why = either_failed(first, cause_of(tracepoint.error(), Reason::kLoadFailed));
     unavailable(why, kProbes);

@@ -117,14 +117,17 @@ Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback
   return {preferred->reason, preferred->detail + "; " + fallback.detail};
 }
 
-Status reuse_tracked_map(bpf_map* map, int tracked_map_fd) {
-  if (tracked_map_fd < 0) {
-    return ok_status();
-  }
-  if (const int err = bpf_map__reuse_fd(map, tracked_map_fd); err != 0) {
-    return error_with(Reason::kInternal, ErrorKind::kSystem,
-                      std::string("cannot share the tracked-process map: ") + std::strerror(-err),
-                      -err);
+Status reuse_tracked_maps(bpf_map* tgids, bpf_map* slots, TrackedMaps shared) {
+  for (const auto& [map, fd] : {std::pair{tgids, shared.tgids}, std::pair{slots, shared.slots}}) {
+    if (fd < 0) {
+      continue;
+    }
+    if (const int err = bpf_map__reuse_fd(map, fd); err != 0) {
+      return error_with(Reason::kInternal, ErrorKind::kSystem,
+                        std::string("cannot share the tracked-process map ") + bpf_map__name(map) +
+                            ": " + std::strerror(-err),
+                        -err);
+    }
   }
   return ok_status();
 }

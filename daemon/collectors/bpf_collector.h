@@ -73,19 +73,19 @@ class BpfCollector : public Collector {
 // failed: the preferred hook's reason, both details.
 Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback);
 
-// Makes a skeleton's tracked_tgids map the shared one (a no-op without one, in tests).
-Status reuse_tracked_map(bpf_map* map, int tracked_map_fd);
+// Makes a skeleton's filter maps the shared ones (a no-op without them, in tests).
+Status reuse_tracked_maps(bpf_map* tgids, bpf_map* slots, TrackedMaps shared);
 
 // Opens a collector's skeleton with the shared tracked-process map.
 template <typename Skel, void (*Destroy)(Skel*)>
-Status open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), int tracked_map_fd) {
+Status open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), TrackedMaps tracked_maps) {
   skel.reset(open());
   if (!skel) {
     const int err = errno;
     return error_with(reason_of_errno(err, Reason::kLoadFailed), ErrorKind::kSystem,
                       std::string("cannot open the BPF object: ") + std::strerror(err), err);
   }
-  return reuse_tracked_map(skel->maps.tracked_tgids, tracked_map_fd);
+  return reuse_tracked_maps(skel->maps.tracked_tgids, skel->maps.tracked_slots, tracked_maps);
 }
 
 }  // namespace cephscope

@@ -20,6 +20,7 @@
 #include "core/labels.h"
 #include "core/result.h"
 #include "discovery/registry.h"
+#include "discovery/tracked_maps.h"
 #include "libbpf/features.h"
 #include "libbpf/prog_stats.h"
 
@@ -31,7 +32,7 @@ class SlowOpLog;
 struct CollectorContext {
   const KernelFeatures& features;
   const Config& config;
-  int tracked_map_fd;  // the shared tgid -> target id filter map
+  TrackedMaps tracked_maps;  // the shared tracked-process filter
   std::string tracefs_dir;
   SlowOpLog* slow_ops = nullptr;               // where the OSD collector keeps slow-op records
   OsdDetailControl* detail_control = nullptr;  // the endpoint's requests of the OSD collector

@@ -173,7 +173,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
     }
   }
   OsdSkel skel;
-  if (auto opened = open_skeleton(skel, osd_bpf__open, ctx.tracked_map_fd); !opened.ok()) {
+  if (auto opened = open_skeleton(skel, osd_bpf__open, ctx.tracked_maps); !opened.ok()) {
     unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
     return;
   }

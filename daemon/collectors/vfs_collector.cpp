@@ -60,18 +60,19 @@ class VfsCollector final : public BpfCollector {
  private:
   void start(const CollectorContext& ctx);
   // Loads one flavour where the kernel offers its hook, and attaches it.
-  Status load(const Flavour& flavour, const Feature& feature, int tracked_map_fd);
+  Status load(const Flavour& flavour, const Feature& feature, TrackedMaps tracked_maps);
   int stats_fd_ = -1;
   std::string buckets_;  // collectors.vfs.buckets
 };
 
-Status VfsCollector::load(const Flavour& flavour, const Feature& feature, int tracked_map_fd) {
+Status VfsCollector::load(const Flavour& flavour, const Feature& feature,
+                          TrackedMaps tracked_maps) {
   if (!feature.available) {
     return error_with(feature.why.reason, ErrorKind::kUnsupported,
                       std::string(flavour.hook) + ": " + feature.why.detail);
   }
   VfsSkel skel;
-  if (auto opened = open_skeleton(skel, vfs_bpf__open, tracked_map_fd); !opened.ok()) {
+  if (auto opened = open_skeleton(skel, vfs_bpf__open, tracked_maps); !opened.ok()) {
     return opened;
   }
   const std::string entry = std::string(flavour.entry_prefix) + "_";
@@ -104,7 +105,7 @@ void VfsCollector::start(const CollectorContext& ctx) {
   const std::vector<std::string> probes(kFunctions.begin(), kFunctions.end());
   std::optional<Cause> first;  // why fentry failed, when it was tried
   if (wanted != "kprobe") {
-    const Status fentry = load(kFentry, ctx.features.fentry, ctx.tracked_map_fd);
+    const Status fentry = load(kFentry, ctx.features.fentry, ctx.tracked_maps);
     if (fentry.ok()) {
       return;
     }
@@ -115,7 +116,7 @@ void VfsCollector::start(const CollectorContext& ctx) {
     }
     spdlog::info("vfs: fentry unusable ({}), trying kprobes", first->detail);
   }
-  if (const Status kprobe = load(kKprobe, ctx.features.kprobe, ctx.tracked_map_fd); !kprobe.ok()) {
+  if (const Status kprobe = load(kKprobe, ctx.features.kprobe, ctx.tracked_maps); !kprobe.ok()) {
     unavailable(either_failed(first, cause_of(kprobe.error(), Reason::kLoadFailed)), probes);
   }
 }

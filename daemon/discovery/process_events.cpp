@@ -59,8 +59,8 @@ int ProcessEvents::on_event(void* ctx, void* data, std::size_t size) {
   return 0;
 }
 
-int ProcessEvents::tracked_map_fd() const {
-  return bpf_map__fd(skel_->maps.tracked_tgids);
+TrackedMaps ProcessEvents::tracked_maps() const {
+  return {bpf_map__fd(skel_->maps.tracked_tgids), bpf_map__fd(skel_->maps.tracked_slots)};
 }
 int ProcessEvents::tracked_map_capacity() const {
   return static_cast<int>(bpf_map__max_entries(skel_->maps.tracked_tgids));

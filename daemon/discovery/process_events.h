@@ -1,4 +1,4 @@
-// The discovery BPF object: owns the tracked-process map every collector shares, and
+// The discovery BPF object: owns the tracked-process maps every collector shares, and
 // reports execs (for prompt pick-up) and exits of tracked processes through a ring buffer.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/result.h"
+#include "discovery/tracked_maps.h"
 #include "libbpf/handles.h"
 
 struct discovery_bpf;
@@ -23,7 +24,7 @@ class ProcessEvents {
   ProcessEvents(const ProcessEvents&) = delete;
   ProcessEvents& operator=(const ProcessEvents&) = delete;
 
-  [[nodiscard]] int tracked_map_fd() const;
+  [[nodiscard]] TrackedMaps tracked_maps() const;
   [[nodiscard]] int tracked_map_capacity() const;
   // An fd that becomes readable when events wait; then call consume().
   [[nodiscard]] int poll_fd() const;

@@ -19,9 +19,45 @@ Labels target_labels(const TargetIdentity& identity) {
   return {{"process", identity.process}};
 }
 
-TargetRegistry::TargetRegistry(int tracked_map_fd, std::chrono::milliseconds ttl,
+std::uint64_t slot_word(std::vector<std::pair<pid_t, std::uint32_t>> in_slot) {
+  if (in_slot.empty()) {
+    return 0;
+  }
+  std::sort(in_slot.begin(), in_slot.end());
+  const auto [pid, target] = in_slot.front();
+  std::uint64_t word =
+      static_cast<std::uint32_t>(pid) | (static_cast<std::uint64_t>(target & 0x7fffffffU) << 32U);
+  if (in_slot.size() > 1) {
+    word |= TRACKED_SLOT_SHARED;
+  }
+  return word;
+}
+
+TargetRegistry::TargetRegistry(TrackedMaps maps, std::chrono::milliseconds ttl,
                                std::size_t max_targets)
-    : map_fd_(tracked_map_fd), ttl_(ttl), max_targets_(max_targets) {}
+    : maps_(maps), ttl_(ttl), max_targets_(max_targets) {}
+
+Status TargetRegistry::sync_slot_locked(pid_t pid) const {
+  if (maps_.slots < 0) {
+    return ok_status();
+  }
+  std::uint32_t slot = tracked_slot(pid);
+  std::vector<std::pair<pid_t, std::uint32_t>> in_slot;
+  for (const auto& [tracked, process] : processes_) {
+    if (tracked_slot(tracked) == slot) {
+      in_slot.emplace_back(tracked, process.target_id);
+    }
+  }
+  const std::uint64_t word = slot_word(std::move(in_slot));
+  if (bpf_map_update_elem(maps_.slots, &slot, &word, BPF_ANY) != 0) {
+    const int err = errno;
+    return make_error(
+        ErrorKind::kSystem,
+        "cannot set the filter slot of pid " + std::to_string(pid) + ": " + std::strerror(err),
+        err);
+  }
+  return ok_status();
+}
 
 Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& identity,
                              Clock::time_point now) {
@@ -70,9 +106,9 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
   }
   ++generation_;
   Target& target = it->second;
-  if (map_fd_ >= 0) {
+  if (maps_.tgids >= 0) {
     const auto tgid = static_cast<std::uint32_t>(info.pid);
-    if (bpf_map_update_elem(map_fd_, &tgid, &target.id, BPF_ANY) != 0) {
+    if (bpf_map_update_elem(maps_.tgids, &tgid, &target.id, BPF_ANY) != 0) {
       const int err = errno;
       return make_error(ErrorKind::kSystem,
                         "cannot add pid " + std::to_string(info.pid) +
@@ -83,6 +119,10 @@ Status TargetRegistry::track(const ProcessInfo& info, const TargetIdentity& iden
   target.pids.insert(info.pid);
   target.last_alive = now;
   processes_[info.pid] = Process{target.id, info.start_time};
+  // After the hash: a slot marked shared sends lookups there, where the pid already is.
+  if (auto st = sync_slot_locked(info.pid); !st.ok()) {
+    return st;
+  }
   spdlog::info(
       "tracking pid {} as {}{}{}{}", info.pid,
       identity.ceph_daemon.empty() ? identity.process : identity.ceph_daemon,
@@ -122,12 +162,15 @@ void TargetRegistry::forget_locked(pid_t pid, Clock::time_point now) {
   }
   const std::uint32_t id = it->second.target_id;
   processes_.erase(it);
-  if (map_fd_ >= 0) {
+  if (maps_.tgids >= 0) {
     const auto tgid = static_cast<std::uint32_t>(pid);
     // ENOENT is expected: the BPF exit hook has deleted it already.
-    if (bpf_map_delete_elem(map_fd_, &tgid) != 0 && errno != ENOENT) {
+    if (bpf_map_delete_elem(maps_.tgids, &tgid) != 0 && errno != ENOENT) {
       spdlog::warn("cannot remove pid {} from the filter map: {}", pid, std::strerror(errno));
     }
+  }
+  if (auto st = sync_slot_locked(pid); !st.ok()) {
+    spdlog::warn("{}", st.error().message);
   }
   ++generation_;
   for (auto& [key, target] : targets_) {

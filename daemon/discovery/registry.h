@@ -28,6 +28,7 @@
 #include "core/labels.h"
 #include "core/result.h"
 #include "discovery/classify.h"
+#include "discovery/tracked_maps.h"
 
 namespace cephscope {
 
@@ -41,9 +42,8 @@ struct TargetView {
 
 class TargetRegistry {
  public:
-  // tracked_map_fd: the BPF hash map tgid -> target id shared by all collectors (-1: none,
-  // for tests without BPF).
-  TargetRegistry(int tracked_map_fd, std::chrono::milliseconds ttl, std::size_t max_targets);
+  // maps: the BPF filter maps shared by all collectors (none, for tests without BPF).
+  TargetRegistry(TrackedMaps maps, std::chrono::milliseconds ttl, std::size_t max_targets);
 
   // Starts tracking a process; idempotent for a process already tracked.
   Status track(const ProcessInfo& info, const TargetIdentity& identity, Clock::time_point now);
@@ -89,12 +89,14 @@ class TargetRegistry {
   };
 
   void forget_locked(pid_t pid, Clock::time_point now);
+  // Rewrites the filter slot of pid from the tracked processes that map to it.
+  Status sync_slot_locked(pid_t pid) const;
   // The live target that a claim of identity contests (nullptr: none): the same osd.N of
   // the same cluster, not the claimant's parent.
   [[nodiscard]] const Target* live_holder(const TargetIdentity& identity, pid_t ppid) const;
 
   mutable std::mutex mu_;
-  int map_fd_;
+  TrackedMaps maps_;
   std::chrono::milliseconds ttl_;
   std::size_t max_targets_;
   std::uint32_t next_id_ = 1;

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Prints the BPF run time per event of the syscall and block programs, from the kernel's
-# own accounting (kernel.bpf_stats_enabled=1), for a tracked and an untracked workload.
+# own accounting (kernel.bpf_stats_enabled=1), for a tracked and an untracked workload, each
+# beside an empty program on the same hooks in the same run (bpftrace). Needs bpftrace and
+# bpftool.
 # A benchmark: it prints figures and asserts nothing about time.
-#   usage: tests/bench/bpf-cost.sh [BUILD_DIR] [WRITES]
+#   usage: tests/bench/bpf-cost.sh [BUILD_DIR] [PWRITES]
 set -euo pipefail
 build=${1:-build}
 writes=${2:-1000000}
@@ -14,18 +16,21 @@ work=$(mktemp -d "$PWD/$build/bench-XXXXXX")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 cleanup() {
+  [ -n "${floor:-}" ] && kill "$floor" 2>/dev/null
   [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
   sysctl -qw kernel.bpf_stats_enabled="$old_stats"
   rm -rf "$work"
 }
 trap cleanup EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
-cp /bin/dd "$work/bench_tracked"
-cp /bin/dd "$work/bench_other"
+python=$(readlink -f /usr/bin/python3)
+cp "$python" "$work/bench_tracked"
+cp "$python" "$work/bench_other"
+cp /bin/dd "$work/dd_tracked"
 cat > "$work/cephscope.yaml" <<CONF
 listen: "127.0.0.1:$port"
 log_level: warn
-discovery: {scan_interval: 1s, matchers: [{comm: "^bench_tracked$"}]}
+discovery: {scan_interval: 1s, matchers: [{comm: "^bench_tracked$"}, {comm: "^dd_tracked$"}]}
 CONF
 "$bin" --config "$work/cephscope.yaml" 2> "$work/daemon.log" &
 daemon=$!
@@ -52,6 +57,7 @@ measure() {
   join "$work/before" "$work/after" | awk '{ d = $4 - $2; t = $5 - $3; if (d > 0) printf "  %-22s %10d runs %8.1f ns/run\n", $1, d, t / d }'
 }
 
+# Waits until the daemon has learnt the tracked names (targets stay known for their TTL).
 wait_tracked() {
   for _ in $(seq 100); do
     curl -s "localhost:$port/metrics" | grep -q 'cephscope_target_info{process="bench_tracked"' && return 0
@@ -61,18 +67,67 @@ wait_tracked() {
   exit 1
 }
 
-# Small writes to /dev/null: pure syscall events (dd issues one read and one write per block).
-tracked_small_writes() {
-  "$work/bench_tracked" if=/dev/zero of=/dev/null bs=64 count="$writes" status=none &
-  local p=$!
-  wait "$p"
+# An empty program on the same hooks, in the same run: the floor each figure is read against.
+# bpftrace (0.17) has no tp_btf: the block floor is the classic tracepoints of the same
+# events, whose accounted run time is the program's alone, as a tp_btf program's is.
+prog_ids() { bpftool prog show | awk '/^[0-9]+: / { sub(":", "", $1); print $1 }' | sort; }
+start_floor() {
+  prog_ids > "$work/ids.before"
+  bpftrace -e "$1" > "$work/bpftrace.out" 2>&1 &
+  floor=$!
+  for _ in $(seq 300); do
+    if grep -q '^Attaching' "$work/bpftrace.out"; then
+      sleep 0.5
+      prog_ids | comm -13 "$work/ids.before" - > "$work/floor.ids"
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "bpftrace did not attach:" >&2
+  cat "$work/bpftrace.out" >&2
+  exit 1
 }
-echo "kernel $(uname -r), $(nproc) CPUs, $writes writes per run"
+stop_floor() { kill "$floor" 2>/dev/null; wait "$floor" 2>/dev/null || true; floor=; }
+floor_totals() {
+  local id
+  while read -r id; do bpftool prog show id "$id" 2>/dev/null; done < "$work/floor.ids" |
+    awk '{ for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t += $(i + 1); if ($i == "run_cnt") c += $(i + 1) } }
+      END { printf "%d %d\n", c, t }'
+}
+
+# pwrite64 of 64 B to /dev/null in a loop: syscall events only, no IO.
+pwrites() {
+  "$1" -c "import os
+fd = os.open('/dev/null', os.O_WRONLY)
+b = b'x' * 64
+for _ in range($writes): os.pwrite(fd, b, 0)"
+}
+direct_writes() {
+  "$work/dd_tracked" if=/dev/zero of="$work/data" bs=4096 count=20000 oflag=direct status=none
+}
+
+# Runs a command under the daemon and the floor; prints each program's ns/run and the
+# floor's, and the difference per run.
+measure_with_floor() {
+  local title=$1 probes=$2
+  shift 2
+  start_floor "$probes"
+  read -r f0 ft0 < <(floor_totals)
+  measure "$title" "$@"
+  read -r f1 ft1 < <(floor_totals)
+  stop_floor
+  awk -v c=$((f1 - f0)) -v t=$((ft1 - ft0)) 'BEGIN { if (c > 0) printf "  %-22s %10d runs %8.1f ns/run (empty program, same hooks)\n", "floor", c, t / c }'
+}
+
+echo "kernel $(uname -r), $(nproc) CPUs, $writes pwrites per run"
 # Track first: a short run makes the daemon learn the name; the measured run starts tracked.
-"$work/bench_tracked" if=/dev/zero of=/dev/null bs=64 count=1 status=none
-sleep 1.5
-measure "untracked: $writes reads + $writes writes of 64 B (filtered out at entry)" \
-  "$work/bench_other" if=/dev/zero of=/dev/null bs=64 count="$writes" status=none
-measure "tracked (exec-time pick-up): $writes reads + $writes writes of 64 B" tracked_small_writes
-measure "tracked: 20000 direct 4 KiB writes to a file (syscall + block events)" \
-  "$work/bench_tracked" if=/dev/zero of="$work/data" bs=4096 count=20000 oflag=direct status=none
+"$work/bench_tracked" -c 'import time; time.sleep(3)' &
+sleeper=$!
+wait_tracked
+wait "$sleeper"
+sys_floor='tracepoint:syscalls:sys_enter_pwrite64 { } tracepoint:syscalls:sys_exit_pwrite64 { }'
+measure_with_floor "untracked: $writes pwrite64 of 64 B (filtered out at entry and exit)" \
+  "$sys_floor" pwrites "$work/bench_other"
+measure_with_floor "tracked: $writes pwrite64 of 64 B" "$sys_floor" pwrites "$work/bench_tracked"
+block_floor='tracepoint:block:block_bio_queue { } tracepoint:block:block_getrq { } tracepoint:block:block_rq_insert { } tracepoint:block:block_rq_issue { } tracepoint:block:block_rq_complete { }'
+measure_with_floor "tracked: 20000 direct 4 KiB writes to a file (block events)" "$block_floor" direct_writes

@@ -5,12 +5,14 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
 #include <thread>
 
+#include "bpf/cephscope.h"
 #include "kernel/block_disks.h"
 
 namespace cephscope::test {
@@ -78,7 +80,37 @@ void allocate(const std::string& path, long bytes) {
 
 }  // namespace
 
-pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io) {
+std::unique_ptr<Subprocess> spawn_as(pid_t pid, const std::vector<std::string>& argv,
+                                     const std::string& log_path) {
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    std::ofstream("/proc/sys/kernel/ns_last_pid") << pid - 1 << std::flush;
+    auto child = std::make_unique<Subprocess>(argv, log_path);
+    if (child->pid() == pid) {
+      return child;
+    }
+    child->signal(SIGKILL);
+    child->wait(std::chrono::seconds(5));
+  }
+  FAIL("could not start " << argv.at(0) << " as pid " << pid);
+  return nullptr;
+}
+
+std::vector<pid_t> free_pids_in_slot_of(pid_t pid, std::size_t count) {
+  long pid_max = 0;
+  std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+  std::vector<pid_t> out;
+  // /proc/N exists for every live process and thread with that id.
+  for (long p = pid % CEPHSCOPE_TRACKED_SLOTS; p < pid_max && out.size() < count;
+       p += CEPHSCOPE_TRACKED_SLOTS) {
+    if (p > 300 && p != pid && !std::filesystem::exists("/proc/" + std::to_string(p))) {
+      out.push_back(static_cast<pid_t>(p));
+    }
+  }
+  REQUIRE(out.size() == count);
+  return out;
+}
+
+pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io, IoPids pids) {
   const std::string other = dir + "/io_other";
   std::filesystem::remove(other);
   std::filesystem::create_symlink(CEPHSCOPE_IO_DRIVER, other);  // same program, comm "io_other"
@@ -96,8 +128,15 @@ pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io) {
                                     std::to_string(io.syncs),
                                     std::to_string(io.reads)};
   };
-  Subprocess tracked(args(CEPHSCOPE_IO_DRIVER, dir + "/tracked.dat"), dir + "/io_driver.log");
-  Subprocess untracked(args(other, dir + "/other.dat"), dir + "/io_other.log");
+  auto start = [&](pid_t want, const std::vector<std::string>& argv, const std::string& log) {
+    return want != 0 ? spawn_as(want, argv, log) : std::make_unique<Subprocess>(argv, log);
+  };
+  const auto tracked_child =
+      start(pids.tracked, args(CEPHSCOPE_IO_DRIVER, dir + "/tracked.dat"), dir + "/io_driver.log");
+  const auto untracked_child =
+      start(pids.untracked, args(other, dir + "/other.dat"), dir + "/io_other.log");
+  Subprocess& tracked = *tracked_child;
+  Subprocess& untracked = *untracked_child;
   const std::string pid = std::to_string(tracked.pid());
   const bool seen = wait_for(
       daemon,

@@ -5,10 +5,13 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "support/daemon_runner.h"
+#include "support/subprocess.h"
 
 namespace cephscope::test {
 
@@ -33,8 +36,24 @@ std::string tracking_config(const std::string& collectors = "");
 // the disks behind it, as the block collector names them (block_disks.h).
 std::set<std::string> require_block_device(const std::string& dir);
 
+// The pids the tracked driver and its untracked twin are to have (0: what fork gives).
+struct IoPids {
+  pid_t tracked = 0;
+  pid_t untracked = 0;
+};
+
 // Runs the pattern; returns the tracked driver's pid once both copies exited cleanly.
-pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io);
+pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io, IoPids pids = {});
+
+// Starts argv as process `pid` (through /proc/sys/kernel/ns_last_pid, as root). Other forks
+// on the host can take the pid first: it retries, and fails the test (REQUIRE) if it never
+// gets it.
+std::unique_ptr<Subprocess> spawn_as(pid_t pid, const std::vector<std::string>& argv,
+                                     const std::string& log_path);
+
+// `count` pids that are free now, below pid_max, and share the filter slot of `pid`
+// (bpf/cephscope.h: CEPHSCOPE_TRACKED_SLOTS), in ascending order.
+std::vector<pid_t> free_pids_in_slot_of(pid_t pid, std::size_t count);
 
 // Linux before 5.11 charges BPF memory to RLIMIT_MEMLOCK, later ones to the memory cgroup.
 bool kernel_charges_memlock();

@@ -1,5 +1,7 @@
 // The collectors against the running kernel: a program with exactly known IO, tracked by
 // the real daemon, must be counted exactly.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -62,6 +64,39 @@ TEST_CASE("the syscall collector's default set is the storage syscalls", "[kerne
               {{"collector", "syscall"}, {"probe", "sys_enter_pwrite64"}}) == 1);
   CHECK(m.find("cephscope_probe_attached", {{"collector", "syscall"}, {"probe", "sys_enter_read"}})
             .empty());
+}
+
+// The filter's slots (bpf/targets.bpf.h): a tracked process holds its slot; a second tracked
+// process in the same slot is found in the hash, and an untracked one there is not counted.
+TEST_CASE("processes that share a slot of the tracked filter are told apart",
+          "[kernel][syscall][discovery]") {
+  const std::string dir = fresh_dir();
+  Daemon daemon(dir, tracking_config());
+  REQUIRE(daemon.wait_ready());
+  // Three free pids of one slot, lowest first. The lowest pid holds a slot (daemon side):
+  // a tracked driver that never gets its go file and does no IO.
+  const auto pids = free_pids_in_slot_of(getpid(), 3);
+  std::ofstream(dir + "/holder.dat").put('\n');
+  const auto holder = spawn_as(
+      pids[0], {CEPHSCOPE_IO_DRIVER, dir + "/holder.dat", dir + "/never", "0", "4096", "0", "0"},
+      dir + "/holder.log");
+  const std::string holder_pid = std::to_string(pids[0]);
+  REQUIRE(wait_for(
+      daemon,
+      [&](const Metrics& m) {
+        return !m.find("cephscope_target_info", {{"process", kTracked}, {"pid", holder_pid}})
+                    .empty();
+      },
+      std::chrono::seconds(10)));
+  const IoPattern io;
+  CHECK(run_io(daemon, dir, io, {pids[1], pids[2]}) == pids[1]);
+  const Metrics m = daemon.scrape();
+  INFO("daemon log:\n" << daemon.log());
+  CHECK(m.sum("cephscope_syscall_seconds_count",
+              {{"process", kTracked}, {"syscall", "pwrite64"}}) == io.writes);
+  CHECK(m.sum("cephscope_syscall_seconds_count",
+              {{"process", kTracked}, {"syscall", "fdatasync"}}) == io.syncs);
+  CHECK(m.find("cephscope_syscall_seconds_count", {{"process", "io_other"}}).empty());
 }
 
 TEST_CASE("syscall and block collectors count a known IO pattern exactly",

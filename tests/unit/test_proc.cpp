@@ -202,7 +202,7 @@ TEST_CASE("files are read only inside the process's root", "[proc]") {
 }
 
 TEST_CASE("a scan that cannot list /proc forgets no tracked process", "[proc]") {
-  TargetRegistry registry(-1, std::chrono::seconds(10), 100);
+  TargetRegistry registry({}, std::chrono::seconds(10), 100);
   Discovery discovery(ProcReader(std::string(kProc) + "/no-such-dir"), registry);
   ProcessInfo info;
   info.pid = 101;

@@ -24,7 +24,7 @@ TargetIdentity osd(int id) {
 }  // namespace
 
 TEST_CASE("a restarted OSD keeps its target id, so its series continue", "[registry]") {
-  TargetRegistry reg(-1, 10s, 100);
+  TargetRegistry reg({}, 10s, 100);
   const auto t0 = Clock::now();
   REQUIRE(reg.track(process(100, 1), osd(0), t0).ok());
   const auto id = reg.snapshot().at(0).id;
@@ -38,7 +38,7 @@ TEST_CASE("a restarted OSD keeps its target id, so its series continue", "[regis
 
 TEST_CASE("a target with no process is dropped after the TTL, and its id is not reused",
           "[registry]") {
-  TargetRegistry reg(-1, 10s, 100);
+  TargetRegistry reg({}, 10s, 100);
   const auto t0 = Clock::now();
   REQUIRE(reg.track(process(100, 1), osd(0), t0).ok());
   const auto first = reg.snapshot().at(0).id;
@@ -53,7 +53,7 @@ TEST_CASE("a target with no process is dropped after the TTL, and its id is not 
 }
 
 TEST_CASE("a reused pid is a new process", "[registry]") {
-  TargetRegistry reg(-1, 10s, 100);
+  TargetRegistry reg({}, 10s, 100);
   const auto t0 = Clock::now();
   REQUIRE(reg.track(process(100, 1), osd(0), t0).ok());
   CHECK(reg.is_tracked(100, 1));
@@ -67,7 +67,7 @@ TEST_CASE("a reused pid is a new process", "[registry]") {
 }
 
 TEST_CASE("the number of targets is capped", "[registry]") {
-  TargetRegistry reg(-1, 10s, 2);
+  TargetRegistry reg({}, 10s, 2);
   const auto t0 = Clock::now();
   REQUIRE(reg.track(process(1, 1), osd(1), t0).ok());
   REQUIRE(reg.track(process(2, 1), osd(2), t0).ok());
@@ -86,7 +86,7 @@ TEST_CASE("targets are labelled by ceph_daemon or by process", "[registry]") {
 }
 
 TEST_CASE("the generation moves with every change a snapshot shows, and only then", "[registry]") {
-  TargetRegistry reg(-1, 10s, 100);
+  TargetRegistry reg({}, 10s, 100);
   const auto t0 = Clock::now();
   auto moved = [&reg, last = reg.generation()]() mutable {
     const bool changed = reg.generation() != last;
@@ -119,7 +119,7 @@ TEST_CASE("the generation moves with every change a snapshot shows, and only the
 }
 
 TEST_CASE("a second live claimant of osd.N is reported, never tracked or merged", "[registry]") {
-  TargetRegistry reg(-1, 10s, 100);
+  TargetRegistry reg({}, 10s, 100);
   const auto t0 = Clock::now();
   auto real = osd(3);
   real.fsid = "8a3e4f6c-1b2d-4c5e-9f70-1a2b3c4d5e6f";
@@ -173,7 +173,7 @@ TEST_CASE("a second live claimant of osd.N is reported, never tracked or merged"
 }
 
 TEST_CASE("two clusters' osd.N are two targets with their own labels", "[registry]") {
-  TargetRegistry reg(-1, 10s, 100);
+  TargetRegistry reg({}, 10s, 100);
   const auto t0 = Clock::now();
   auto first = osd(0);
   first.fsid = "8a3e4f6c-1b2d-4c5e-9f70-1a2b3c4d5e6f";
@@ -208,10 +208,25 @@ TEST_CASE("two clusters' osd.N are two targets with their own labels", "[registr
 }
 
 TEST_CASE("refusals are counted by reason", "[registry]") {
-  TargetRegistry reg(-1, 10s, 100);
+  TargetRegistry reg({}, 10s, 100);
   reg.note_refusal("not_regular");
   reg.note_refusal("not_regular");
   reg.note_refusal("too_large");
   CHECK(reg.refusals() ==
         std::map<std::string, std::uint64_t>{{"not_regular", 2}, {"too_large", 1}});
+}
+
+// The filter's slot word (bpf/targets.bpf.h decodes it): the lowest pid holds the slot, with
+// its target id; a second pid makes it shared.
+TEST_CASE("a filter slot holds its lowest pid and says when it is shared", "[registry]") {
+  CHECK(slot_word({}) == 0);
+  const std::uint64_t alone = slot_word({{4196, 7}});
+  CHECK(static_cast<std::uint32_t>(alone) == 4196);
+  CHECK(TRACKED_SLOT_TARGET(alone) == 7);
+  CHECK((alone & TRACKED_SLOT_SHARED) == 0);
+  const std::uint64_t shared = slot_word({{8292, 9}, {100, 3}});
+  CHECK(static_cast<std::uint32_t>(shared) == 100);
+  CHECK(TRACKED_SLOT_TARGET(shared) == 3);
+  CHECK((shared & TRACKED_SLOT_SHARED) != 0);
+  CHECK(tracked_slot(100) == tracked_slot(100 + CEPHSCOPE_TRACKED_SLOTS));
 }

@@ -53,7 +53,7 @@ TargetIdentity client(const std::string& name) {
 
 TEST_CASE("collectors get the targets only when they changed, and prune only on expiry",
           "[target_sync]") {
-  TargetRegistry reg(-1, 10s, 100);
+  TargetRegistry reg({}, 10s, 100);
   std::vector<std::unique_ptr<Collector>> collectors;
   collectors.push_back(std::make_unique<RecordingCollector>());
   auto& rec = static_cast<RecordingCollector&>(*collectors[0]);
