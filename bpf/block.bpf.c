@@ -185,15 +185,17 @@ static __always_inline void on_bio_remap(__u32 dev, __u64 sector, __u32 old_dev,
  * completion interrupts a syscall tracepoint. Such a request's record is then stale: found
  * already issued without a requeue since, it is replaced, so the next request under the same
  * key (the same address, or the same device and sector) does not inherit its owner and op.
+ * A record that a completion left (keep_records) is refilled in place: blk-mq reuses each
+ * tag's request, so in steady state a request costs lookups only, no LRU update or delete.
  */
 static __always_inline void on_rq_start(struct block_rq_key *key, __u64 sector, __u32 op,
 					__u64 bytes, bool issue)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
-	struct block_rq fresh = {};
+	struct block_rq fresh = {.live = 1};
 
-	if (rq && !rq->issue_ns) {
+	if (rq && rq->live && !rq->issue_ns) {
 		if (!issue) {
 			rq->insert_ns = now; /* inserted again: queue time restarts */
 			return;
@@ -214,6 +216,11 @@ static __always_inline void on_rq_start(struct block_rq_key *key, __u64 sector, 
 	} else {
 		fresh.insert_ns = now;
 	}
+	if (rq) {
+		*rq = fresh; /* one request's stamps never meet another's: its completion came first
+			      */
+		return;
+	}
 	if (bpf_map_update_elem(&block_inflight, key, &fresh, BPF_ANY))
 		count_lost(LOST_INFLIGHT_FULL);
 }
@@ -223,18 +230,22 @@ static __always_inline void on_rq_requeue(struct block_rq_key *key)
 {
 	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
 
-	if (rq)
+	if (rq && rq->live)
 		rq->issue_ns = 0;
 }
 
-static __always_inline void on_rq_complete(struct block_rq_key *key, int error)
+/*
+ * keep_records: the key is the request's address, which blk-mq reuses, so the record stays
+ * for the next request (marked done). Keys of device and sector rarely come back: deleted.
+ */
+static __always_inline void on_rq_complete(struct block_rq_key *key, int error, bool keep_records)
 {
 	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
 	struct block_stats_key skey = {};
 	struct block_stats *stats;
 	__u64 now = bpf_ktime_get_ns();
 
-	if (!rq) {
+	if (!rq || !rq->live) {
 		count_lost(LOST_NO_START);
 		return;
 	}
@@ -242,7 +253,10 @@ static __always_inline void on_rq_complete(struct block_rq_key *key, int error)
 	skey.dev = key->dev;
 	skey.op = rq->op;
 	__u64 insert_ns = rq->insert_ns, issue_ns = rq->issue_ns;
-	bpf_map_delete_elem(&block_inflight, key);
+	if (keep_records)
+		rq->live = 0;
+	else
+		bpf_map_delete_elem(&block_inflight, key);
 	if (!issue_ns)
 		return; /* completed without issue (e.g. merged away): not a device IO */
 
@@ -350,7 +364,7 @@ int BPF_PROG(btf_rq_complete, struct request *rq, int error)
 {
 	struct block_rq_key key = {.id = (__u64)rq, .dev = request_dev(rq)};
 
-	on_rq_complete(&key, error);
+	on_rq_complete(&key, error, true);
 	return 0;
 }
 
@@ -507,7 +521,7 @@ int tp_rq_complete(struct block_tp_prefix *ctx)
 {
 	struct block_rq_key key = {.id = ctx->sector, .dev = ctx->dev};
 
-	on_rq_complete(&key, ctx->error);
+	on_rq_complete(&key, ctx->error, false);
 	return 0;
 }
 

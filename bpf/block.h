@@ -27,7 +27,7 @@ struct block_rq {
 	__u32 target;
 	__u32 op;
 	__u32 counted; /* its bytes are in block_stats (counted at its first issue) */
-	__u32 pad;
+	__u32 live;    /* 0 once completed: the record waits for the key's next request */
 };
 
 /* A bio submitted, until its request is inserted or issued (or it merges into one). */
