@@ -6,7 +6,7 @@
 # writes, sequential reads, stat and xattr reads, and cls_lock's lock and unlock, which read
 # and write: op="other") each is scraped and its series counted per ceph_daemon (every series
 # that carries it) and in all, with the bytes of the text and protobuf expositions and the
-# render time (p50 and p99 of 20 scrapes); then each daemon's RSS and its CPU share of one
+# render time (p50 and p99 of 20 scrapes, and the daemon's CPU time per scrape); then each daemon's RSS and its CPU share of one
 # core idle (30 s, no scrapes) and under a 15 s scrape interval (60 s, 4 scrapes). A
 # benchmark: it prints figures and asserts nothing.
 #   usage: tests/bench/series-budget.sh [BUILD_DIR] [OSD_COUNT...]
@@ -46,17 +46,22 @@ CONF
   for _ in $(seq 300); do curl -sf "127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.1; done
 }
 
-report() {  # LABEL PORT OSDS FSID
-  local label=$1 port=$2 osds=$3 fsid=$4
+# CPU time of every thread of a process, ns (schedstat: steadier than wall time on a busy host)
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d", s }'; }
+
+report() {  # LABEL PORT OSDS FSID PID
+  local label=$1 port=$2 osds=$3 fsid=$4 pid=$5 c0 c1
   curl -s "127.0.0.1:$port/metrics" > "$work/scrape.txt"
   local text proto times
   text=$(wc -c < "$work/scrape.txt")
   proto=$(curl -s -H 'Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited' \
     "127.0.0.1:$port/metrics" | wc -c)
+  c0=$(cpu_ns "$pid")
   times=$(for _ in $(seq 20); do curl -s -o /dev/null -w '%{time_total}\n' "127.0.0.1:$port/metrics"; done |
     sort -n | awk '{t[NR]=$1} END {printf "%.1f %.1f", t[int(NR*0.5+0.5)]*1e3, t[NR]*1e3}')
+  c1=$(cpu_ns "$pid")
   awk -v fsid="$fsid" -v label="$label" -v osds="$osds" -v text="$text" -v proto="$proto" \
-      -v times="$times" '
+      -v times="$times" -v cpu_ms="$(awk -v d=$((c1 - c0)) 'BEGIN { printf "%.1f", d / 20 / 1e6 }')" '
     /^#/ { next }
     { all++ }
     # Stored by a Prometheus with native histograms on: one series per histogram that has a
@@ -78,9 +83,9 @@ report() {  # LABEL PORT OSDS FSID
         nat += plain[d] + natives[d] + 3 * (hists[d] - natives[d])
       }
       split(times, t, " ")
-      printf "%-8s %2d OSDs: per OSD max %d, mean %.0f (BlueStore stages %.0f), native %.0f; host %d series, native %d; scrape %d bytes text, %d protobuf; render p50 %s ms, p99 %s ms\n",
+      printf "%-8s %2d OSDs: per OSD max %d, mean %.0f (BlueStore stages %.0f), native %.0f; host %d series, native %d; scrape %d bytes text, %d protobuf; render p50 %s ms, p99 %s ms, CPU %s ms per scrape\n",
         label, osds, max, n ? sum / n : 0, n ? t2 / n : 0, n ? nat / n : 0, all,
-        plain_all + hist_native + 3 * (hist_all - hist_native), text, proto, t[1], t[2]
+        plain_all + hist_native + 3 * (hist_all - hist_native), text, proto, t[1], t[2], cpu_ms
       if (n != osds) printf "  (saw %d of the %d OSDs)\n", n, osds
     }' "$work/scrape.txt"
 }
@@ -144,9 +149,9 @@ with rados.Rados(conffile=os.environ["CEPH_CONF"]) as cluster, cluster.open_ioct
         io.unlock(obj.key, "series-budget", "cookie")
 PY
   sleep 3
-  report default "$default_port" "$n" "$CEPHSCOPE_CEPH_FSID"
-  report full "$full_port" "$n" "$CEPHSCOPE_CEPH_FSID"
-  report tiers "$tiers_port" "$n" "$CEPHSCOPE_CEPH_FSID"
+  report default "$default_port" "$n" "$CEPHSCOPE_CEPH_FSID" "${daemons[0]}"
+  report full "$full_port" "$n" "$CEPHSCOPE_CEPH_FSID" "${daemons[1]}"
+  report tiers "$tiers_port" "$n" "$CEPHSCOPE_CEPH_FSID" "${daemons[2]}"
   daemon_cost "$n" "default:${daemons[0]}:$default_port" "full:${daemons[1]}:$full_port" \
     "tiers:${daemons[2]}:$tiers_port"
   for d in "${daemons[@]}"; do kill "$d" 2>/dev/null && wait "$d" 2>/dev/null || true; done
