@@ -1,16 +1,15 @@
 #include "metrics/exporter.h"
 
 #include <bpf/libbpf.h>
-#include <prometheus/text_serializer.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
-#include <sstream>
 
 #include "core/build_info.h"
 #include "discovery/process_events.h"
 #include "metrics/prometheus_sink.h"
 #include "metrics/protobuf_exposition.h"
+#include "metrics/text_exposition.h"
 
 namespace cephscope {
 namespace {
@@ -37,9 +36,7 @@ int series_priority(const std::string& collector) {
 }  // namespace
 
 std::string Exporter::render() {
-  std::ostringstream text;
-  prometheus::TextSerializer().Serialize(text, collect());
-  return text.str();
+  return serialize_text(collect());
 }
 
 std::string Exporter::render_protobuf() {

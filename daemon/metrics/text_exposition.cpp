@@ -1,0 +1,204 @@
+#include "metrics/text_exposition.h"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string_view>
+
+namespace cephscope {
+namespace {
+
+// A double as %.16g (an ostream of precision max_digits10 - 1), or Nan, +Inf, -Inf.
+std::string_view format_number(double v, std::array<char, 32>& buf) {
+  if (std::isnan(v)) {
+    return "Nan";
+  }
+  if (std::isinf(v)) {
+    return v < 0 ? "-Inf" : "+Inf";
+  }
+  const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v, std::chars_format::general,
+                                 std::numeric_limits<double>::max_digits10 - 1);
+  return {buf.data(), static_cast<std::size_t>(res.ptr - buf.data())};
+}
+
+class TextWriter {
+ public:
+  explicit TextWriter(std::string& out) : out_(out) {}
+
+  void text(std::string_view s) { out_.append(s); }
+  void number(double v) {
+    std::array<char, 32> buf{};
+    out_.append(format_number(v, buf));
+  }
+  template <typename Integer>
+  void integer(Integer v) {
+    std::array<char, 24> buf{};
+    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    out_.append(buf.data(), res.ptr);
+  }
+  // A label value: backslash, double quote and line feed escaped as the format says (\n for
+  // a line feed, where prometheus-cpp wrote a backslash and the line feed itself).
+  void escaped(std::string_view s) {
+    if (s.find_first_of("\\\"\n") == std::string_view::npos) {
+      out_.append(s);  // the usual case: sanitised label values need no escape
+      return;
+    }
+    for (const char c : s) {
+      if (c == '\n') {
+        out_.append("\\n");
+        continue;
+      }
+      if (c == '\\' || c == '"') {
+        out_.push_back('\\');
+      }
+      out_.push_back(c);
+    }
+  }
+
+  // name{labels[,extra="extra_value"]} and the space before the value.
+  void head(const prometheus::MetricFamily& family, const prometheus::ClientMetric& metric,
+            std::string_view suffix = {}, std::string_view extra = {},
+            std::string_view extra_value = {}) {
+    text(family.name);
+    text(suffix);
+    if (metric.label.empty() && extra.empty()) {
+      out_.push_back(' ');
+      return;
+    }
+    out_.push_back('{');
+    std::string_view sep;
+    auto label = [&](std::string_view name, std::string_view value) {
+      text(sep);
+      text(name);
+      text("=\"");
+      escaped(value);
+      out_.push_back('"');
+      sep = ",";
+    };
+    for (const auto& l : metric.label) {
+      label(l.name, l.value);
+    }
+    if (!extra.empty()) {
+      label(extra, extra_value);
+    }
+    text("} ");
+  }
+  void tail(const prometheus::ClientMetric& metric) {
+    if (metric.timestamp_ms != 0) {
+      out_.push_back(' ');
+      integer(metric.timestamp_ms);
+    }
+    out_.push_back('\n');
+  }
+
+ private:
+  std::string& out_;
+};
+
+void histogram(TextWriter& w, const prometheus::MetricFamily& family,
+               const prometheus::ClientMetric& metric) {
+  const auto& hist = metric.histogram;
+  w.head(family, metric, "_count");
+  w.integer(hist.sample_count);
+  w.tail(metric);
+  w.head(family, metric, "_sum");
+  w.number(hist.sample_sum);
+  w.tail(metric);
+  double last = -std::numeric_limits<double>::infinity();
+  for (const auto& bucket : hist.bucket) {
+    std::array<char, 32> buf{};
+    w.head(family, metric, "_bucket", "le", format_number(bucket.upper_bound, buf));
+    last = bucket.upper_bound;
+    w.integer(bucket.cumulative_count);
+    w.tail(metric);
+  }
+  if (last != std::numeric_limits<double>::infinity()) {
+    w.head(family, metric, "_bucket", "le", "+Inf");
+    w.integer(hist.sample_count);
+    w.tail(metric);
+  }
+}
+
+void summary(TextWriter& w, const prometheus::MetricFamily& family,
+             const prometheus::ClientMetric& metric) {
+  const auto& sum = metric.summary;
+  w.head(family, metric, "_count");
+  w.integer(sum.sample_count);
+  w.tail(metric);
+  w.head(family, metric, "_sum");
+  w.number(sum.sample_sum);
+  w.tail(metric);
+  for (const auto& q : sum.quantile) {
+    std::array<char, 32> buf{};
+    w.head(family, metric, "", "quantile", format_number(q.quantile, buf));
+    w.number(q.value);
+    w.tail(metric);
+  }
+}
+
+std::string_view type_name(prometheus::MetricType type) {
+  switch (type) {
+    case prometheus::MetricType::Counter:
+      return "counter";
+    case prometheus::MetricType::Gauge:
+      return "gauge";
+    case prometheus::MetricType::Summary:
+      return "summary";
+    case prometheus::MetricType::Histogram:
+      return "histogram";
+    default:
+      return "untyped";
+  }
+}
+
+}  // namespace
+
+std::string serialize_text(const std::vector<prometheus::MetricFamily>& families) {
+  // Room for every line at about 128 bytes, so the text is not moved as it grows.
+  std::size_t lines = 0;
+  for (const auto& family : families) {
+    for (const auto& metric : family.metric) {
+      lines += family.type == prometheus::MetricType::Histogram
+                   ? metric.histogram.bucket.size() + 3
+                   : 1 + metric.summary.quantile.size() + 2;
+    }
+  }
+  std::string out;
+  out.reserve(lines * 128);
+  TextWriter w(out);
+  for (const auto& family : families) {
+    if (!family.help.empty()) {
+      w.text("# HELP ");
+      w.text(family.name);
+      w.text(" ");
+      w.text(family.help);
+      w.text("\n");
+    }
+    w.text("# TYPE ");
+    w.text(family.name);
+    w.text(" ");
+    w.text(type_name(family.type));
+    w.text("\n");
+    for (const auto& metric : family.metric) {
+      switch (family.type) {
+        case prometheus::MetricType::Histogram:
+          histogram(w, family, metric);
+          break;
+        case prometheus::MetricType::Summary:
+          summary(w, family, metric);
+          break;
+        default:
+          w.head(family, metric);
+          w.number(family.type == prometheus::MetricType::Counter ? metric.counter.value
+                   : family.type == prometheus::MetricType::Gauge ? metric.gauge.value
+                                                                  : metric.untyped.value);
+          w.tail(metric);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace cephscope
