@@ -27,7 +27,7 @@ std::vector<prometheus::MetricFamily> sample_families() {
       "cephscope_c_total", "A counter.", prometheus::MetricType::Counter, {}};
   for (const double v : {0.0, 1.0, 8.304700000000001e-05, 0.1 + 0.2, 1e21, 123456789.125,
                          std::numeric_limits<double>::infinity()}) {
-    auto m = with_labels({{"process", "qemu \"vm\"\\1"}, {"op", "write"}});
+    auto m = with_labels({{"process", R"(qemu "vm"\1)"}, {"op", "write"}});
     m.counter.value = v;
     counter.metric.push_back(m);
   }
