@@ -97,15 +97,21 @@ class TextWriter {
   std::string& out_;
 };
 
+// The _count and _sum lines a histogram and a summary begin with.
+void count_and_sum(TextWriter& w, const prometheus::MetricFamily& family,
+                   const prometheus::ClientMetric& metric, std::uint64_t count, double sum) {
+  w.head(family, metric, "_count");
+  w.integer(count);
+  w.tail(metric);
+  w.head(family, metric, "_sum");
+  w.number(sum);
+  w.tail(metric);
+}
+
 void histogram(TextWriter& w, const prometheus::MetricFamily& family,
                const prometheus::ClientMetric& metric) {
   const auto& hist = metric.histogram;
-  w.head(family, metric, "_count");
-  w.integer(hist.sample_count);
-  w.tail(metric);
-  w.head(family, metric, "_sum");
-  w.number(hist.sample_sum);
-  w.tail(metric);
+  count_and_sum(w, family, metric, hist.sample_count, hist.sample_sum);
   double last = -std::numeric_limits<double>::infinity();
   for (const auto& bucket : hist.bucket) {
     std::array<char, 32> buf{};
@@ -124,12 +130,7 @@ void histogram(TextWriter& w, const prometheus::MetricFamily& family,
 void summary(TextWriter& w, const prometheus::MetricFamily& family,
              const prometheus::ClientMetric& metric) {
   const auto& sum = metric.summary;
-  w.head(family, metric, "_count");
-  w.integer(sum.sample_count);
-  w.tail(metric);
-  w.head(family, metric, "_sum");
-  w.number(sum.sample_sum);
-  w.tail(metric);
+  count_and_sum(w, family, metric, sum.sample_count, sum.sample_sum);
   for (const auto& q : sum.quantile) {
     std::array<char, 32> buf{};
     w.head(family, metric, "", "quantile", format_number(q.quantile, buf));
