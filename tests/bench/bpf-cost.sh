@@ -15,13 +15,15 @@ bin=$build/daemon/cephscope
 work=$(mktemp -d "$PWD/$build/bench-XXXXXX")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+# Every line must run whatever the one before did (set -e applies here too).
 cleanup() {
-  [ -n "${floor:-}" ] && kill "$floor" 2>/dev/null
-  [ -n "${daemon:-}" ] && kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null
+  if [ -n "${floor:-}" ]; then kill "$floor" 2>/dev/null || true; fi
+  if [ -n "${daemon:-}" ]; then kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true; fi
   sysctl -qw kernel.bpf_stats_enabled="$old_stats"
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM  # a signal exits through cleanup: no daemon left attached
 sysctl -qw kernel.bpf_stats_enabled=1
 python=$(readlink -f /usr/bin/python3)
 cp "$python" "$work/bench_tracked"

@@ -53,6 +53,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM  # a signal exits through cleanup: no daemon left attached
 sysctl -qw kernel.bpf_stats_enabled=1
 
 # ids of every loaded BPF program, to find the ones a daemon or bpftrace loads

@@ -24,11 +24,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d /tmp/series-budget-XXXXXX)
 daemons=()
 cleanup() {
-  for d in "${daemons[@]}"; do kill "$d" 2>/dev/null && wait "$d" 2>/dev/null; done
-  [ -d "$work/cluster" ] && "$here/../ceph/cluster.sh" down "$work/cluster" >/dev/null 2>&1
+  for d in "${daemons[@]}"; do kill "$d" 2>/dev/null && wait "$d" 2>/dev/null || true; done
+  if [ -d "$work/cluster" ]; then "$here/../ceph/cluster.sh" down "$work/cluster" >/dev/null 2>&1 || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM  # a signal exits through cleanup: no daemon left attached
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 start_daemon() {  # NAME COLLECTORS_YAML: sets $port

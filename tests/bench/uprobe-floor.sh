@@ -18,11 +18,12 @@ work=$(mktemp -d /tmp/cephscope-uprobe-floor-XXXXXX)
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 tracer=
 cleanup() {
-  [ -n "$tracer" ] && kill "$tracer" 2>/dev/null && wait "$tracer" 2>/dev/null
+  if [ -n "$tracer" ]; then kill "$tracer" 2>/dev/null && wait "$tracer" 2>/dev/null || true; fi
   sysctl -qw kernel.bpf_stats_enabled="$old_stats"
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM  # a signal exits through cleanup: no daemon left attached
 sysctl -qw kernel.bpf_stats_enabled=1
 
 cat > "$work/loop.c" <<'C'
