@@ -48,16 +48,16 @@ int on_exit(void *ctx)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
-
 	__u32 slot = tgid & (CEPHSCOPE_TRACKED_SLOTS - 1);
 	__u64 *word;
 
 	if ((__u32)id != tgid)
 		return 0; /* a thread, not the process */
+	/* The daemon rewrites the slot when it reads the event; until then others sharing it
+	 * are found in the hash. */
 	word = bpf_map_lookup_elem(&tracked_slots, &slot);
 	if (word && (__u32)*word == tgid)
-		*word &=
-		    TRACKED_SLOT_SHARED; /* the daemon refills the slot when it reads the event */
+		*word &= TRACKED_SLOT_SHARED;
 	if (bpf_map_delete_elem(&tracked_tgids, &tgid) == 0)
 		emit(PROCESS_EXIT, tgid);
 	return 0;

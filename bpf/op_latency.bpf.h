@@ -18,11 +18,11 @@ static const struct op_stats zero_op_stats;
  */
 static __always_inline int op_begin(void *inflight, __u32 op)
 {
-	__u32 target = current_target();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 target = target_of(id >> 32);
 
 	if (target == CEPHSCOPE_UNTRACKED)
 		return 0;
-	__u64 id = bpf_get_current_pid_tgid();
 	__u64 now = bpf_ktime_get_ns();
 	struct op_start *slot = bpf_map_lookup_elem(inflight, &id);
 
@@ -45,11 +45,10 @@ static __always_inline int op_finish(void *inflight, void *stats_map, long ret, 
 	struct target_op_key key;
 	struct op_stats *stats;
 	struct op_start *start;
-	__u64 id;
+	__u64 id = bpf_get_current_pid_tgid();
 
-	if (current_target() == CEPHSCOPE_UNTRACKED)
+	if (target_of(id >> 32) == CEPHSCOPE_UNTRACKED)
 		return 0; /* the same filter as op_begin: no in-flight lookup for other processes */
-	id = bpf_get_current_pid_tgid();
 	start = bpf_map_lookup_elem(inflight, &id);
 	if (!start || !start->ts_ns)
 		return 0; /* started before attach */

@@ -26,13 +26,12 @@ struct {
 } tracked_slots SEC(".maps");
 
 /*
- * The calling process's target id, or CEPHSCOPE_UNTRACKED. The verifier inlines the array
+ * The target id of process TGID, or CEPHSCOPE_UNTRACKED. The verifier inlines the array
  * lookup, so an untracked process whose slot holds no other tgid costs one load; the slot
  * is read once, as one word, so a concurrent update is seen whole or not at all.
  */
-static __always_inline __u32 current_target(void)
+static __always_inline __u32 target_of(__u32 tgid)
 {
-	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	__u32 slot = tgid & (CEPHSCOPE_TRACKED_SLOTS - 1);
 	__u64 *word = bpf_map_lookup_elem(&tracked_slots, &slot);
 	__u64 packed = word ? *word : 0;
@@ -44,6 +43,11 @@ static __always_inline __u32 current_target(void)
 		return CEPHSCOPE_UNTRACKED;
 	id = bpf_map_lookup_elem(&tracked_tgids, &tgid);
 	return id ? *id : CEPHSCOPE_UNTRACKED;
+}
+
+static __always_inline __u32 current_target(void)
+{
+	return target_of(bpf_get_current_pid_tgid() >> 32);
 }
 
 #endif

@@ -19,12 +19,11 @@ Labels target_labels(const TargetIdentity& identity) {
   return {{"process", identity.process}};
 }
 
-std::uint64_t slot_word(std::vector<std::pair<pid_t, std::uint32_t>> in_slot) {
+std::uint64_t slot_word(const std::vector<std::pair<pid_t, std::uint32_t>>& in_slot) {
   if (in_slot.empty()) {
     return 0;
   }
-  std::sort(in_slot.begin(), in_slot.end());
-  const auto [pid, target] = in_slot.front();
+  const auto [pid, target] = *std::min_element(in_slot.begin(), in_slot.end());
   std::uint64_t word =
       static_cast<std::uint32_t>(pid) | (static_cast<std::uint64_t>(target & 0x7fffffffU) << 32U);
   if (in_slot.size() > 1) {
@@ -48,7 +47,7 @@ Status TargetRegistry::sync_slot_locked(pid_t pid) const {
       in_slot.emplace_back(tracked, process.target_id);
     }
   }
-  const std::uint64_t word = slot_word(std::move(in_slot));
+  const std::uint64_t word = slot_word(in_slot);
   if (bpf_map_update_elem(maps_.slots, &slot, &word, BPF_ANY) != 0) {
     const int err = errno;
     return make_error(

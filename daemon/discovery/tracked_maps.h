@@ -24,6 +24,6 @@ constexpr std::uint32_t tracked_slot(pid_t pid) {
 
 // The word of one slot, from the tracked processes (pid, target id) that map to it: the
 // lowest pid holds the slot; any other one makes it shared (the BPF side then asks the hash).
-std::uint64_t slot_word(std::vector<std::pair<pid_t, std::uint32_t>> in_slot);
+std::uint64_t slot_word(const std::vector<std::pair<pid_t, std::uint32_t>>& in_slot);
 
 }  // namespace cephscope

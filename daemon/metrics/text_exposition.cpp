@@ -161,9 +161,16 @@ std::string serialize_text(const std::vector<prometheus::MetricFamily>& families
   std::size_t lines = 0;
   for (const auto& family : families) {
     for (const auto& metric : family.metric) {
-      lines += family.type == prometheus::MetricType::Histogram
-                   ? metric.histogram.bucket.size() + 3
-                   : 1 + metric.summary.quantile.size() + 2;
+      switch (family.type) {
+        case prometheus::MetricType::Histogram:
+          lines += metric.histogram.bucket.size() + 3;
+          break;
+        case prometheus::MetricType::Summary:
+          lines += metric.summary.quantile.size() + 2;
+          break;
+        default:
+          lines += 1;
+      }
     }
   }
   std::string out;

@@ -165,4 +165,25 @@ int pause_replica_during_bench(const ClusterInfo& cluster, std::chrono::seconds 
   return victim.id;
 }
 
+PausedReplica slow_writes_while_replica_paused(const ClusterInfo& cluster, Daemon& daemon) {
+  using namespace std::chrono_literals;
+  const auto v0 = views(cluster, daemon.scrape());
+  PausedReplica out{pause_replica_during_bench(cluster, 2s, 2s, 6), 0};
+  settle();
+  const auto v1 = views(cluster, daemon.scrape());
+  for (const auto& o : cluster.osds) {
+    std::printf("  %s slow writes by stage:", osd_name(o.id).c_str());
+    for (const auto& st : kWriteStages) {
+      const double d = v1.at(o.id).slow.at(st) - v0.at(o.id).slow.at(st);
+      std::printf(" %s %.0f", st.c_str(), d);
+      if (o.id != out.victim && st == "replication") {
+        out.replication += d;
+      }
+    }
+    std::printf("\n");
+  }
+  std::fflush(stdout);
+  return out;
+}
+
 }  // namespace cephscope::test

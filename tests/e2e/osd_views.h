@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ceph_harness.h"
+#include "support/daemon_runner.h"
 #include "support/metrics_text.h"
 
 namespace cephscope::test {
@@ -52,5 +53,14 @@ BenchSummary bench(const ClusterInfo& cluster, BenchMode mode, int seconds);
 // its primaries' writes wait for it. Returns the paused OSD's id.
 int pause_replica_during_bench(const ClusterInfo& cluster, std::chrono::seconds delay,
                                std::chrono::seconds pause, int seconds);
+
+// A replica paused for 2 s in a 6 s write bench, as the daemon saw it: every OSD's slow writes
+// by stage are printed; returns the paused OSD and the slow writes under replication on the
+// others (their primaries wait for its commits).
+struct PausedReplica {
+  int victim;
+  double replication;
+};
+PausedReplica slow_writes_while_replica_paused(const ClusterInfo& cluster, Daemon& daemon);
 
 }  // namespace cephscope::test

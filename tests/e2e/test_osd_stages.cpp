@@ -143,25 +143,9 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
 
   // ------------------------------------------------------------------ 3. a forced slow op
   {
-    v0 = views(cluster, daemon.scrape());
-    const int victim = pause_replica_during_bench(cluster, 2s, 2s, 6);
-    settle();
-    v1 = views(cluster, daemon.scrape());
-    double replication = 0;
-    for (const auto& o : cluster.osds) {
-      std::printf("  %s slow writes by stage:", osd_name(o.id).c_str());
-      for (const auto& st : kWriteStages) {
-        const double d = v1.at(o.id).slow.at(st) - v0.at(o.id).slow.at(st);
-        std::printf(" %s %.0f", st.c_str(), d);
-        if (o.id != victim && st == "replication") {
-          replication += d;
-        }
-      }
-      std::printf("\n");
-    }
-    std::fflush(stdout);
-    INFO(osd_name(victim) << " paused 2 s: the other primaries wait for its commits");
-    CHECK(replication > 0);
+    const auto paused = slow_writes_while_replica_paused(cluster, daemon);
+    INFO(osd_name(paused.victim) << " paused 2 s: the other primaries wait for its commits");
+    CHECK(paused.replication > 0);
     rados_cleanup(cluster);
   }
 

@@ -158,20 +158,9 @@ TEST_CASE("tier 1: one probe hit per OSD op gives the whole op and the event sta
   }
 
   // A replica paused for 2 s: its primaries' slow writes are under replication.
-  v0 = views(cluster, daemon.scrape());
-  const int victim = pause_replica_during_bench(cluster, 2s, 2s, 6);
-  settle();
-  v1 = views(cluster, daemon.scrape());
-  double replication = 0;
-  for (const auto& o : cluster.osds) {
-    if (o.id != victim) {
-      replication += v1.at(o.id).slow.at("replication") - v0.at(o.id).slow.at("replication");
-    }
-  }
-  std::printf("  slow writes under replication while osd.%d was paused: %.0f\n", victim,
-              replication);
-  CHECK(replication > 0);
-  check_slow_records(cluster, daemon, victim);
+  const auto paused = slow_writes_while_replica_paused(cluster, daemon);
+  CHECK(paused.replication > 0);
+  check_slow_records(cluster, daemon, paused.victim);
   rados_cleanup(cluster);
   close(stats_fd);
   const auto rc = daemon.stop(20s);
