@@ -138,10 +138,14 @@ pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io, IoPids
   Subprocess& tracked = *tracked_child;
   Subprocess& untracked = *untracked_child;
   const std::string pid = std::to_string(tracked.pid());
+  const std::string twin_pid = std::to_string(untracked.pid());
   const bool seen = wait_for(
       daemon,
       [&](const Metrics& m) {
-        return !m.find("cephscope_target_info", {{"process", "io_driver"}, {"pid", pid}}).empty();
+        return !m.find("cephscope_target_info", {{"process", "io_driver"}, {"pid", pid}}).empty() &&
+               (!pids.twin_tracked ||
+                !m.find("cephscope_target_info", {{"process", "io_other"}, {"pid", twin_pid}})
+                     .empty());
       },
       std::chrono::seconds(10));
   INFO("daemon log:\n" << daemon.log());

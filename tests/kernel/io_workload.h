@@ -37,9 +37,11 @@ std::string tracking_config(const std::string& collectors = "");
 std::set<std::string> require_block_device(const std::string& dir);
 
 // The pids the tracked driver and its untracked twin are to have (0: what fork gives).
+// `twin_tracked`: the config tracks io_other too, so the IO waits until the daemon shows it.
 struct IoPids {
   pid_t tracked = 0;
   pid_t untracked = 0;
+  bool twin_tracked = false;
 };
 
 // Runs the pattern; returns the tracked driver's pid once both copies exited cleanly.

@@ -73,7 +73,7 @@ TEST_CASE("SIGHUP reloads the config; a bad one is rejected and the old one stay
       << good << tracking_config() << "    - {comm: \"^io_other$\"}\n";
   kill(daemon.pid(), SIGHUP);
   REQUIRE(daemon.log_has("config reloaded", std::chrono::seconds(5)));
-  run_io(daemon, dir, IoPattern{4, 4096, 1, 1});
+  run_io(daemon, dir, IoPattern{4, 4096, 1, 1}, {.twin_tracked = true});
   const Metrics m = daemon.scrape();
   CHECK(m.sum("cephscope_syscall_seconds_count",
               {{"process", "io_other"}, {"syscall", "pwrite64"}}) == 4);
