@@ -18,19 +18,30 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
+/*
+ * In-flight bios and requests live in direct-mapped tables: an array slot per hashed key,
+ * the key stored in the record and compared on every read. A record costs one inlined array
+ * load and plain stores where an LRU hash update and delete cost about 0.5 us per bio here
+ * (tests/bench/bpf-cost.sh). The slot functions are in block.h. Bounded by construction, never
+ * full: a new record takes its slot, and one displaced while younger than DISPLACED_LIVE_NS is
+ * counted as inflight_full (older ones are leftovers: a bio of a bio-based disk, a completion the
+ * kernel skipped). The hash is seeded per load, so no process can aim its IO at the OSDs' slots.
+ */
+#define DISPLACED_LIVE_NS (30ULL * 1000000000ULL) /* the block layer's default request timeout */
+
+const volatile __u64 slot_seed = 0;
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(map_flags, BPF_F_NO_COMMON_LRU); /* per-CPU LRU lists: no global lock per request */
-	__uint(max_entries, BLOCK_INFLIGHT_MAX);
-	__type(key, struct block_rq_key);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BLOCK_RQ_SLOTS);
+	__type(key, __u32);
 	__type(value, struct block_rq);
 } block_inflight SEC(".maps");
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(map_flags, BPF_F_NO_COMMON_LRU);
-	__uint(max_entries, BLOCK_BIO_OWNER_MAX);
-	__type(key, struct block_bio_key);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BLOCK_BIO_SLOTS);
+	__type(key, __u32);
 	__type(value, struct block_bio);
 } block_bio_owner SEC(".maps");
 
@@ -59,92 +70,126 @@ static __always_inline __u32 whole_disk(__u32 dev)
 	return disk ? *disk : dev;
 }
 
-/* Every bio, tracked or not: the per-device submit time counts every process's waits. */
-static __always_inline void on_bio_queue(__u32 dev, __u64 sector, __u32 op)
+/* The slot of bio (DEV, SECTOR); NULL only where the verifier wants the check. */
+static __always_inline struct block_bio *bio_slot(__u32 dev, __u64 sector)
 {
-	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
-	struct block_bio bio = {
-	    .queue_ns = bpf_ktime_get_ns(), .target = current_target(), .op = op};
+	__u32 slot = block_sector_slot(sector, dev, slot_seed, BLOCK_BIO_SLOTS);
 
-	if (bpf_map_update_elem(&block_bio_owner, &key, &bio, BPF_ANY))
+	return bpf_map_lookup_elem(&block_bio_owner, &slot);
+}
+
+/* The live record of bio (DEV, SECTOR), or NULL. */
+static __always_inline struct block_bio *find_bio(__u32 dev, __u64 sector)
+{
+	struct block_bio *bio = bio_slot(dev, sector);
+
+	if (!bio || !bio->live || bio->dev != dev || bio->sector != sector)
+		return 0;
+	return bio;
+}
+
+/* Stores BIO (its key filled in) in its slot. */
+static __always_inline void put_bio(const struct block_bio *bio, __u64 now)
+{
+	struct block_bio *slot = bio_slot(bio->dev, bio->sector);
+
+	if (!slot)
+		return;
+	if (slot->live && (slot->dev != bio->dev || slot->sector != bio->sector) &&
+	    now - slot->queue_ns < DISPLACED_LIVE_NS)
 		count_lost(LOST_INFLIGHT_FULL);
+	*slot = *bio;
 }
 
-static __always_inline __u32 take_owner(__u32 dev, __u64 sector)
+/* Every bio, tracked or not: the per-device submit time counts every process's waits. */
+static __always_inline void on_bio_queue(__u32 disk, __u64 sector, __u32 op)
 {
-	struct block_bio_key key = {.sector = sector, .dev = dev};
-	struct block_bio *bio = bpf_map_lookup_elem(&block_bio_owner, &key);
-	__u32 target;
+	__u64 now = bpf_ktime_get_ns();
+	struct block_bio bio = {.sector = sector,
+				.queue_ns = now,
+				.dev = disk,
+				.target = current_target(),
+				.op = op,
+				.live = 1};
 
+	put_bio(&bio, now);
+}
+
+/* The owner of bio (DEV, SECTOR) and its submit time, passed on to its request RQ. */
+static __always_inline void take_owner(struct block_rq *rq, __u32 dev, __u64 sector)
+{
+	struct block_bio *bio = find_bio(dev, sector);
+
+	rq->target = CEPHSCOPE_UNTRACKED;
 	if (!bio)
-		return CEPHSCOPE_UNTRACKED;
-	target = bio->target;
-	bpf_map_delete_elem(&block_bio_owner, &key);
-	return target;
+		return;
+	bio->live = 0;
+	rq->target = bio->target;
+	if (bio->rq_ns)
+		rq->submit_ns = bio->rq_ns - bio->queue_ns;
 }
 
-static __always_inline void add_bytes(__u32 target, __u32 dev, __u32 op, __u64 bytes)
+/*
+ * A request's first issue: its bytes, and the submit time of its first bio, in one stats
+ * lookup (the lookup is most of what a block program costs).
+ */
+static __always_inline void count_issue(const struct block_rq *rq, __u64 bytes)
 {
-	struct block_stats_key skey = {.target = target, .dev = dev, .op = op};
+	struct block_stats_key skey = {.target = rq->target, .dev = rq->dev, .op = rq->op};
 	struct block_stats *stats = lookup_or_init(&block_stats, &skey, &zero_stats);
 
-	if (stats)
-		stats->bytes += bytes;
+	if (!stats)
+		return;
+	stats->bytes += bytes;
+	if (rq->submit_ns)
+		hist_add(&stats->submit, rq->submit_ns);
 }
 
 /* The stats a bio's outcome goes to: its owner's, on its disk, for its op. */
-static __always_inline struct block_stats *bio_stats(const struct block_bio *bio, __u32 dev)
+static __always_inline struct block_stats *bio_stats(const struct block_bio *bio)
 {
-	struct block_stats_key skey = {.target = bio->target, .dev = dev, .op = bio->op};
+	struct block_stats_key skey = {.target = bio->target, .dev = bio->dev, .op = bio->op};
 
 	return lookup_or_init(&block_stats, &skey, &zero_stats);
 }
 
-/* The bio got its request: the time it waited to get there (a frozen queue, no free tag). */
-static __always_inline void on_getrq(__u32 dev, __u64 sector)
+/*
+ * The bio got its request: the time it waited to get there (a frozen queue, no free tag)
+ * goes with it to the request's first issue.
+ */
+static __always_inline void on_getrq(__u32 disk, __u64 sector)
 {
-	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
-	struct block_bio *bio = bpf_map_lookup_elem(&block_bio_owner, &key);
-	struct block_stats *stats;
-	__u64 queued;
+	struct block_bio *bio = find_bio(disk, sector);
 
-	if (!bio || !bio->queue_ns)
-		return;
-	queued = bio->queue_ns;
-	bio->queue_ns = 0; /* the owner stays, for the request's insert or issue */
-	stats = bio_stats(bio, key.dev);
-	if (stats)
-		hist_add(&stats->submit, bpf_ktime_get_ns() - queued);
+	if (bio && !bio->rq_ns)
+		bio->rq_ns = bpf_ktime_get_ns();
 }
 
 /* The bio joined a request already there: no request of its own, so no submit sample. */
 static __always_inline void on_bio_merge(__u32 dev, __u64 sector)
 {
-	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
-	struct block_bio *bio = bpf_map_lookup_elem(&block_bio_owner, &key);
+	struct block_bio *bio = find_bio(whole_disk(dev), sector);
 	struct block_stats *stats;
 
 	if (!bio)
 		return;
-	stats = bio_stats(bio, key.dev);
+	bio->live = 0;
+	stats = bio_stats(bio);
 	if (stats)
 		stats->merges += 1;
-	bpf_map_delete_elem(&block_bio_owner, &key);
 }
 
 /* A bio split at NEW_SECTOR: the remainder goes on from there with the same submit time. */
 static __always_inline void on_bio_split(__u32 dev, __u64 sector, __u64 new_sector)
 {
-	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
-	struct block_bio *bio = bpf_map_lookup_elem(&block_bio_owner, &key);
+	struct block_bio *bio = find_bio(whole_disk(dev), sector);
 	struct block_bio rest;
 
 	if (!bio)
 		return;
 	rest = *bio;
-	key.sector = new_sector;
-	if (bpf_map_update_elem(&block_bio_owner, &key, &rest, BPF_ANY))
-		count_lost(LOST_INFLIGHT_FULL);
+	rest.sector = new_sector;
+	put_bio(&rest, bpf_ktime_get_ns());
 }
 
 /*
@@ -158,23 +203,36 @@ static __always_inline void on_bio_split(__u32 dev, __u64 sector, __u64 new_sect
 static __always_inline void on_bio_remap(__u32 dev, __u64 sector, __u32 old_dev, __u64 old_sector,
 					 __u32 op)
 {
-	struct block_bio_key old_key = {.sector = old_sector, .dev = whole_disk(old_dev)};
-	struct block_bio_key key = {.sector = sector, .dev = whole_disk(dev)};
-	struct block_bio *above = bpf_map_lookup_elem(&block_bio_owner, &old_key);
-	struct block_bio bio = {.queue_ns = bpf_ktime_get_ns()};
+	__u32 old_disk = whole_disk(old_dev);
+	struct block_bio *above = find_bio(old_disk, old_sector);
+	__u64 now = bpf_ktime_get_ns();
+	struct block_bio bio = {
+	    .sector = sector, .queue_ns = now, .dev = whole_disk(dev), .live = 1};
 
 	if (above) {
+		above->live = 0;
 		bio.target = above->target;
 		bio.op = above->op;
-		bpf_map_delete_elem(&block_bio_owner, &old_key);
-	} else if (old_key.dev == key.dev) {
+	} else if (old_disk == bio.dev) {
 		return;
 	} else {
 		bio.target = current_target();
 		bio.op = op;
 	}
-	if (bpf_map_update_elem(&block_bio_owner, &key, &bio, BPF_ANY))
-		count_lost(LOST_INFLIGHT_FULL);
+	put_bio(&bio, now);
+}
+
+/* The slot of request KEY, and whether it holds that request's live record. */
+static __always_inline struct block_rq *rq_slot(const struct block_rq_key *key)
+{
+	__u32 slot = block_slot(key->id, key->dev, slot_seed, BLOCK_RQ_SLOTS);
+
+	return bpf_map_lookup_elem(&block_inflight, &slot);
+}
+
+static __always_inline bool holds(const struct block_rq *rq, const struct block_rq_key *key)
+{
+	return rq->live && rq->id == key->id && rq->dev == key->dev;
 }
 
 /*
@@ -185,17 +243,17 @@ static __always_inline void on_bio_remap(__u32 dev, __u64 sector, __u32 old_dev,
  * completion interrupts a syscall tracepoint. Such a request's record is then stale: found
  * already issued without a requeue since, it is replaced, so the next request under the same
  * key (the same address, or the same device and sector) does not inherit its owner and op.
- * A record that a completion left (keep_records) is refilled in place: blk-mq reuses each
- * tag's request, so in steady state a request costs lookups only, no LRU update or delete.
  */
-static __always_inline void on_rq_start(struct block_rq_key *key, __u64 sector, __u32 op,
+static __always_inline void on_rq_start(const struct block_rq_key *key, __u64 sector, __u32 op,
 					__u64 bytes, bool issue)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
-	struct block_rq fresh = {.live = 1};
+	struct block_rq *rq = rq_slot(key);
+	struct block_rq fresh = {.id = key->id, .dev = key->dev, .live = 1, .op = op};
 
-	if (rq && rq->live && !rq->issue_ns) {
+	if (!rq)
+		return;
+	if (holds(rq, key) && !rq->issue_ns) {
 		if (!issue) {
 			rq->insert_ns = now; /* inserted again: queue time restarts */
 			return;
@@ -203,49 +261,42 @@ static __always_inline void on_rq_start(struct block_rq_key *key, __u64 sector, 
 		rq->issue_ns = now;
 		if (!rq->counted) {
 			rq->counted = 1;
-			add_bytes(rq->target, key->dev, rq->op, bytes);
+			count_issue(rq, bytes);
 		}
 		return;
 	}
-	fresh.target = take_owner(key->dev, sector);
-	fresh.op = op;
+	if (rq->live && !holds(rq, key) &&
+	    now - (rq->issue_ns > rq->insert_ns ? rq->issue_ns : rq->insert_ns) < DISPLACED_LIVE_NS)
+		count_lost(LOST_INFLIGHT_FULL);
+	take_owner(&fresh, key->dev, sector);
 	if (issue) {
 		fresh.issue_ns = now;
 		fresh.counted = 1;
-		add_bytes(fresh.target, key->dev, op, bytes);
+		count_issue(&fresh, bytes);
 	} else {
 		fresh.insert_ns = now;
 	}
-	if (rq) {
-		*rq = fresh; /* one request's stamps never meet another's: its completion came first
-			      */
-		return;
-	}
-	if (bpf_map_update_elem(&block_inflight, key, &fresh, BPF_ANY))
-		count_lost(LOST_INFLIGHT_FULL);
+	*rq = fresh; /* one request's stamps never meet another's: its completion came first */
 }
 
 /* A requeued request is issued again later; its bytes are already counted. */
-static __always_inline void on_rq_requeue(struct block_rq_key *key)
+static __always_inline void on_rq_requeue(const struct block_rq_key *key)
 {
-	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
+	struct block_rq *rq = rq_slot(key);
 
-	if (rq && rq->live)
+	if (rq && holds(rq, key))
 		rq->issue_ns = 0;
 }
 
-/*
- * keep_records: the key is the request's address, which blk-mq reuses, so the record stays
- * for the next request (marked done). Keys of device and sector rarely come back: deleted.
- */
-static __always_inline void on_rq_complete(struct block_rq_key *key, int error, bool keep_records)
+/* The record stays in its slot, marked done, for the next request there. */
+static __always_inline void on_rq_complete(const struct block_rq_key *key, int error)
 {
-	struct block_rq *rq = bpf_map_lookup_elem(&block_inflight, key);
+	struct block_rq *rq = rq_slot(key);
 	struct block_stats_key skey = {};
 	struct block_stats *stats;
 	__u64 now = bpf_ktime_get_ns();
 
-	if (!rq || !rq->live) {
+	if (!rq || !holds(rq, key)) {
 		count_lost(LOST_NO_START);
 		return;
 	}
@@ -253,10 +304,7 @@ static __always_inline void on_rq_complete(struct block_rq_key *key, int error, 
 	skey.dev = key->dev;
 	skey.op = rq->op;
 	__u64 insert_ns = rq->insert_ns, issue_ns = rq->issue_ns;
-	if (keep_records)
-		rq->live = 0;
-	else
-		bpf_map_delete_elem(&block_inflight, key);
+	rq->live = 0;
 	if (!issue_ns)
 		return; /* completed without issue (e.g. merged away): not a device IO */
 
@@ -290,12 +338,21 @@ static __always_inline __u32 op_from_flags(__u32 cmd_flags)
 	}
 }
 
+/*
+ * A request's address as a number, to hash. The verifier refuses arithmetic on a kernel
+ * pointer, but allows a program that may read kernel addresses (CAP_PERFMON) the difference
+ * of two pointers: the distance from a fixed map is the address less a constant.
+ */
+static __always_inline __u64 request_id(struct request *rq)
+{
+	return (__u64)((char *)rq - (char *)&block_inflight);
+}
+
 static __always_inline void btf_rq_start(struct request *rq, bool issue)
 {
-	struct block_rq_key key = {.id = (__u64)rq, .dev = request_dev(rq)};
+	struct block_rq_key key = {.id = request_id(rq), .dev = request_dev(rq)};
 
-	on_rq_start(&key, BPF_CORE_READ(rq, __sector), op_from_flags(BPF_CORE_READ(rq, cmd_flags)),
-		    BPF_CORE_READ(rq, __data_len), issue);
+	on_rq_start(&key, rq->__sector, op_from_flags(rq->cmd_flags), rq->__data_len, issue);
 }
 
 /*
@@ -309,6 +366,7 @@ static __always_inline void btf_rq_start(struct request *rq, bool issue)
  */
 const volatile bool bio_queue_with_q = false;
 const volatile bool rq_with_q = false;
+const volatile bool getrq_with_q = false; /* block_getrq(q, bio, rw) became (bio) with them */
 
 /*
  * The tracepoint's first (with_q false) or second argument. Plain C lets clang fold the two
@@ -330,8 +388,16 @@ int btf_bio_queue(__u64 *ctx)
 {
 	struct bio *bio = tp_arg(ctx, bio_queue_with_q);
 
-	on_bio_queue(bio_dev(bio), BPF_CORE_READ(bio, bi_iter.bi_sector),
-		     op_from_flags(BPF_CORE_READ(bio, bi_opf)));
+	on_bio_queue(bio_disk_dev(bio), bio->bi_iter.bi_sector, op_from_flags(bio->bi_opf));
+	return 0;
+}
+
+SEC("tp_btf/block_getrq")
+int btf_getrq(__u64 *ctx)
+{
+	struct bio *bio = tp_arg(ctx, getrq_with_q);
+
+	on_getrq(bio_disk_dev(bio), bio->bi_iter.bi_sector);
 	return 0;
 }
 
@@ -353,7 +419,7 @@ SEC("tp_btf/block_rq_requeue")
 int btf_rq_requeue(__u64 *ctx)
 {
 	struct request *rq = tp_arg(ctx, rq_with_q);
-	struct block_rq_key key = {.id = (__u64)rq, .dev = request_dev(rq)};
+	struct block_rq_key key = {.id = request_id(rq), .dev = request_dev(rq)};
 
 	on_rq_requeue(&key);
 	return 0;
@@ -362,9 +428,9 @@ int btf_rq_requeue(__u64 *ctx)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(btf_rq_complete, struct request *rq, int error)
 {
-	struct block_rq_key key = {.id = (__u64)rq, .dev = request_dev(rq)};
+	struct block_rq_key key = {.id = request_id(rq), .dev = request_dev(rq)};
 
-	on_rq_complete(&key, error, true);
+	on_rq_complete(&key, error);
 	return 0;
 }
 
@@ -442,14 +508,14 @@ struct block_tp_split {
 SEC("tracepoint/block/block_bio_queue")
 int tp_bio_queue(struct block_tp_bio *ctx)
 {
-	on_bio_queue(ctx->dev, ctx->sector, op_from_rwbs(ctx->rwbs));
+	on_bio_queue(whole_disk(ctx->dev), ctx->sector, op_from_rwbs(ctx->rwbs));
 	return 0;
 }
 
 SEC("tracepoint/block/block_getrq")
 int tp_getrq(struct block_tp_bio *ctx)
 {
-	on_getrq(ctx->dev, ctx->sector);
+	on_getrq(whole_disk(ctx->dev), ctx->sector);
 	return 0;
 }
 
@@ -521,7 +587,7 @@ int tp_rq_complete(struct block_tp_prefix *ctx)
 {
 	struct block_rq_key key = {.id = ctx->sector, .dev = ctx->dev};
 
-	on_rq_complete(&key, ctx->error, false);
+	on_rq_complete(&key, ctx->error);
 	return 0;
 }
 

@@ -21,26 +21,29 @@ struct block_rq_key {
 	__u32 pad;
 };
 
+/* A request's record, in the slot its key hashes to (block.bpf.c), the key stored with it. */
 struct block_rq {
+	__u64 id;
+	__u32 dev;
+	__u32 live;	 /* 0 once completed: the slot waits for its next request */
 	__u64 insert_ns; /* 0 when the request was issued without being inserted */
 	__u64 issue_ns;	 /* 0 until issued, and again once requeued */
 	__u32 target;
 	__u32 op;
 	__u32 counted; /* its bytes are in block_stats (counted at its first issue) */
-	__u32 live;    /* 0 once completed: the record waits for the key's next request */
+	__u32 pad;
+	__u64 submit_ns; /* its first bio's wait for the request (0: not seen), folded at issue */
 };
 
 /* A bio submitted, until its request is inserted or issued (or it merges into one). */
-struct block_bio_key {
-	__u64 sector;
-	__u32 dev;
-	__u32 pad;
-};
-
 struct block_bio {
-	__u64 queue_ns; /* block_bio_queue; 0 once its request was allocated (block_getrq) */
+	__u64 sector;
+	__u64 queue_ns; /* block_bio_queue, or the remap that stamped it again */
+	__u64 rq_ns;	/* its request was allocated (block_getrq); 0 before */
+	__u32 dev;	/* the whole disk */
 	__u32 target;	/* CEPHSCOPE_UNTRACKED for other processes' bios */
 	__u32 op;
+	__u32 live; /* 0 once its request took it, or it merged */
 };
 
 struct block_stats_key {
@@ -75,9 +78,29 @@ struct block_freezer_key {
 
 #define BLOCK_FROZEN_MAX 1024
 #define BLOCK_FREEZERS_MAX 1024
-#define BLOCK_INFLIGHT_MAX 16384
-#define BLOCK_BIO_OWNER_MAX 16384
+/* Slots of the direct-mapped in-flight tables (block.bpf.c): powers of two. */
+#define BLOCK_RQ_SLOTS 32768
+#define BLOCK_BIO_SLOTS 8192
 #define BLOCK_STATS_MAX 8192
 #define BLOCK_PARTITIONS_MAX 1024
+
+/* The slot of in-flight key (ID, DEV) in a table of SLOTS, under the load's SEED. */
+static inline __u32 block_slot(__u64 id, __u32 dev, __u64 seed, __u32 slots)
+{
+	__u64 h = ((id ^ ((__u64)dev << 40)) + seed) * 0x9E3779B97F4A7C15ULL;
+
+	return (__u32)(h >> 32) & (slots - 1);
+}
+
+/*
+ * A bio's slot: its 32 KiB chunk of the disk is hashed, and the chunk's eight 4 KiB blocks
+ * take neighbouring slots, so a sequential stream (a RocksDB WAL, BlueStore's allocations)
+ * writes records into cache lines it has just touched (a cold line costs ~0.15 us here).
+ */
+static inline __u32 block_sector_slot(__u64 sector, __u32 dev, __u64 seed, __u32 slots)
+{
+	return ((block_slot(sector >> 6, dev, seed, slots) << 3) | ((__u32)(sector >> 3) & 7)) &
+	       (slots - 1);
+}
 
 #endif

@@ -42,11 +42,15 @@ struct op_stats {
 	__u64 errors; /* calls that returned a negative errno */
 };
 
-/* One call in flight per thread, keyed by pid_tgid. */
+/* One call in flight per thread, in the thread's slot (op_latency.bpf.h). */
+#define OP_INFLIGHT_SLOTS 16384
+
 struct op_start {
-	__u64 ts_ns;
+	__u64 ts_ns; /* 0: no call in flight */
+	__u32 tid;
 	__u32 target;
 	__u32 op;
+	__u32 pad;
 };
 
 #endif

@@ -12,10 +12,23 @@
 static const struct op_stats zero_op_stats;
 
 /*
- * Filters on the tracked-process slots first: other processes cost one array read. A thread's
- * in-flight slot is created once and then rewritten in place, so the hot path makes no map
- * update or delete (each costs a lock in an LRU map); the LRU evicts slots of dead threads.
+ * A call's start lasts from entry to exit, within one thread. In-flight maps (an array of
+ * OP_INFLIGHT_SLOTS) hold one slot per thread id modulo their size, rewritten in place: one
+ * inlined array load per event, no hash lookup (an LRU hash lookup also dirties the entry's
+ * reference bit). A thread's slot holds its id: a thread that finds another's live call
+ * there (thread ids OP_INFLIGHT_SLOTS apart, both in a call) takes the slot and counts
+ * inflight_full, and the other's exit finds no start.
  */
+#define OP_DISPLACED_LIVE_NS (30ULL * 1000000000ULL)
+
+static __always_inline struct op_start *thread_slot(void *inflight, __u32 tid)
+{
+	__u32 slot = tid & (OP_INFLIGHT_SLOTS - 1);
+
+	return bpf_map_lookup_elem(inflight, &slot);
+}
+
+/* Filters on the tracked-process slots first: other processes cost one array read. */
 static __always_inline int op_begin(void *inflight, __u32 op)
 {
 	__u64 id = bpf_get_current_pid_tgid();
@@ -24,18 +37,16 @@ static __always_inline int op_begin(void *inflight, __u32 op)
 	if (target == CEPHSCOPE_UNTRACKED)
 		return 0;
 	__u64 now = bpf_ktime_get_ns();
-	struct op_start *slot = bpf_map_lookup_elem(inflight, &id);
+	struct op_start *start = thread_slot(inflight, (__u32)id);
 
-	if (slot) {
-		slot->target = target;
-		slot->op = op;
-		slot->ts_ns = now;
+	if (!start)
 		return 0;
-	}
-	struct op_start start = {.ts_ns = now, .target = target, .op = op};
-
-	if (bpf_map_update_elem(inflight, &id, &start, BPF_NOEXIST))
+	if (start->ts_ns && start->tid != (__u32)id && now - start->ts_ns < OP_DISPLACED_LIVE_NS)
 		count_lost(LOST_INFLIGHT_FULL);
+	start->tid = (__u32)id;
+	start->target = target;
+	start->op = op;
+	start->ts_ns = now;
 	return 0;
 }
 
@@ -49,9 +60,9 @@ static __always_inline int op_finish(void *inflight, void *stats_map, long ret, 
 
 	if (target_of(id >> 32) == CEPHSCOPE_UNTRACKED)
 		return 0; /* the same filter as op_begin: no in-flight lookup for other processes */
-	start = bpf_map_lookup_elem(inflight, &id);
-	if (!start || !start->ts_ns)
-		return 0; /* started before attach */
+	start = thread_slot(inflight, (__u32)id);
+	if (!start || !start->ts_ns || start->tid != (__u32)id)
+		return 0; /* started before attach, or displaced */
 	__u64 delta = bpf_ktime_get_ns() - start->ts_ns;
 	key.target = start->target;
 	key.op = start->op;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * syscall collector: latency, bytes and errors per tracked process and syscall, folded into
- * per-CPU histograms. Untracked processes cost one hash lookup at entry and one at exit.
+ * per-CPU histograms. Untracked processes cost one array read at entry and one at exit.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -12,9 +12,9 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, SYSCALL_INFLIGHT_MAX);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, OP_INFLIGHT_SLOTS);
+	__type(key, __u32);
 	__type(value, struct op_start);
 } syscall_inflight SEC(".maps");
 

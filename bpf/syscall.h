@@ -33,6 +33,5 @@ enum cephscope_syscall {
 };
 
 #define SYSCALL_STATS_MAX 16384
-#define SYSCALL_INFLIGHT_MAX 16384
 
 #endif

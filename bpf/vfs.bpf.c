@@ -13,9 +13,9 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, VFS_INFLIGHT_MAX);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, OP_INFLIGHT_SLOTS);
+	__type(key, __u32);
 	__type(value, struct op_start);
 } vfs_inflight SEC(".maps");
 

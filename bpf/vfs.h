@@ -15,6 +15,5 @@ enum cephscope_vfs_op {
 };
 
 #define VFS_STATS_MAX 8192
-#define VFS_INFLIGHT_MAX 16384
 
 #endif

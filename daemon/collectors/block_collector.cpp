@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <random>
 #include <tuple>
 
 #include "block.skel.h"
@@ -23,6 +24,12 @@
 
 namespace cephscope {
 namespace {
+
+// 64 bits from the kernel's random pool (std::random_device reads getrandom on Linux).
+__u64 random_seed() {
+  std::random_device pool;
+  return (static_cast<__u64>(pool()) << 32) | pool();
+}
 
 constexpr std::array<const char*, BLOCK_OP_COUNT> kOps = {"read", "write", "flush", "discard",
                                                           "other"};
@@ -64,8 +71,8 @@ constexpr std::size_t kFreezersPerDevice = 4;
 // Partitions rarely come and go, and a rescan walks /sys/class/block.
 constexpr auto kPartitionRescan = std::chrono::seconds(10);
 
-// The bio's way to its request (getrq, merges, splits, remaps) is keyed by device and sector in
-// both flavours: classic tracepoints serve both.
+// The bio's way to its request (merges, splits, remaps) is keyed by device and sector in both
+// flavours: classic tracepoints serve both (getrq, the busiest, has a tp_btf program too).
 struct Flavour {
   const char* hook;
   std::array<const char*, 10> programs;  // in the order of kProbes
@@ -73,7 +80,7 @@ struct Flavour {
 constexpr Flavour kTpBtf{
     "tp_btf",
     {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_requeue", "btf_rq_complete",
-     "tp_getrq", "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split", "tp_bio_remap"}};
+     "btf_getrq", "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split", "tp_bio_remap"}};
 constexpr Flavour kTracepoint{
     "tracepoint",
     {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_requeue", "tp_rq_complete", "tp_getrq",
@@ -83,7 +90,7 @@ constexpr Flavour kTracepoint{
 // block.bpf.c): tell the programs which list this kernel has.
 Status set_tp_btf_prototypes(block_bpf& skel) {
   const auto args = tp_btf_arg_counts(
-      {"block_bio_queue", "block_rq_issue", "block_rq_insert", "block_rq_requeue"});
+      {"block_bio_queue", "block_rq_issue", "block_rq_insert", "block_rq_requeue", "block_getrq"});
   if (args[0] != 1 && args[0] != 2) {
     return error_with(
         Reason::kKernelFeatureMissing, ErrorKind::kUnsupported,
@@ -96,7 +103,13 @@ Status set_tp_btf_prototypes(block_bpf& skel) {
             std::to_string(args[1]) + ", " + std::to_string(args[2]) + " and " +
             std::to_string(args[3]) + " arguments)");
   }
+  if (args[4] != 1 && args[4] != 3) {
+    return error_with(
+        Reason::kKernelFeatureMissing, ErrorKind::kUnsupported,
+        "tp_btf: unknown prototype of block_getrq (" + std::to_string(args[4]) + " arguments)");
+  }
   skel.rodata->bio_queue_with_q = args[0] == 2;
+  skel.rodata->getrq_with_q = args[4] == 3;
   skel.rodata->rq_with_q = args[1] == 2;
   return ok_status();
 }
@@ -209,11 +222,8 @@ Status BlockCollector::load_with(const Flavour& flavour, TrackedMaps tracked_map
   if (auto opened = open_skeleton(skel, block_bpf__open, tracked_maps); !opened.ok()) {
     return opened;
   }
-  // Per-CPU LRU lists split the capacity between CPUs: give each CPU room for a deep queue.
-  const auto per_cpu_room =
-      static_cast<__u32>(std::max(BLOCK_INFLIGHT_MAX, 2048 * possible_cpus()));
-  bpf_map__set_max_entries(skel->maps.block_inflight, per_cpu_room);
-  bpf_map__set_max_entries(skel->maps.block_bio_owner, per_cpu_room);
+  // The in-flight tables' hash seed: no process can aim its IO at the slots of another's.
+  skel->rodata->slot_seed = random_seed();
   if (&flavour == &kTpBtf) {
     if (auto set = set_tp_btf_prototypes(*skel); !set.ok()) {
       return set;

@@ -3,24 +3,37 @@
 #include <bpf/libbpf.h>
 #include <spdlog/spdlog.h>
 
-#include <array>
 #include <cstdarg>
 #include <cstdio>
+#include <string>
 #include <string_view>
 
 namespace cephscope {
 namespace {
 
+// A verifier log runs to megabytes and says why at its end: long messages keep their head
+// (which program) and their tail (why it was refused).
+constexpr std::size_t kHeadBytes = 1024;
+constexpr std::size_t kTailBytes = 3072;
+
 int log_to_spdlog(enum libbpf_print_level level, const char* format, va_list args) {
-  std::array<char, 1024> buf{};
-  const int n = std::vsnprintf(buf.data(), buf.size(), format, args);
+  va_list sized;
+  va_copy(sized, args);
+  const int n = std::vsnprintf(nullptr, 0, format, sized);
+  va_end(sized);
   if (n <= 0) {
     return n;
   }
-  std::string_view msg(buf.data());
-  while (!msg.empty() && msg.back() == '\n') {
-    msg.remove_suffix(1);
+  std::string text(static_cast<std::size_t>(n) + 1, '\0');
+  std::vsnprintf(text.data(), text.size(), format, args);
+  text.pop_back();
+  while (!text.empty() && text.back() == '\n') {
+    text.pop_back();
   }
+  if (text.size() > kHeadBytes + kTailBytes) {
+    text = text.substr(0, kHeadBytes) + "\n[...]\n" + text.substr(text.size() - kTailBytes);
+  }
+  const std::string_view msg(text);
   switch (level) {
     case LIBBPF_WARN:
       spdlog::warn("{}", msg);

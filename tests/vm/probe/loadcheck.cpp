@@ -3,7 +3,11 @@
 //   object=<file> program=<name> section=<sec> load=<ok|fail> [insns=<n>] [error="<verifier's last
 //   words>"]
 // Exit status 0 when it ran (whatever the verifier said), 2 on a usage error.
+// A program refused with the object's defaults is tried again with its `*_with_q` flags set
+// (the argument lists before Linux 5.11, which the daemon sets from the kernel's BTF):
+// accepted so, it is reported ok with with_q=yes.
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include <cerrno>
@@ -69,6 +73,65 @@ std::string verdict(const std::string& log) {
   return last;
 }
 
+// Sets every `*_with_q` variable of the object's .rodata to true; false when it has none.
+bool set_with_q_flags(bpf_object* obj) {
+  const btf* types = bpf_object__btf(obj);
+  bpf_map* rodata = nullptr;
+  bpf_map* m = nullptr;
+  bpf_object__for_each_map(m, obj) {
+    const std::string n = bpf_map__name(m);
+    if (bpf_map__is_internal(m) && n.size() >= 7 && n.compare(n.size() - 7, 7, ".rodata") == 0)
+      rodata = m;
+  }
+  if (types == nullptr || rodata == nullptr)
+    return false;
+  const int sec_id = btf__find_by_name_kind(types, ".rodata", BTF_KIND_DATASEC);
+  if (sec_id < 0)
+    return false;
+  size_t size = 0;
+  // Writable before load (libbpf 1.1 declares it const): the object's own copy of .rodata.
+  auto* data = static_cast<unsigned char*>(
+      const_cast<void*>(static_cast<const void*>(bpf_map__initial_value(rodata, &size))));
+  const btf_type* sec = btf__type_by_id(types, static_cast<__u32>(sec_id));
+  const btf_var_secinfo* var = btf_var_secinfos(sec);
+  bool any = false;
+  for (unsigned i = 0; data != nullptr && i < btf_vlen(sec); ++i, ++var) {
+    const std::string name =
+        btf__name_by_offset(types, btf__type_by_id(types, var->type)->name_off);
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, "_with_q") == 0 && var->offset < size) {
+      data[var->offset] = 1;
+      any = true;
+    }
+  }
+  return any;
+}
+
+// Loads program NAME of the object at PATH on its own; its fd's info into *insns when loaded.
+int load_one(const std::string& path, const std::string& name, bool with_q, std::string* sec,
+             unsigned* insns) {
+  g_log.clear();
+  bpf_object* obj = bpf_object__open_file(path.c_str(), nullptr);
+  if (!obj)
+    return -errno;
+  bpf_program *target = nullptr, *p;
+  bpf_object__for_each_program(p, obj) {
+    bool me = name == bpf_program__name(p);
+    bpf_program__set_autoload(p, me);
+    if (me)
+      target = p;
+  }
+  int err = with_q && !set_with_q_flags(obj) ? -ENOENT : bpf_object__load(obj);
+  *sec = target ? bpf_program__section_name(target) : "-";
+  if (!err) {
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(bpf_program__fd(target), &info, &len) == 0)
+      *insns = info.xlated_prog_len / 8;
+  }
+  bpf_object__close(obj);
+  return err;
+}
+
 int check_object(const std::string& path) {
   std::vector<std::string> names;
   {
@@ -83,34 +146,24 @@ int check_object(const std::string& path) {
     bpf_object__close(obj);
   }
   for (const auto& name : names) {
-    g_log.clear();
-    bpf_object* obj = bpf_object__open_file(path.c_str(), nullptr);
-    if (!obj)
-      continue;
-    bpf_program *target = nullptr, *p;
-    bpf_object__for_each_program(p, obj) {
-      bool me = name == bpf_program__name(p);
-      bpf_program__set_autoload(p, me);
-      if (me)
-        target = p;
+    std::string sec;
+    unsigned insns = 0;
+    int err = load_one(path, name, false, &sec, &insns);
+    const std::string first_log = g_log;
+    bool with_q = false;
+    if (err && load_one(path, name, true, &sec, &insns) == 0) {
+      err = 0;
+      with_q = true;
     }
-    int err = bpf_object__load(obj);
-    const char* sec = target ? bpf_program__section_name(target) : "-";
     if (err) {
       std::printf("object=%s program=%s section=%s load=fail error=\"%s: %s\"\n",
-                  basename_of(path).c_str(), name.c_str(), sec, std::strerror(-err),
-                  verdict(g_log).c_str());
+                  basename_of(path).c_str(), name.c_str(), sec.c_str(), std::strerror(-err),
+                  verdict(first_log).c_str());
     } else {
-      bpf_prog_info info{};
-      __u32 len = sizeof(info);
-      unsigned insns = 0;
-      if (bpf_obj_get_info_by_fd(bpf_program__fd(target), &info, &len) == 0)
-        insns = info.xlated_prog_len / 8;
-      std::printf("object=%s program=%s section=%s load=ok insns=%u\n", basename_of(path).c_str(),
-                  name.c_str(), sec, insns);
+      std::printf("object=%s program=%s section=%s load=ok insns=%u%s\n", basename_of(path).c_str(),
+                  name.c_str(), sec.c_str(), insns, with_q ? " with_q=yes" : "");
     }
     std::fflush(stdout);
-    bpf_object__close(obj);
   }
   return 0;
 }
