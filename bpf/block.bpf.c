@@ -236,11 +236,11 @@ static __always_inline bool holds(const struct block_rq *rq, const struct block_
 }
 
 /*
- * insert (issue == false) or issue (issue == true) of a request of `bytes`. Bytes count at
- * the first issue, in the context that issues, so a completion the kernel does not report
- * loses a latency sample, never bytes: a classic tracepoint program is skipped while another
- * classic tracepoint or kprobe program runs on the same CPU (bpf_prog_active), as when a
- * completion interrupts a syscall tracepoint. Such a request's record is then stale: found
+ * Classic tracepoints: insert (issue == false) or issue (issue == true) of a request of
+ * `bytes`. Bytes count at the first issue, in the context that issues, so a completion the kernel
+ * does not report loses a latency sample, never bytes: a classic tracepoint program is skipped
+ * while another classic tracepoint or kprobe program runs on the same CPU (bpf_prog_active), as
+ * when a completion interrupts a syscall tracepoint. Such a request's record is then stale: found
  * already issued without a requeue since, it is replaced, so the next request under the same
  * key (the same address, or the same device and sector) does not inherit its owner and op.
  */
@@ -279,17 +279,60 @@ static __always_inline void on_rq_start(const struct block_rq_key *key, __u64 se
 	*rq = fresh; /* one request's stamps never meet another's: its completion came first */
 }
 
-/* A requeued request is issued again later; its bytes are already counted. */
+/*
+ * tp_btf's issue, the first hook of a request: the kernel stamped its allocation
+ * (request::start_time_ns, where iostats or a scheduler want it), which starts its queue
+ * time, so no insert hook runs. Its size is kept and counted with the rest at completion:
+ * a tp_btf program is skipped only where the same program already runs on that CPU, so its
+ * completions are not lost the way a classic tracepoint's are.
+ */
+static __always_inline void on_btf_issue(const struct block_rq_key *key, __u64 sector, __u32 op,
+					 __u32 bytes, __u64 allocated_ns)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct block_rq *rq = rq_slot(key);
+	struct block_rq fresh = {.id = key->id,
+				 .dev = key->dev,
+				 .live = 1,
+				 .issue_ns = now,
+				 .op = op,
+				 .bytes = bytes,
+				 .counted = 1};
+
+	if (!rq)
+		return;
+	if (holds(rq, key) && !rq->issue_ns) {
+		rq->issue_ns = now; /* issued again after a requeue */
+		return;
+	}
+	if (rq->live && !holds(rq, key) && now - rq->issue_ns < DISPLACED_LIVE_NS)
+		count_lost(LOST_INFLIGHT_FULL);
+	take_owner(&fresh, key->dev, sector);
+	if (allocated_ns && allocated_ns <= now)
+		fresh.insert_ns = allocated_ns;
+	*rq = fresh;
+}
+
+/*
+ * A requeued request is issued again later; its bytes are already counted. Its wait on the
+ * requeue list is queue time.
+ */
 static __always_inline void on_rq_requeue(const struct block_rq_key *key)
 {
 	struct block_rq *rq = rq_slot(key);
 
-	if (rq && holds(rq, key))
+	if (rq && holds(rq, key)) {
 		rq->issue_ns = 0;
+		rq->insert_ns = bpf_ktime_get_ns();
+	}
 }
 
-/* The record stays in its slot, marked done, for the next request there. */
-static __always_inline void on_rq_complete(const struct block_rq_key *key, int error)
+/*
+ * The record stays in its slot, marked done, for the next request there. A record of
+ * on_btf_issue also brings its bytes and submit time (counted at issue by classic ones).
+ */
+static __always_inline void on_rq_complete(const struct block_rq_key *key, int error,
+					   bool has_bytes)
 {
 	struct block_rq *rq = rq_slot(key);
 	struct block_stats_key skey = {};
@@ -297,13 +340,15 @@ static __always_inline void on_rq_complete(const struct block_rq_key *key, int e
 	__u64 now = bpf_ktime_get_ns();
 
 	if (!rq || !holds(rq, key)) {
-		count_lost(LOST_NO_START);
+		if (has_bytes) /* no bytes: the end of a flush sequence (see btf_rq_complete) */
+			count_lost(LOST_NO_START);
 		return;
 	}
 	skey.target = rq->target;
 	skey.dev = key->dev;
 	skey.op = rq->op;
-	__u64 insert_ns = rq->insert_ns, issue_ns = rq->issue_ns;
+	__u64 insert_ns = rq->insert_ns, issue_ns = rq->issue_ns, submit_ns = rq->submit_ns;
+	__u32 bytes = rq->bytes;
 	rq->live = 0;
 	if (!issue_ns)
 		return; /* completed without issue (e.g. merged away): not a device IO */
@@ -316,6 +361,11 @@ static __always_inline void on_rq_complete(const struct block_rq_key *key, int e
 		hist_add(&stats->queue, issue_ns - insert_ns);
 	if (error)
 		stats->errors += 1;
+	if (bytes) {
+		stats->bytes += bytes;
+		if (submit_ns)
+			hist_add(&stats->submit, submit_ns);
+	}
 }
 
 /* ---- tp_btf flavour: typed pointers, requests keyed by address ---- */
@@ -346,13 +396,6 @@ static __always_inline __u32 op_from_flags(__u32 cmd_flags)
 static __always_inline __u64 request_id(struct request *rq)
 {
 	return (__u64)((char *)rq - (char *)&block_inflight);
-}
-
-static __always_inline void btf_rq_start(struct request *rq, bool issue)
-{
-	struct block_rq_key key = {.id = request_id(rq), .dev = request_dev(rq)};
-
-	on_rq_start(&key, rq->__sector, op_from_flags(rq->cmd_flags), rq->__data_len, issue);
 }
 
 /*
@@ -401,17 +444,14 @@ int btf_getrq(__u64 *ctx)
 	return 0;
 }
 
-SEC("tp_btf/block_rq_insert")
-int btf_rq_insert(__u64 *ctx)
-{
-	btf_rq_start(tp_arg(ctx, rq_with_q), false);
-	return 0;
-}
-
 SEC("tp_btf/block_rq_issue")
 int btf_rq_issue(__u64 *ctx)
 {
-	btf_rq_start(tp_arg(ctx, rq_with_q), true);
+	struct request *rq = tp_arg(ctx, rq_with_q);
+	struct block_rq_key key = {.id = request_id(rq), .dev = request_dev(rq)};
+
+	on_btf_issue(&key, rq->__sector, op_from_flags(rq->cmd_flags), rq->__data_len,
+		     rq->start_time_ns);
 	return 0;
 }
 
@@ -425,12 +465,24 @@ int btf_rq_requeue(__u64 *ctx)
 	return 0;
 }
 
+/*
+ * A write that asked for a cache flush (fdatasync's empty PREFLUSH, a FUA write on a disk
+ * without FUA) goes through the flush machinery: its flush request and its data are issued
+ * and completed as requests of their own, and the write itself completes once more at the
+ * end of the sequence, with no bytes left and never issued as such. That completion is
+ * dropped before any lookup: BlueStore's syncs make one per fdatasync.
+ */
 SEC("tp_btf/block_rq_complete")
-int BPF_PROG(btf_rq_complete, struct request *rq, int error)
+int BPF_PROG(btf_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
-	struct block_rq_key key = {.id = request_id(rq), .dev = request_dev(rq)};
+	struct block_rq_key key;
 
-	on_rq_complete(&key, error);
+	if (!nr_bytes && op_from_flags(rq->cmd_flags) == BLOCK_OP_WRITE)
+		return 0;
+	key.id = request_id(rq);
+	key.dev = request_dev(rq);
+	key.pad = 0;
+	on_rq_complete(&key, error, nr_bytes != 0);
 	return 0;
 }
 
@@ -587,7 +639,7 @@ int tp_rq_complete(struct block_tp_prefix *ctx)
 {
 	struct block_rq_key key = {.id = ctx->sector, .dev = ctx->dev};
 
-	on_rq_complete(&key, ctx->error);
+	on_rq_complete(&key, ctx->error, ctx->nr_sector != 0);
 	return 0;
 }
 

@@ -26,13 +26,13 @@ struct block_rq {
 	__u64 id;
 	__u32 dev;
 	__u32 live;	 /* 0 once completed: the slot waits for its next request */
-	__u64 insert_ns; /* 0 when the request was issued without being inserted */
+	__u64 insert_ns; /* queue start: insert (tracepoints), allocation (tp_btf); 0: none */
 	__u64 issue_ns;	 /* 0 until issued, and again once requeued */
+	__u64 submit_ns; /* its first bio's wait for the request (0: not seen) */
 	__u32 target;
 	__u32 op;
-	__u32 counted; /* its bytes are in block_stats (counted at its first issue) */
-	__u32 pad;
-	__u64 submit_ns; /* its first bio's wait for the request (0: not seen), folded at issue */
+	__u32 bytes;   /* tp_btf: its size at issue, counted with its completion */
+	__u32 counted; /* tracepoints: its bytes and submit time are in block_stats (at issue) */
 };
 
 /* A bio submitted, until its request is inserted or issued (or it merges into one). */

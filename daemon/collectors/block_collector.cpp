@@ -73,14 +73,16 @@ constexpr auto kPartitionRescan = std::chrono::seconds(10);
 
 // The bio's way to its request (merges, splits, remaps) is keyed by device and sector in both
 // flavours: classic tracepoints serve both (getrq, the busiest, has a tp_btf program too).
+// tp_btf needs no insert hook: the kernel stamps each request's allocation, where its queue
+// time starts (block.bpf.c: on_btf_issue).
 struct Flavour {
   const char* hook;
-  std::array<const char*, 10> programs;  // in the order of kProbes
+  std::array<const char*, 10> programs;  // in the order of kProbes; nullptr: not hooked
 };
 constexpr Flavour kTpBtf{
     "tp_btf",
-    {"btf_bio_queue", "btf_rq_insert", "btf_rq_issue", "btf_rq_requeue", "btf_rq_complete",
-     "btf_getrq", "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split", "tp_bio_remap"}};
+    {"btf_bio_queue", nullptr, "btf_rq_issue", "btf_rq_requeue", "btf_rq_complete", "btf_getrq",
+     "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split", "tp_bio_remap"}};
 constexpr Flavour kTracepoint{
     "tracepoint",
     {"tp_bio_queue", "tp_rq_insert", "tp_rq_issue", "tp_rq_requeue", "tp_rq_complete", "tp_getrq",
@@ -232,8 +234,8 @@ Status BlockCollector::load_with(const Flavour& flavour, TrackedMaps tracked_map
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
     const std::string_view n = bpf_program__name(prog);
-    bool load =
-        std::find(flavour.programs.begin(), flavour.programs.end(), n) != flavour.programs.end();
+    bool load = std::any_of(flavour.programs.begin(), flavour.programs.end(),
+                            [&](const char* p) { return p != nullptr && n == p; });
     for (std::size_t i = 0; i < freeze_programs.size(); ++i) {
       load = load || (n == freeze_programs[i] && freeze[i]);
     }
@@ -252,7 +254,9 @@ Status BlockCollector::load_with(const Flavour& flavour, TrackedMaps tracked_map
   adopt(
       raw->obj, [raw] { block_bpf__destroy(raw); }, flavour.hook);
   for (std::size_t i = 0; i < kProbes.size(); ++i) {
-    attach(bpf_object__find_program_by_name(raw->obj, flavour.programs[i]), kProbes[i]);
+    if (flavour.programs[i] != nullptr) {
+      attach(bpf_object__find_program_by_name(raw->obj, flavour.programs[i]), kProbes[i]);
+    }
   }
   if (freeze[0]) {
     auto program = [&](std::size_t i) {

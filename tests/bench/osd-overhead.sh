@@ -107,6 +107,15 @@ collector_totals() {
     /^cephscope_bpf_program_run_seconds_total\{/ { match($0, /collector="[^"]*"/); c = substr($0, RSTART+11, RLENGTH-12); ns[c] += $NF * 1e9 }
     END { for (c in runs) printf "%s %d %d\n", c, runs[c], ns[c] }' | sort
 }
+# The same per program: "collector/program runs ns".
+program_totals() {
+  curl -s "localhost:$port/metrics" | awk '
+    /^cephscope_bpf_program_(runs_total|run_seconds_total)\{/ {
+      match($0, /collector="[^"]*"/); c = substr($0, RSTART+11, RLENGTH-12)
+      match($0, /program="[^"]*"/); p = c "/" substr($0, RSTART+9, RLENGTH-10)
+      if ($0 ~ /^cephscope_bpf_program_runs_total/) runs[p] += $NF; else ns[p] += $NF * 1e9 }
+    END { for (p in runs) printf "%s %d %d\n", p, runs[p], ns[p] }' | sort
+}
 
 # The floor: an empty program on each function tier 1 probes, in the same OSDs.
 start_floor() {
@@ -259,14 +268,19 @@ part 4 || exit 0
 echo "== 4. the whole daemon, shipped config: every program per client write, $secs s, ${THREADS:-16} threads"
 start_default_daemon
 collector_totals > "$work/c0"
+program_totals > "$work/p0"
 read -r r0 t0 < <(prog_totals)
 read -r writes iops _ _ < <(bench "${THREADS:-16}")
 read -r r1 t1 < <(prog_totals)
 collector_totals > "$work/c1"
+program_totals > "$work/p1"
 stop_runner
 clean_pool
 join "$work/c0" "$work/c1" | awk -v w="$writes" '
   { printf "  %-8s %8.1f runs, %7.2f us of BPF run time per client write\n", $1, ($4 - $2) / w, ($5 - $3) / w / 1000 }'
+# Programs that run at least once per ten client writes, each with its cost per run.
+join "$work/p0" "$work/p1" | awk -v w="$writes" '($4 - $2) / w >= 0.1 {
+  printf "    %-30s %6.2f runs, %6.2f us per client write, %6.0f ns per run\n", $1, ($4 - $2) / w, ($5 - $3) / w / 1000, ($5 - $3) / ($4 - $2) }'
 awk -v r=$((r1 - r0)) -v t=$((t1 - t0)) -v w="$writes" \
   'BEGIN { printf "  every program the daemon loaded: %.1f runs, %.2f us per client write\n", r / w, t / w / 1000 }'
 for i in $(seq "$rounds"); do
