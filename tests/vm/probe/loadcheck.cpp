@@ -1,7 +1,8 @@
 // cephscope_vm_loadcheck: asks the running kernel's verifier about every program of the given
 // BPF objects, one program at a time, without attaching anything. One line per program:
-//   object=<file> program=<name> section=<sec> load=<ok|fail> [insns=<n>] [error="<verifier's last
-//   words>"]
+//   object=<file> program=<name> section=<sec> load=<ok|fail|absent> [insns=<n>]
+//   [error="<verifier's last words>"]
+// absent: an fentry/fexit program whose function this kernel does not have.
 // Exit status 0 when it ran (whatever the verifier said), 2 on a usage error.
 // A program refused with the object's defaults is tried again with its `*_with_q` flags set
 // (the argument lists before Linux 5.11, which the daemon sets from the kernel's BTF):
@@ -155,7 +156,12 @@ int check_object(const std::string& path) {
       err = 0;
       with_q = true;
     }
-    if (err) {
+    const bool traces_function = sec.rfind("fentry/", 0) == 0 || sec.rfind("fexit/", 0) == 0;
+    if (err == -ESRCH && traces_function) {
+      // The daemon loads such a program only where the kernel's BTF has its function.
+      std::printf("object=%s program=%s section=%s load=absent\n", basename_of(path).c_str(),
+                  name.c_str(), sec.c_str());
+    } else if (err) {
       std::printf("object=%s program=%s section=%s load=fail error=\"%s: %s\"\n",
                   basename_of(path).c_str(), name.c_str(), sec.c_str(), std::strerror(-err),
                   verdict(first_log).c_str());
