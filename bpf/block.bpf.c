@@ -23,11 +23,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * the key stored in the record and compared on every read. A record costs one inlined array
  * load and plain stores where an LRU hash update and delete cost about 0.5 us per bio here
  * (tests/bench/bpf-cost.sh). The slot functions are in block.h. Bounded by construction, never
- * full: a new record takes its slot, and one displaced while younger than DISPLACED_LIVE_NS is
+ * full: a new record takes its slot, and one displaced while younger than INFLIGHT_STALE_NS is
  * counted as inflight_full (older ones are leftovers: a bio of a bio-based disk, a completion the
  * kernel skipped). The hash is seeded per load, so no process can aim its IO at the OSDs' slots.
  */
-#define DISPLACED_LIVE_NS (30ULL * 1000000000ULL) /* the block layer's default request timeout */
 
 const volatile __u64 slot_seed = 0;
 
@@ -96,7 +95,7 @@ static __always_inline void put_bio(const struct block_bio *bio, __u64 now)
 	if (!slot)
 		return;
 	if (slot->live && (slot->dev != bio->dev || slot->sector != bio->sector) &&
-	    now - slot->queue_ns < DISPLACED_LIVE_NS)
+	    now - slot->queue_ns < INFLIGHT_STALE_NS)
 		count_lost(LOST_INFLIGHT_FULL);
 	*slot = *bio;
 }
@@ -235,6 +234,16 @@ static __always_inline bool holds(const struct block_rq *rq, const struct block_
 	return rq->live && rq->id == key->id && rq->dev == key->dev;
 }
 
+/* Request KEY takes slot RQ: a live record of another request there is lost. */
+static __always_inline void count_if_displaced(const struct block_rq *rq,
+					       const struct block_rq_key *key, __u64 now)
+{
+	__u64 last = rq->issue_ns > rq->insert_ns ? rq->issue_ns : rq->insert_ns;
+
+	if (rq->live && !holds(rq, key) && now - last < INFLIGHT_STALE_NS)
+		count_lost(LOST_INFLIGHT_FULL);
+}
+
 /*
  * Classic tracepoints: insert (issue == false) or issue (issue == true) of a request of
  * `bytes`. Bytes count at the first issue, in the context that issues, so a completion the kernel
@@ -265,9 +274,7 @@ static __always_inline void on_rq_start(const struct block_rq_key *key, __u64 se
 		}
 		return;
 	}
-	if (rq->live && !holds(rq, key) &&
-	    now - (rq->issue_ns > rq->insert_ns ? rq->issue_ns : rq->insert_ns) < DISPLACED_LIVE_NS)
-		count_lost(LOST_INFLIGHT_FULL);
+	count_if_displaced(rq, key, now);
 	take_owner(&fresh, key->dev, sector);
 	if (issue) {
 		fresh.issue_ns = now;
@@ -291,13 +298,8 @@ static __always_inline void on_btf_issue(const struct block_rq_key *key, __u64 s
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct block_rq *rq = rq_slot(key);
-	struct block_rq fresh = {.id = key->id,
-				 .dev = key->dev,
-				 .live = 1,
-				 .issue_ns = now,
-				 .op = op,
-				 .bytes = bytes,
-				 .counted = 1};
+	struct block_rq fresh = {
+	    .id = key->id, .dev = key->dev, .live = 1, .issue_ns = now, .op = op, .bytes = bytes};
 
 	if (!rq)
 		return;
@@ -305,8 +307,7 @@ static __always_inline void on_btf_issue(const struct block_rq_key *key, __u64 s
 		rq->issue_ns = now; /* issued again after a requeue */
 		return;
 	}
-	if (rq->live && !holds(rq, key) && now - rq->issue_ns < DISPLACED_LIVE_NS)
-		count_lost(LOST_INFLIGHT_FULL);
+	count_if_displaced(rq, key, now);
 	take_owner(&fresh, key->dev, sector);
 	if (allocated_ns && allocated_ns <= now)
 		fresh.insert_ns = allocated_ns;
@@ -475,13 +476,10 @@ int btf_rq_requeue(__u64 *ctx)
 SEC("tp_btf/block_rq_complete")
 int BPF_PROG(btf_rq_complete, struct request *rq, int error, unsigned int nr_bytes)
 {
-	struct block_rq_key key;
-
 	if (!nr_bytes && op_from_flags(rq->cmd_flags) == BLOCK_OP_WRITE)
 		return 0;
-	key.id = request_id(rq);
-	key.dev = request_dev(rq);
-	key.pad = 0;
+	struct block_rq_key key = {.id = request_id(rq), .dev = request_dev(rq)};
+
 	on_rq_complete(&key, error, nr_bytes != 0);
 	return 0;
 }

@@ -42,6 +42,13 @@ struct op_stats {
 	__u64 errors; /* calls that returned a negative errno */
 };
 
+/*
+ * In-flight records live in array slots; a new record takes its slot. One it displaces that
+ * is younger than this (the block layer's default request timeout) was live: counted
+ * inflight_full. Older ones are leftovers (a call or IO whose end was never seen).
+ */
+#define INFLIGHT_STALE_NS (30ULL * 1000000000ULL)
+
 /* One call in flight per thread, in the thread's slot (op_latency.bpf.h). */
 #define OP_INFLIGHT_SLOTS 16384
 

@@ -19,8 +19,6 @@ static const struct op_stats zero_op_stats;
  * there (thread ids OP_INFLIGHT_SLOTS apart, both in a call) takes the slot and counts
  * inflight_full, and the other's exit finds no start.
  */
-#define OP_DISPLACED_LIVE_NS (30ULL * 1000000000ULL)
-
 static __always_inline struct op_start *thread_slot(void *inflight, __u32 tid)
 {
 	__u32 slot = tid & (OP_INFLIGHT_SLOTS - 1);
@@ -41,7 +39,7 @@ static __always_inline int op_begin(void *inflight, __u32 op)
 
 	if (!start)
 		return 0;
-	if (start->ts_ns && start->tid != (__u32)id && now - start->ts_ns < OP_DISPLACED_LIVE_NS)
+	if (start->ts_ns && start->tid != (__u32)id && now - start->ts_ns < INFLIGHT_STALE_NS)
 		count_lost(LOST_INFLIGHT_FULL);
 	start->tid = (__u32)id;
 	start->target = target;
