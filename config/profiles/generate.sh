@@ -3,16 +3,18 @@
 # packages, for the probe tables of the cephscope binary given (as root or not; needs no
 # installed Ceph).
 #
-#   config/profiles/generate.sh [--bin PATH] [--release pacific|reef|tentacle]... [--check]
+#   config/profiles/generate.sh [--bin PATH] [--release pacific|reef|tentacle]...
+#                               [--probe-set osd-stages|librados] [--check]
 #
-# For each release (default: all three) it downloads ceph-osd, librados2 and their -dbg
-# packages from the suite that carries it (bookworm, trixie, sid: a private apt state under
+# For each release (default: all three) it downloads ceph-osd, librados2, librbd1 and their
+# -dbg packages from the suite that carries it (bookworm, trixie, sid: a private apt state under
 # $CEPHSCOPE_PROFILE_CACHE, default /var/cache/cephscope-profiles; the host's apt state is
 # not touched), unpacks them and runs `cephscope profile generate` on ceph-osd (probe set
-# osd-stages), librados.so.2 and libceph-common.so.2 (probe set librados). The profiles go
+# osd-stages), librados.so.2, librbd.so.1 and libceph-common.so.2 (probe set librados). The profiles go
 # to config/profiles/<build-id>.<probe-set>.json, listed in config/profiles/MANIFEST, and are
 # installed to /usr/share/cephscope/profiles.
 #
+# --probe-set remakes the profiles of one probe set only (and downloads only its packages).
 # --check generates nothing: it fails when a committed profile was made for another probe
 # table than the binary's (the test `shipped_profiles_current` runs it in CI).
 set -euo pipefail
@@ -22,6 +24,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 BIN=${CEPHSCOPE_BIN:-$REPO/build/daemon/cephscope}
 CACHE=${CEPHSCOPE_PROFILE_CACHE:-/var/cache/cephscope-profiles}
 releases=()
+only_set=
 check=0
 
 die() { echo "generate.sh: error: $*" >&2; exit 1; }
@@ -30,11 +33,17 @@ while [ $# -gt 0 ]; do
   case $1 in
     --bin) BIN=$2; shift 2 ;;
     --release) releases+=("$2"); shift 2 ;;
+    --probe-set) only_set=$2; shift 2 ;;
     --check) check=1; shift ;;
     *) die "unknown argument $1 (see the head of $0)" ;;
   esac
 done
 [ ${#releases[@]} -gt 0 ] || releases=(pacific reef tentacle)
+case $only_set in
+  "" | osd-stages | librados) ;;
+  *) die "unknown probe set $only_set (osd-stages or librados)" ;;
+esac
+wanted() { [ -z "$only_set" ] || [ "$only_set" = "$1" ]; }
 [ -x "$BIN" ] || die "no cephscope binary at $BIN (build it, or give --bin)"
 
 suite_of() {
@@ -100,10 +109,13 @@ fetch_release() { # RELEASE -> unpacked root on stdout
   root=$CACHE/root-$1
   rm -rf "$root"
   mkdir -p "$root"
-  for pkg in ceph-osd ceph-osd-dbg librados2 librados2-dbg; do
+  local pkgs=()
+  wanted osd-stages && pkgs+=(ceph-osd ceph-osd-dbg)
+  wanted librados && pkgs+=(librados2 librados2-dbg librbd1 librbd1-dbg)
+  for pkg in "${pkgs[@]}"; do
     (cd "$dir/debs" && apt_in "$suite" apt-get download "$pkg" >&2)
   done
-  for pkg in ceph-osd ceph-osd-dbg librados2 librados2-dbg; do
+  for pkg in "${pkgs[@]}"; do
     local deb version
     version=$(apt_in "$suite" apt-cache policy "$pkg" | awk '/Candidate:/ { print $2 }')
     deb=$(ls "$dir/debs/${pkg}_${version//:/%3a}_"*.deb)
@@ -135,7 +147,8 @@ for key in ("binary_path", "debug_file"):
 json.dump(p, open(path, "w"), indent=1, sort_keys=True)
 open(path, "a").write("\n")
 PY
-  version=$(awk -v p="$(basename "$object")" '$1 == (p == "ceph-osd" ? "ceph-osd" : "librados2") { print $2 }' \
+  version=$(awk -v p="$(basename "$object")" \
+    '$1 == (p == "ceph-osd" ? "ceph-osd" : p ~ /^librbd/ ? "librbd1" : "librados2") { print $2 }' \
     "$root/.versions")
   printf '%s %s %s %s %s\n' "$release" "$version" "$(basename "$object")" "$set" \
     "$(basename "$out")" >> "$HERE/MANIFEST.new"
@@ -145,21 +158,31 @@ PY
 for release in "${releases[@]}"; do
   start=$SECONDS
   root=$(fetch_release "$release")
-  # Drop the release's previous profiles (a new build has a new build-id).
+  # Drop the release's previous profiles of the sets made (a new build has a new build-id).
   if [ -f "$HERE/MANIFEST" ]; then
-    awk -v r="$release" '$1 == r { print $5 }' "$HERE/MANIFEST" |
-      while read -r f; do rm -f "$HERE/$f"; done
+    awk -v r="$release" -v s="$only_set" '$1 == r && (s == "" || $4 == s) { print $5 }' \
+      "$HERE/MANIFEST" | while read -r f; do rm -f "$HERE/$f"; done
   fi
-  generate "$release" "$root" usr/bin/ceph-osd osd-stages
-  generate "$release" "$root" usr/lib/x86_64-linux-gnu/librados.so.2 librados
-  generate "$release" "$root" usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2 librados
+  if wanted osd-stages; then
+    generate "$release" "$root" usr/bin/ceph-osd osd-stages
+  fi
+  if wanted librados; then
+    generate "$release" "$root" usr/lib/x86_64-linux-gnu/librados.so.2 librados
+    generate "$release" "$root" usr/lib/x86_64-linux-gnu/librbd.so.1 librados
+    generate "$release" "$root" usr/lib/x86_64-linux-gnu/ceph/libceph-common.so.2 librados
+  fi
   rm -rf "$root"
   echo "generate.sh: $release done in $((SECONDS - start)) s" >&2
 done
 # The manifest keeps the releases not generated this time.
 if [ -f "$HERE/MANIFEST" ]; then
   for release in "${releases[@]}"; do
-    sed -i "/^$release /d" "$HERE/MANIFEST"
+    if [ -z "$only_set" ]; then
+      sed -i "/^$release /d" "$HERE/MANIFEST"
+    else
+      awk -v r="$release" -v s="$only_set" '!($1 == r && $4 == s)' "$HERE/MANIFEST" \
+        > "$HERE/MANIFEST.keep" && mv "$HERE/MANIFEST.keep" "$HERE/MANIFEST"
+    fi
   done
   grep -v '^#' "$HERE/MANIFEST" >> "$HERE/MANIFEST.new" || true
 fi

@@ -1,6 +1,7 @@
 #include "collectors/block_collector.h"
 #include "collectors/collector.h"
 #include "collectors/osd_collector.h"
+#include "collectors/rados_collector.h"
 #include "collectors/syscall_collector.h"
 #include "collectors/vfs_collector.h"
 
@@ -20,6 +21,9 @@ std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorContext& 
   }
   if (c.osd.enabled) {
     out.push_back(make_osd_collector(ctx));
+  }
+  if (c.rados.enabled) {
+    out.push_back(make_rados_collector(ctx));
   }
   return out;
 }

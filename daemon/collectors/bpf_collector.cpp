@@ -4,11 +4,44 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 
 #include "libbpf/maps.h"
 
 namespace cephscope {
+
+void ProbeStatusMerge::add(ProbeStatus st) {
+  auto [it, fresh] = merged_.try_emplace({st.probe, st.target, st.fsid}, st);
+  if (!fresh && it->second.attached && !st.attached) {
+    it->second = std::move(st);
+  }
+}
+
+void ProbeStatusMerge::append_to(std::vector<ProbeStatus>& out) {
+  for (auto& [key, st] : merged_) {
+    out.push_back(std::move(st));
+  }
+  merged_.clear();
+}
+
+profile::StoreOptions store_options(const Config::Profiles& c) {
+  profile::StoreOptions o;
+  o.cache_dir = c.cache_dir;
+  o.shipped_dirs = c.shipped_dirs;
+  o.limits.executable = c.resolver;
+  o.limits.timeout = c.resolve_timeout;
+  o.limits.address_space_bytes = static_cast<std::uint64_t>(c.resolver_memory_mib) << 20;
+  return o;
+}
+
+std::int64_t realtime_offset_ns() {
+  using std::chrono::nanoseconds;
+  return std::chrono::duration_cast<nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch() -
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 void BpfCollector::adopt(bpf_object* obj, std::function<void()> destroy, std::string hook) {
   owner_.destroy = std::move(destroy);

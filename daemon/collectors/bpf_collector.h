@@ -3,16 +3,20 @@
 #pragma once
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collectors/collector.h"
 #include "core/result.h"
 #include "libbpf/handles.h"
 #include "libbpf/maps.h"
+#include "profile/store.h"
 
 namespace cephscope {
 
@@ -72,6 +76,26 @@ class BpfCollector : public Collector {
 // Why a collector is unavailable when its preferred hook (when tried) and its fallback both
 // failed: the preferred hook's reason, both details.
 Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback);
+
+// The statuses of a uprobe collector's processes, one per probe, target and fsid: a target can
+// have several processes, and a probe counts as attached only when it is in all of them.
+class ProbeStatusMerge {
+ public:
+  void add(ProbeStatus st);
+  // Appends the merged statuses to OUT.
+  void append_to(std::vector<ProbeStatus>& out);
+
+ private:
+  std::map<std::tuple<std::string, std::string, std::string>, ProbeStatus> merged_;
+};
+
+// Where a uprobe collector's profile store finds and keeps profiles, and how it runs the
+// resolver (profiles: in the config).
+profile::StoreOptions store_options(const Config::Profiles& c);
+
+// Realtime minus monotonic, in ns: what a program adds to bpf_ktime_get_ns() for the wall time
+// of a record (libstdc++'s steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns()).
+std::int64_t realtime_offset_ns();
 
 // Makes a skeleton's filter maps the shared ones (a no-op without them, in tests).
 Status reuse_tracked_maps(bpf_map* tgids, bpf_map* slots, TrackedMaps shared);

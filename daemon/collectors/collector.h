@@ -80,6 +80,8 @@ class Collector {
   // target expired and prune() has not deleted them yet.
   virtual Status collect(MetricSink& out, const TargetLabelMap& targets) = 0;
   virtual void prune_maps(const TargetIds& /*live*/) {}
+  // Held by a collector's own thread while it deletes map entries: scrapes and prunes wait.
+  [[nodiscard]] std::unique_lock<std::mutex> maps_lock() { return std::unique_lock(maps_mu_); }
 
  private:
   std::mutex maps_mu_;  // scrape() and prune() take turns

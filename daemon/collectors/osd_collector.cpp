@@ -39,26 +39,6 @@ constexpr std::array<const char*, OSD_OP_COUNT> kOps = {"read", "write", "other"
 
 using OsdSkel = Skeleton<osd_bpf, osd_bpf__destroy>;
 
-profile::StoreOptions store_options(const Config::Profiles& c) {
-  profile::StoreOptions o;
-  o.cache_dir = c.cache_dir;
-  o.shipped_dirs = c.shipped_dirs;
-  o.limits.executable = c.resolver;
-  o.limits.timeout = c.resolve_timeout;
-  o.limits.address_space_bytes = static_cast<std::uint64_t>(c.resolver_memory_mib) << 20;
-  return o;
-}
-
-// Realtime minus monotonic: libstdc++'s steady_clock is CLOCK_MONOTONIC, the clock of
-// bpf_ktime_get_ns() and of Ceph's own stamps' conversion here.
-std::int64_t realtime_offset_ns() {
-  using std::chrono::nanoseconds;
-  return std::chrono::duration_cast<nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch() -
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 DetailSettings detail_settings(const Config::Collectors& c) {
   using std::chrono::duration_cast;
   using std::chrono::seconds;
@@ -579,19 +559,14 @@ std::vector<Link> OsdCollector::set_detail(pid_t pid, Process& proc, bool on) {
 std::vector<ProbeStatus> OsdCollector::probes() const {
   auto out = BpfCollector::probes();
   std::lock_guard lock(mu_);
-  std::map<std::tuple<std::string, std::string, std::string>, ProbeStatus> merged;
+  ProbeStatusMerge merged;
   for (const auto& [pid, proc] : attached_) {
     for (ProbeStatus st : proc.status) {
       st.fsid = proc.fsid;
-      auto [it, fresh] = merged.try_emplace({st.probe, st.target, st.fsid}, st);
-      if (!fresh && it->second.attached && !st.attached) {
-        it->second = st;
-      }
+      merged.add(std::move(st));
     }
   }
-  for (auto& [key, st] : merged) {
-    out.push_back(std::move(st));
-  }
+  merged.append_to(out);
   return out;
 }
 

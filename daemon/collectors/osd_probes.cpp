@@ -8,6 +8,9 @@
 
 namespace cephscope::osd {
 
+using profile::entry_offset;
+using profile::out_of_line;
+
 namespace {
 
 constexpr const char* kDescription =
@@ -31,14 +34,7 @@ profile::ProbeSet probe_set() {
     add_function(u.function);
     add_function(u.callee);
   }
-  for (const auto& m : kMembers) {
-    auto t = std::find_if(set.types.begin(), set.types.end(),
-                          [&](const profile::TypeSpec& ts) { return ts.name == m.type; });
-    if (t == set.types.end()) {
-      t = set.types.insert(set.types.end(), profile::TypeSpec{m.type, {}});
-    }
-    t->members.emplace_back(m.path);
-  }
+  profile::add_members(set, kMembers);
   set.digest = profile::probe_set_digest(set);
   return set;
 }
@@ -132,15 +128,7 @@ void set_windows(osd_layout& l) {
 
 osd_layout layout_of(const profile::Profile& p, std::string& missing) {
   osd_layout l{};
-  auto off = [&](const char* type, const char* path, std::uint32_t& into) {
-    const auto* m = p.member(type, path);
-    if (m == nullptr || m->status != profile::ItemStatus::kOk) {
-      missing += std::string(missing.empty() ? "" : ", ") + type + "::" + path;
-      return false;
-    }
-    into = static_cast<std::uint32_t>(m->offset);
-    return true;
-  };
+  profile::MemberOffsets off(p);
   std::uint32_t num = 0;
   std::uint32_t tid = 0;
   std::uint32_t str = 0;
@@ -184,29 +172,8 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
       l.have |= OSD_HAVE_TXC_ADJACENT;
     }
   }
+  missing = off.missing();
   return l;
-}
-
-// The out-of-line copy of NAME, or why there is none.
-Result<const profile::FunctionInstance*> out_of_line(const profile::Profile& p,
-                                                     const std::string& name) {
-  const auto* fn = p.function(name);
-  if (fn == nullptr) {
-    return make_error(ErrorKind::kNotFound, "function not in profile");
-  }
-  if (fn->status == profile::ItemStatus::kOk) {
-    for (const auto& x : fn->instances) {
-      if (!x.inlined && !x.clone) {
-        return &x;
-      }
-    }
-  }
-  return make_error(ErrorKind::kNotFound, "function " + std::string(to_string(fn->status)));
-}
-
-// CET builds start with endbr64, which the kernel single-steps: probe the next instruction.
-std::uint64_t entry_offset(const profile::FunctionInstance& f) {
-  return f.file_offset + (f.entry_insn == "endbr64" ? 4 : 0);
 }
 
 // The io_done call site: the third of BlueStore's consecutive state-logging calls (see
@@ -249,6 +216,9 @@ Result<std::uint64_t> io_done_call(const profile::Profile& p, const UprobeDef& d
 std::string debug_package(const std::string& object) {
   if (object == "ceph-osd") {
     return "ceph-osd-dbg";
+  }
+  if (object.starts_with("librbd")) {
+    return "librbd1-dbg";
   }
   return object.starts_with("librados") || object.starts_with("libceph-common") ? "librados2-dbg"
                                                                                 : object + "-dbg";

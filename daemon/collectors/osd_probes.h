@@ -77,16 +77,11 @@ inline constexpr std::array<UprobeDef, 7> kUprobes = {{
      nullptr, nullptr, "once per transaction, on bstore_kv_final"},
 }};
 
-struct MemberDef {
-  const char* type;
-  const char* path;
-};
-
 // MOSDOp is a template instance (_mosdop::MOSDOp<V>); its DWARF name spells the argument.
 inline constexpr const char* kMOSDOp =
     "_mosdop::MOSDOp<std::vector<OSDOp, std::allocator<OSDOp> > >";
 
-inline constexpr std::array<MemberDef, 19> kMembers = {{
+inline constexpr std::array<profile::MemberRef, 19> kMembers = {{
     {"OpRequest", "request"},
     {"OpRequest", "reqid.name._type"},
     {"OpRequest", "reqid.name._num"},

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
@@ -15,13 +14,6 @@ namespace cephscope {
 namespace {
 
 constexpr std::array<const char*, OSD_OP_COUNT> kOps = {"read", "write", "other"};
-
-// Bytes from a client, for the log: printable ASCII, the rest as '?'.
-std::string printable(std::string s) {
-  std::replace_if(
-      s.begin(), s.end(), [](char c) { return c < 0x20 || c > 0x7e; }, '?');
-  return s;
-}
 
 }  // namespace
 
@@ -54,34 +46,16 @@ SlowOp to_slow_op(const osd_slow_record& r, const std::string& who, const std::s
 
 std::unique_ptr<SlowOpReader> SlowOpReader::start(int ringbuf_fd, SlowOpLog& log, Names names) {
   std::unique_ptr<SlowOpReader> self(new SlowOpReader(log, std::move(names)));
-  auto on_record = [](void* ctx, void* data, std::size_t size) {
-    if (size >= sizeof(osd_slow_record)) {
-      static_cast<SlowOpReader*>(ctx)->take(*static_cast<const osd_slow_record*>(data));
-    }
-    return 0;
-  };
-  self->buffer_.reset(ring_buffer__new(ringbuf_fd, on_record, self.get(), nullptr));
-  if (!self->buffer_) {
-    spdlog::warn("osd: slow-op records off: ring buffer: {}", std::strerror(errno));
-    return nullptr;
-  }
   SlowOpReader* raw = self.get();
-  self->reader_ = std::jthread([raw](const std::stop_token& stop) {
-    while (!stop.stop_requested()) {
-      if (const int n = ring_buffer__poll(raw->buffer_.get(), 200); n < 0 && n != -EINTR) {
-        spdlog::warn("osd: slow-op records stopped: {}", std::strerror(-n));
-        return;
-      }
+  self->reader_ = RingReader::start(ringbuf_fd, "osd", [raw](const void* data, std::size_t size) {
+    if (size >= sizeof(osd_slow_record)) {
+      raw->take(*static_cast<const osd_slow_record*>(data));
     }
   });
-  return self;
-}
-
-SlowOpReader::~SlowOpReader() {
-  if (reader_.joinable()) {
-    reader_.request_stop();
-    reader_.join();
+  if (!self->reader_) {
+    return nullptr;
   }
+  return self;
 }
 
 // One slow op's record: kept for /debug/slow-ops and logged.

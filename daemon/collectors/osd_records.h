@@ -2,17 +2,15 @@
 // from their ring buffer, names their OSD, keeps them in the SlowOpLog and logs each.
 #pragma once
 
-#include <bpf/libbpf.h>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "bpf/osd.h"
+#include "collectors/ring_reader.h"
 #include "collectors/slow_ops.h"
 
 namespace cephscope {
@@ -27,7 +25,7 @@ class SlowOpReader {
 
   // Reads the ring buffer at RINGBUF_FD into LOG; nullptr (and a warning) when it cannot.
   static std::unique_ptr<SlowOpReader> start(int ringbuf_fd, SlowOpLog& log, Names names);
-  ~SlowOpReader();  // stops the thread before the ring buffer goes
+  ~SlowOpReader() = default;
   SlowOpReader(const SlowOpReader&) = delete;
   SlowOpReader& operator=(const SlowOpReader&) = delete;
   SlowOpReader(SlowOpReader&&) = delete;
@@ -39,8 +37,7 @@ class SlowOpReader {
 
   SlowOpLog& log_;
   Names names_;
-  std::unique_ptr<ring_buffer, decltype(&ring_buffer__free)> buffer_{nullptr, ring_buffer__free};
-  std::jthread reader_;  // last: stops first
+  std::unique_ptr<RingReader> reader_;  // last: stops first
 };
 
 }  // namespace cephscope

@@ -1,25 +1,88 @@
-// The librados client's probe table: Objecter submit, send and reply in a client process.
-// No collector attaches it yet (the client collector will); `cephscope profile generate`
-// resolves it so profiles of the client libraries can be made and shipped ahead of it.
+// The rados collector's probe table: the client side of an op in a librados process (Objecter
+// send, reply, finish), the members its programs read, and the plan for one library build.
+// See docs/collectors/rados.md.
 #pragma once
 
 #include <array>
+#include <string>
+#include <vector>
 
+#include "bpf/rados.h"
+#include "collectors/status.h"
 #include "profile/probe_set.h"
+#include "profile/profile.h"
+#include "profile/verify.h"
 
 namespace cephscope::rados {
 
-// librados.so.2 carries its own hidden copy of Objecter (local symbols, seen through
-// librados2-dbg); libceph-common.so.2 has another that librados clients of Pacific and Reef
-// do not use. Message layouts come from the OSD table: librados's DWARF declares Message only.
-inline constexpr std::array<const char*, 4> kFunctions = {
-    "Objecter::_send_op", "Objecter::handle_osd_op_reply", "Objecter::op_submit",
-    "Objecter::_finish_op"};
+struct UprobeDef {
+  const char* function;
+  const char* program;  // its SEC() in bpf/rados.bpf.c
+  std::uint32_t needs;  // RADOS_HAVE_* groups the program reads
+  const char* fires;    // when, for the docs
+};
 
-inline constexpr std::array<const char*, 4> kOpMembers = {"tid", "target.base_oid.name",
-                                                          "target.osd", "stamp"};
+inline constexpr std::array<UprobeDef, 3> kUprobes = {{
+    {"Objecter::_send_op", "rados_send", RADOS_HAVE_OP,
+     "each send of an op; the first send starts its latency"},
+    {"Objecter::handle_osd_op_reply", "rados_reply", RADOS_HAVE_OP,
+     "each reply from an OSD; keeps the reply's result for the finish"},
+    {"Objecter::_finish_op", "rados_finish", RADOS_HAVE_OP,
+     "once per op, when it completes, times out or is cancelled"},
+}};
+
+// Objecter::Op::ops is a boost small_vector: its data pointer and size are the vector
+// holder's first two members in every boost release Debian ships.
+inline constexpr std::array<profile::MemberRef, 12> kMembers = {{
+    {"Objecter::Op", "attempts"},
+    {"Objecter::Op", "target.base_oloc.pool"},
+    {"Objecter::Op", "target.flags"},
+    {"Objecter::Op", "ops.m_holder.m_start"},
+    {"Objecter::Op", "ops.m_holder.m_size"},
+    {"Objecter::Op", "tid"},
+    {"Objecter::Op", "target.osd"},
+    {"Objecter::Op", "target.base_oid.name"},
+    {"Objecter::Op", "target.pgid.m_seed"},
+    {"OSDOp", "op.op"},
+    {"OSDOp", "op.extent.length"},
+    {"MOSDOpReply", "result"},
+}};
+
+// librados.so.2 and librbd.so.1 each carry their own hidden copy of Objecter in Pacific and
+// Reef (local symbols, seen through librados2-dbg and librbd1-dbg); in Tentacle Objecter lives
+// in libceph-common.so.2 alone. A librbd client sends its image IO through librbd's copy and
+// handles the replies in librados's (the Objecter object, and its dispatch table, is made
+// there). Probes go on every library of the process whose profile has the functions: a send
+// and its finish meet in the in-flight map whichever copies they ran in.
+inline constexpr std::array<const char*, 3> kLibraries = {"librados.so.2", "librbd.so.1",
+                                                          "libceph-common.so.2"};
 
 // The spec the resolver is given for the client libraries, derived from the table.
 profile::ProbeSet probe_set();
+
+struct ProbePoint {
+  std::string function;
+  std::string program;
+  std::uint64_t offset = 0;
+};
+
+struct BuildPlan {
+  rados_layout layout{};
+  std::string missing_members;  // for the log and the reasons
+  std::vector<ProbePoint> points;
+  std::vector<ProbeStatus> unavailable;
+};
+
+// Plans the probes of one library build; WHO names the target in statuses. With VERIFIER (a
+// profile from a container's files) every offset is also checked against the library: one it
+// denies is unavailable, offset_unverified.
+BuildPlan plan_for(const profile::Profile& prof, const std::string& who,
+                   const profile::OffsetVerifier* verifier = nullptr);
+
+// The label values of enum cephscope_rados_op and enum cephscope_rados_error.
+inline constexpr std::array<const char*, RADOS_OP_COUNT> kOps = {"read", "write", "other"};
+inline constexpr std::array<const char*, RADOS_ERR_COUNT> kErrorClasses = {
+    "not_found", "exists",    "permission",  "no_space",
+    "timeout",   "cancelled", "blocklisted", "other"};
 
 }  // namespace cephscope::rados

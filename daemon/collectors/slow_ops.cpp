@@ -1,8 +1,15 @@
 #include "collectors/slow_ops.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 namespace cephscope {
+
+std::string printable(std::string s) {
+  std::replace_if(
+      s.begin(), s.end(), [](char c) { return c < 0x20 || c > 0x7e; }, '?');
+  return s;
+}
 
 void SlowOpLog::add(SlowOp op) {
   std::lock_guard lock(mu_);
@@ -27,23 +34,34 @@ std::string SlowOpLog::json() const {
   std::lock_guard lock(mu_);
   for (std::size_t i = ops_.size(); i-- > 0;) {  // newest first
     const SlowOp& op = ops_[i];
-    nlohmann::json stages = nlohmann::json::object();
-    for (const auto& [name, secs] : op.stages) {
-      stages[name] = secs;
-    }
-    nlohmann::json o = {{"time", static_cast<double>(op.time_ns) / 1e9},
-                        {"ceph_daemon", op.ceph_daemon},
-                        {"fsid", op.fsid},
+    nlohmann::json o = {{"kind", op.kind},
+                        {"time", static_cast<double>(op.time_ns) / 1e9},
                         {"op", op.op},
-                        {"client", op.client},
                         {"tid", op.tid},
                         {"pg", op.pg},
                         {"object", op.object},
                         {"object_truncated", op.object_truncated},
-                        {"replicas", op.replicas},
-                        {"seconds", op.seconds},
-                        {"stages", std::move(stages)}};
+                        {"seconds", op.seconds}};
     o["pool"] = op.pool ? nlohmann::json(*op.pool) : nlohmann::json(nullptr);
+    if (op.kind == "client") {
+      o["process"] = op.process;
+      o["pid"] = op.pid;
+      o["acting_osd"] = op.acting_osd ? nlohmann::json(*op.acting_osd) : nlohmann::json(nullptr);
+      o["resends"] = op.resends;
+      o["error"] = op.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(op.error);
+      ops.push_back(std::move(o));
+      continue;
+    }
+    nlohmann::json stages = nlohmann::json::object();
+    for (const auto& [name, secs] : op.stages) {
+      stages[name] = secs;
+    }
+    o.update({{"ceph_daemon", op.ceph_daemon},
+              {"ceph_daemon", op.ceph_daemon},
+              {"fsid", op.fsid},
+              {"client", op.client},
+              {"replicas", op.replicas},
+              {"stages", std::move(stages)}});
     ops.push_back(std::move(o));
   }
   out["capacity"] = capacity_;

@@ -16,6 +16,7 @@
 namespace cephscope {
 
 struct SlowOp {
+  std::string kind = "osd";   // "osd": an op on its primary; "client": as a librados client saw it
   std::uint64_t time_ns = 0;  // realtime, at the reply
   std::string ceph_daemon;    // osd.N
   std::string fsid;
@@ -29,7 +30,16 @@ struct SlowOp {
   std::vector<std::string> replicas;                   // the OSDs it waited for ("1", "2")
   double seconds = 0;                                  // the whole op
   std::vector<std::pair<std::string, double>> stages;  // measured stages, in path order
+  // client records
+  std::string process;
+  std::uint32_t pid = 0;
+  std::optional<int> acting_osd;  // the OSD the op was last sent to
+  std::uint32_t resends = 0;
+  std::string error;  // the error class, empty when the op succeeded
 };
+
+// Bytes from a client, for the log: printable ASCII, the rest as '?'.
+std::string printable(std::string s);
 
 class SlowOpLog {
  public:

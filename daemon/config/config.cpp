@@ -304,7 +304,7 @@ Config parse_root(const YAML::Node& root) {
   }
   if (const auto& c = root["collectors"]) {
     require_map(c, "collectors");
-    check_keys(c, "collectors", {"syscall", "block", "vfs", "osd"});
+    check_keys(c, "collectors", {"syscall", "block", "vfs", "osd", "rados"});
     if (c["syscall"]) {
       cfg.collectors.syscall = parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"},
                                                {"buckets", "syscalls"});
@@ -327,6 +327,16 @@ Config parse_root(const YAML::Node& root) {
     if (c["vfs"]) {
       cfg.collectors.vfs =
           parse_collector(c["vfs"], "collectors.vfs", {"fentry", "kprobe"}, {"buckets"});
+    }
+    if (c["rados"]) {
+      cfg.collectors.rados = parse_collector(c["rados"], "collectors.rados", {"uprobe"},
+                                             {"buckets", "instance_labels", "slow_op_threshold"});
+      if (const auto& i = c["rados"]["instance_labels"]) {
+        cfg.collectors.rados_instance_labels = boolean(i, "collectors.rados.instance_labels");
+      }
+      if (const auto& t = c["rados"]["slow_op_threshold"]) {
+        cfg.collectors.rados_slow_op_threshold = duration(t, "collectors.rados.slow_op_threshold");
+      }
     }
     if (c["osd"]) {
       if (const auto& old = c["osd"]["bluestore_stages"]) {

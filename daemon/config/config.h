@@ -61,7 +61,14 @@ struct Config {
     std::vector<std::string> syscalls{kStorageSyscalls.begin(), kStorageSyscalls.end()};
     CollectorConfig block;
     CollectorConfig vfs;
-    CollectorConfig osd;  // uprobes in ceph-osd, attached per OSD process
+    CollectorConfig osd;    // uprobes in ceph-osd, attached per OSD process
+    CollectorConfig rados;  // uprobes in librados clients' Objecter, attached per process
+    // Label client ops by rbd image (librbd) or process id (collectors.rados.instance_labels):
+    // many clients share a process name (every VM is qemu-system-x86_64)
+    bool rados_instance_labels = false;
+    // Client ops slower than this are recorded on /debug/slow-ops
+    // (collectors.rados.slow_op_threshold; 0 turns the records off)
+    std::chrono::milliseconds rados_slow_op_threshold{1000};
     // Ops slower than this count in cephscope_osd_slow_ops_total (collectors.osd.slow_op_threshold)
     std::chrono::milliseconds osd_slow_op_threshold{1000};
     // Slow-op records kept for /debug/slow-ops (collectors.osd.slow_op_records)

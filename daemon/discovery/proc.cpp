@@ -84,6 +84,11 @@ std::vector<std::string> parse_cmdline(std::string_view text) {
 }
 
 bool maps_line_has_library(std::string_view line, const std::vector<std::string>& prefixes) {
+  // Only code the process runs: a file read through mmap (a debugger, the resolver) is data.
+  const auto perms = line.find(' ');
+  if (perms == std::string_view::npos || perms + 3 >= line.size() || line[perms + 3] != 'x') {
+    return false;
+  }
   const auto slash = line.rfind('/');
   if (slash == std::string_view::npos) {
     return false;

@@ -59,7 +59,8 @@ class ProcReader {
 bool parse_stat(const std::string& text, ProcessInfo& out);
 // Splits /proc/PID/cmdline (NUL-separated, the last NUL optional) into arguments.
 std::vector<std::string> parse_cmdline(std::string_view text);
-// Whether one line of /proc/PID/maps maps a file whose name starts with one of `prefixes`.
+// Whether one line of /proc/PID/maps maps, executable, a file whose name starts with one of
+// `prefixes`.
 bool maps_line_has_library(std::string_view line, const std::vector<std::string>& prefixes);
 
 }  // namespace cephscope

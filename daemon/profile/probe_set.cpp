@@ -87,6 +87,17 @@ bool ProbeSet::applies_to(std::string_view file_name) const {
   });
 }
 
+void add_members(ProbeSet& set, std::span<const MemberRef> members) {
+  for (const auto& m : members) {
+    auto t = std::find_if(set.types.begin(), set.types.end(),
+                          [&](const TypeSpec& ts) { return ts.name == m.type; });
+    if (t == set.types.end()) {
+      t = set.types.insert(set.types.end(), TypeSpec{m.type, {}});
+    }
+    t->members.emplace_back(m.path);
+  }
+}
+
 Result<ProbeSet> parse_probe_set(std::string_view text) {
   if (text.size() > kMaxSpecBytes) {
     return bad("file too large");

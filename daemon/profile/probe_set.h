@@ -8,6 +8,7 @@
 //    "types": [{"name": "OpRequest", "members": ["request", "reqid.name._num"]}]}
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,15 @@ struct ProbeSet {
   // True when FILE_NAME ("librados.so.2.0.0") is one of objects (sonames match versions).
   [[nodiscard]] bool applies_to(std::string_view file_name) const;
 };
+
+// One member a collector's programs read, as its probe table names it.
+struct MemberRef {
+  const char* type;
+  const char* path;
+};
+
+// Adds each member to its type's spec in SET (the type's first appearance orders the types).
+void add_members(ProbeSet& set, std::span<const MemberRef> members);
 
 Result<ProbeSet> parse_probe_set(std::string_view text);
 Result<ProbeSet> load_probe_set(const std::string& path);

@@ -56,6 +56,35 @@ const MemberEntry* Profile::member(std::string_view type, std::string_view path)
   return nullptr;
 }
 
+bool MemberOffsets::operator()(std::string_view type, std::string_view path, uint32_t& into) {
+  const auto* m = p_.member(type, path);
+  if (m == nullptr || m->status != ItemStatus::kOk) {
+    missing_.append(missing_.empty() ? "" : ", ").append(type).append("::").append(path);
+    return false;
+  }
+  into = static_cast<uint32_t>(m->offset);
+  return true;
+}
+
+Result<const FunctionInstance*> out_of_line(const Profile& p, std::string_view name) {
+  const auto* fn = p.function(name);
+  if (fn == nullptr) {
+    return make_error(ErrorKind::kNotFound, "function not in profile");
+  }
+  if (fn->status == ItemStatus::kOk) {
+    for (const auto& x : fn->instances) {
+      if (!x.inlined && !x.clone) {
+        return &x;
+      }
+    }
+  }
+  return make_error(ErrorKind::kNotFound, "function " + std::string(to_string(fn->status)));
+}
+
+uint64_t entry_offset(const FunctionInstance& f) {
+  return f.file_offset + (f.entry_insn == "endbr64" ? 4 : 0);
+}
+
 std::string_view to_string(ItemStatus s) {
   for (const auto& [k, v] : kStatus) {
     if (k == s) {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.h"
+
 namespace cephscope::profile {
 
 inline constexpr int kSchemaVersion = 1;
@@ -102,6 +104,25 @@ struct Profile {
   [[nodiscard]] const TypeEntry* type(std::string_view name) const;
   [[nodiscard]] const MemberEntry* member(std::string_view type, std::string_view path) const;
 };
+
+// Reads the member offsets a collector's layout takes from a profile; the members the profile
+// lacks are named in missing() ("Type::path, ...").
+class MemberOffsets {
+ public:
+  explicit MemberOffsets(const Profile& p) : p_(p) {}
+  // Sets INTO to TYPE::PATH's offset; false when the profile has it unresolved or not at all.
+  bool operator()(std::string_view type, std::string_view path, uint32_t& into);
+  [[nodiscard]] const std::string& missing() const { return missing_; }
+
+ private:
+  const Profile& p_;
+  std::string missing_;
+};
+
+// The out-of-line copy of function NAME (not inlined, not a clone), or why there is none.
+Result<const FunctionInstance*> out_of_line(const Profile& p, std::string_view name);
+// Where a uprobe on F goes: past a CET endbr64, which the kernel would single-step.
+uint64_t entry_offset(const FunctionInstance& f);
 
 std::string_view to_string(ItemStatus s);
 std::optional<ItemStatus> item_status_from(std::string_view s);

@@ -3,8 +3,9 @@
 #
 #   install.sh [--no-dbg] [--check]
 #
-# Installs ceph-mon ceph-mgr ceph-osd ceph-common and the debug packages ceph-osd-dbg
-# librados2-dbg ceph-common-dbg (DWARF in /usr/lib/debug/.build-id/), each group only when
+# Installs ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-rbd (clients for the
+# rados collector's tests) and the debug packages ceph-osd-dbg
+# librados2-dbg librbd1-dbg ceph-common-dbg (DWARF in /usr/lib/debug/.build-id/), each group only when
 # something in it is missing. Idempotent: a second run does nothing and says so.
 #   --no-dbg   skip the debug packages (1.2 GB download, 1.2 GB installed)
 #   --check    install nothing; exit 0 when everything is installed, 1 otherwise
@@ -13,8 +14,8 @@
 # Env: APT_LOCK_TIMEOUT (s, default 600) how long to wait for another apt/dpkg to finish.
 set -euo pipefail
 
-PKGS=(ceph-mon ceph-mgr ceph-osd ceph-common)
-DBG_PKGS=(ceph-osd-dbg librados2-dbg ceph-common-dbg)
+PKGS=(ceph-mon ceph-mgr ceph-osd ceph-common python3-rados python3-rbd)
+DBG_PKGS=(ceph-osd-dbg librados2-dbg librbd1-dbg ceph-common-dbg)
 APT_LOCK_TIMEOUT=${APT_LOCK_TIMEOUT:-600}
 
 log() { printf '[install.sh] %s\n' "$*" >&2; }

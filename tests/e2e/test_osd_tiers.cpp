@@ -41,7 +41,8 @@ void check_slow_records(const ClusterInfo& cluster, const Daemon& daemon, int vi
   int waited = 0;
   int mapped = 0;
   for (const auto& op : j.at("ops")) {
-    if (op.at("fsid") != cluster.fsid || op.at("ceph_daemon") == osd_name(victim)) {
+    if (op.at("kind") != "osd" || op.at("fsid") != cluster.fsid ||
+        op.at("ceph_daemon") == osd_name(victim)) {
       continue;
     }
     const auto& stages = op.at("stages");

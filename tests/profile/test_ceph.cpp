@@ -301,6 +301,13 @@ TEST_CASE("librados probe table against librados.so.2 and libceph-common.so.2", 
       check_against_nm(lib, r);
       CHECK(p.type("Objecter::Op")->size == 1248);
       CHECK(member(p, "Objecter::Op", "tid") == 1144);
+      // what the rados collector reads (daemon/collectors/rados_probes.h)
+      CHECK(member(p, "Objecter::Op", "attempts") == 1152);
+      CHECK(member(p, "Objecter::Op", "ops.m_holder.m_size") ==
+            member(p, "Objecter::Op", "ops.m_holder.m_start") + 8);
+      CHECK(member(p, "OSDOp", "op.extent.length") == 14);
+      CHECK(p.type("OSDOp")->size == 152);
+      CHECK(member(p, "MOSDOpReply", "result") == 400);
     }
   }
 }

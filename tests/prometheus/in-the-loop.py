@@ -4,8 +4,8 @@ scraped every second by Debian's prometheus with the shipped rules, alerts route
 real prometheus-alertmanager to a webhook this test serves.
 
 Checks: every panel query of every dashboard (variables substituted) and every template
-variable returns data through Prometheus' HTTP API (client panels are pending until the client
-collector serves them); every recording rule yields series; a forced slow op (an OSD stopped
+variable returns data through Prometheus' HTTP API (the client panels from rados bench's own
+ops); every recording rule yields series; a forced slow op (an OSD stopped
 for a moment) fires CephscopeOSDSlowOps in Prometheus and Alertmanager delivers it to the
 webhook. The test shortens `for:` and the intervals in its own copies of the rules and
 configs, never in the shipped files.

@@ -10,8 +10,6 @@ from pathlib import Path
 from harness import get
 
 DASHBOARDS = Path(__file__).resolve().parents[2] / "dashboards"
-# Metrics no collector serves yet: their panels are listed, and checked once data exists.
-PENDING = ("cephscope_client_op_seconds",)
 # Queue freezes: no series where fentry is refused (the probes say why) or where nothing froze
 # a queue during the test; such panels are listed with the reason.
 FREEZES = ("cephscope_block_queue_frozen_seconds", "cephscope_block_queue_freezes_total")
@@ -66,14 +64,6 @@ def check_dashboards(prom, daemon, log):
                 expr = substitute(target["expr"], daemon)
                 queries += 1
                 result = prom.query(expr)
-                # Pending only while no collector serves the metric at all: once any series of
-                # it exists, its panels must show data like every other.
-                unserved = [p for p in PENDING if p in expr and
-                            not prom.query(f'count({{__name__=~"{p}.*"}})')]
-                if unserved and not result:
-                    pending.append(f"{path.name}: {panel['title']} (no {', '.join(unserved)} "
-                                   "series yet)")
-                    continue
                 if any(p in expr for p in FREEZES) and not result:
                     probe = prom.query('cephscope_probe_attached{probe="blk_freeze_queue_start"}')
                     why = (probe[0]["metric"].get("reason") if probe else "no probe status")

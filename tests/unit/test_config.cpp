@@ -48,6 +48,7 @@ collectors:
   vfs: {enabled: false, hook: kprobe}
   block: {hook: tracepoint}
   osd: {enabled: false, slow_op_threshold: 250ms, detail: always}
+  rados: {enabled: true, buckets: coarse, instance_labels: true}
 limits: {max_series: 10}
 )",
                         "full.yaml");
@@ -67,6 +68,9 @@ limits: {max_series: 10}
   CHECK_FALSE(r->collectors.osd.enabled);
   CHECK(r->collectors.osd_slow_op_threshold == std::chrono::milliseconds(250));
   CHECK(r->collectors.osd_detail == "always");
+  CHECK(r->collectors.rados.enabled);
+  CHECK(r->collectors.rados.buckets == "coarse");
+  CHECK(r->collectors.rados_instance_labels);
   CHECK(r->limits.max_series == 10);
 }
 
@@ -126,6 +130,10 @@ TEST_CASE("each config error names the key and its line", "[config]") {
   CHECK(rejected("collectors:\n  osd: {bluestore_stages: true}\n") ==
         "test.yaml:2: collectors.osd.bluestore_stages: replaced by collectors.osd.detail (never, "
         "always, auto)");
+  CHECK(rejected("collectors:\n  rados: {instance_labels: image}\n")
+            .starts_with("test.yaml:2: collectors.rados.instance_labels: "));
+  CHECK(rejected("collectors:\n  rados: {hook: fentry}\n") ==
+        "test.yaml:2: collectors.rados.hook: unknown hook 'fentry' (one of: auto, uprobe)");
   CHECK(rejected("collectors:\n  nfs: {enabled: true}\n") ==
         "test.yaml:2: collectors.nfs: unknown key");
   CHECK(rejected("collectors:\n  syscall: true\n") ==

@@ -105,6 +105,10 @@ TEST_CASE("a maps line names a library by the file name's prefix", "[proc]") {
   CHECK_FALSE(maps_line_has_library("7f00-7f10 r-xp 00000000 08:01 42 /usr/lib/librbd.so.1", libs));
   CHECK_FALSE(maps_line_has_library("7f00-7f10 rw-p 00000000 00:00 0 [heap]", libs));
   CHECK_FALSE(maps_line_has_library("/librados.so.2/", libs));
+  // mapped as data (read through mmap, not run)
+  CHECK_FALSE(maps_line_has_library(
+      "7f00-7f10 r--p 00000000 08:01 42 /usr/lib/x86_64-linux-gnu/librados.so.2.0.0", libs));
+  CHECK_FALSE(maps_line_has_library("7f00-7f10 r-", libs));
 }
 
 TEST_CASE("every ceph-osd command line form gives osd.N", "[classify]") {

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * rados collector: client-observed op latency in librados clients, folded in the kernel.
+ *
+ * An op's life in the client's Objecter: Objecter::_send_op sends it (again on a resend:
+ * a new OSD map, an -EAGAIN or a redirect), Objecter::handle_osd_op_reply takes the OSD's
+ * reply, and Objecter::_finish_op retires it, on the reply's thread right after, or on a
+ * timeout or cancel with the error as its argument. Three hits per op: the first send's
+ * time is kept per Op address (LRU), the reply's result per thread slot, and the finish
+ * folds latency, bytes, resends and errors into one per-CPU stats entry. Member offsets
+ * come per process from rados_layouts (the library build's probe profile).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "rados.h"
+#include "maps.bpf.h"
+#include "targets.bpf.h" /* every object declares it (the daemon shares one) */
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set before load: label ops by rbd image, or by process id (collectors.rados.instance_labels). */
+const volatile bool instance_labels = false;
+/* Ops slower than this are recorded (collectors.rados.slow_op_threshold); 0 turns it off. */
+volatile __u64 slow_ns;
+/* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, kept current by the daemon. */
+volatile __s64 rt_off_ns;
+
+/* Ceph's op flags and op codes (include/rados.h), as the wire protocol fixes them. */
+#define CEPH_OSD_FLAG_READ 0x0010
+#define CEPH_OSD_FLAG_WRITE 0x0020
+#define CEPH_OSD_OP_READ 0x1201
+#define CEPH_OSD_OP_SPARSE_READ 0x1205
+#define CEPH_OSD_OP_SYNC_READ 0x120b
+#define CEPH_OSD_OP_WRITE 0x2201
+#define CEPH_OSD_OP_WRITEFULL 0x2202
+#define CEPH_OSD_OP_APPEND 0x2206
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RADOS_LAYOUTS_MAX);
+	__type(key, __u32); /* tgid */
+	__type(value, struct rados_layout);
+} rados_layouts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RADOS_INFLIGHT_MAX);
+	__type(key, struct rados_op_key);
+	__type(value, struct rados_inflight);
+} rados_inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RADOS_REPLY_SLOTS);
+	__type(key, __u32);
+	__type(value, struct rados_reply);
+} rados_replies SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, RADOS_STATS_MAX);
+	__type(key, struct rados_stats_key);
+	__type(value, struct rados_stats);
+} rados_stats SEC(".maps");
+
+/* Slow client-op records: rare by design, the only per-op traffic to user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RADOS_RECORDS_BYTES);
+} rados_records SEC(".maps");
+
+static const struct rados_stats zero_stats;
+
+static __always_inline struct rados_layout *client_layout(__u32 tgid)
+{
+	struct rados_layout *l = bpf_map_lookup_elem(&rados_layouts, &tgid);
+
+	return l && (l->have & RADOS_HAVE_OP) ? l : 0;
+}
+
+static __always_inline struct rados_reply *thread_reply(__u32 tid)
+{
+	__u32 slot = tid & (RADOS_REPLY_SLOTS - 1);
+
+	return bpf_map_lookup_elem(&rados_replies, &slot);
+}
+
+/* First send only: a resend keeps the first send's time (attempts counts sends so far). */
+SEC("uprobe")
+int BPF_KPROBE(rados_send, void *objecter, void *op)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct rados_layout *l = client_layout(id >> 32);
+	struct rados_op_key key = {.tgid = id >> 32, .op = (__u64)op};
+	struct rados_inflight start;
+	__s32 attempts;
+
+	if (!l || bpf_probe_read_user(&attempts, sizeof(attempts), op + l->op_attempts))
+		return 0;
+	if (attempts != 0)
+		return 0;
+	start.first_send_ns = bpf_ktime_get_ns();
+	/* BPF_ANY: an entry left at this address by an op whose finish was missed is stale */
+	if (bpf_map_update_elem(&rados_inflight, &key, &start, BPF_ANY))
+		count_lost(LOST_INFLIGHT_FULL);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(rados_reply, void *objecter, void *reply)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	struct rados_layout *l = client_layout(id >> 32);
+	struct rados_reply *r = thread_reply((__u32)id);
+	__s32 result = 0;
+
+	if (!l || !r)
+		return 0;
+	if (l->have & RADOS_HAVE_RESULT)
+		bpf_probe_read_user(&result, sizeof(result), reply + l->reply_result);
+	r->tid = (__u32)id;
+	r->result = result;
+	return 0;
+}
+
+static __always_inline __u32 op_class(__s32 flags)
+{
+	bool rd = flags & CEPH_OSD_FLAG_READ, wr = flags & CEPH_OSD_FLAG_WRITE;
+
+	if (rd && !wr)
+		return RADOS_OP_READ;
+	if (wr && !rd)
+		return RADOS_OP_WRITE;
+	return RADOS_OP_OTHER; /* read-modify-write and the rest, as the OSD's op_rw */
+}
+
+/* libstdc++'s std::string: its data pointer and length lead the object. */
+struct cxx_string {
+	const char *data;
+	__u64 len;
+};
+
+/* The Op's object name (target.base_oid.name); 0 when read. */
+static __always_inline int op_object(const struct rados_layout *l, const void *op,
+				     struct cxx_string *s)
+{
+	if (!(l->have & RADOS_HAVE_OBJECT) ||
+	    bpf_probe_read_user(s, sizeof(*s), op + l->op_object) || !s->data)
+		return -1;
+	return 0;
+}
+
+/* Payload bytes of the op's reads and writes: the extent lengths of its data OSDOps. */
+static __always_inline __u64 op_bytes(const struct rados_layout *l, const void *op)
+{
+	/* the vector's data pointer and size, adjacent (checked by the plan): one read */
+	struct {
+		const char *start;
+		__u64 size;
+	} vec = {};
+	/* ceph_osd_op's head as the wire format packs it: op code, flags, extent offset, length */
+	struct {
+		__u16 code;
+		__u32 flags;
+		__u64 offset;
+		__u64 length;
+	} __attribute__((packed)) head;
+	__u64 bytes = 0;
+
+	if (!(l->have & RADOS_HAVE_BYTES) ||
+	    bpf_probe_read_user(&vec, sizeof(vec), op + l->op_ops_start))
+		return 0;
+	for (__u32 i = 0; i < RADOS_OPS_READ; i++) {
+		if (i >= vec.size ||
+		    bpf_probe_read_user(&head, sizeof(head),
+					vec.start + (__u64)i * l->osdop_size + l->osdop_code))
+			break;
+		switch (head.code) {
+		case CEPH_OSD_OP_READ:
+		case CEPH_OSD_OP_SPARSE_READ:
+		case CEPH_OSD_OP_SYNC_READ:
+		case CEPH_OSD_OP_WRITE:
+		case CEPH_OSD_OP_WRITEFULL:
+		case CEPH_OSD_OP_APPEND:
+			bytes += head.length;
+			break;
+		default:
+			break;
+		}
+	}
+	return bytes;
+}
+
+/* "rbd_data.<id>.<n>": an rbd image's data object. */
+static __always_inline __u32 image_prefix(const char *name)
+{
+	if (name[0] == 'r' && name[1] == 'b' && name[2] == 'd' && name[3] == '_' &&
+	    name[4] == 'd' && name[5] == 'a' && name[6] == 't' && name[7] == 'a' && name[8] == '.')
+		return 9;
+	return 0;
+}
+
+/*
+ * The rbd image id of an op on an image's data into KEY, else the process id: librbd's
+ * metadata ops (header, object map, watch, lock) go with the process that made them.
+ */
+static __always_inline void instance_of(struct rados_stats_key *key, const struct rados_layout *l,
+					const void *op, __u32 tgid)
+{
+	struct cxx_string str = {};
+	char name[RADOS_OBJECT_READ] = {};
+	__u32 start, i, n;
+
+	key->pid = tgid;
+	if (op_object(l, op, &str) || !str.len)
+		return;
+	/* no byte past the name's end: a heap string may end at an unmapped page */
+	n = str.len < RADOS_OBJECT_READ - 1 ? str.len : RADOS_OBJECT_READ - 1;
+	barrier_var(n);
+	if (n == 0 || n >= RADOS_OBJECT_READ || bpf_probe_read_user(name, n, str.data))
+		return;
+	start = image_prefix(name);
+	if (!start || str.len <= start)
+		return;
+	key->pid = 0;
+	for (i = 0; i < RADOS_IMAGE_ID_LEN - 1; i++) {
+		__u32 at = start + i;
+		char c;
+
+		if (at >= str.len || at >= RADOS_OBJECT_READ - 1)
+			break;
+		c = name[at];
+		if (c == '.' || c == 0)
+			break;
+		key->image[i] = c;
+	}
+}
+
+/* A slow op's record: who, which object on which OSD and PG, how long, with what result. */
+static __always_inline void record_slow(const struct rados_layout *l, const void *op,
+					const struct rados_stats_key *key, __u32 tgid, __u64 now,
+					__u64 whole, __s32 result, __s32 attempts)
+{
+	struct rados_slow_record *r;
+	struct cxx_string str = {};
+
+	r = bpf_ringbuf_reserve(&rados_records, sizeof(*r), 0);
+	if (!r) {
+		count_lost(LOST_RECORD);
+		return;
+	}
+	__builtin_memset(r, 0, sizeof(*r));
+	r->time_ns = now + rt_off_ns;
+	r->whole_ns = whole;
+	r->pool = key->pool;
+	r->tgid = tgid;
+	r->target = key->target;
+	r->op = key->op;
+	r->result = result;
+	r->osd = -1;
+	r->resends = attempts > 1 ? attempts - 1 : 0;
+	if (l->have & RADOS_HAVE_IDS) {
+		bpf_probe_read_user(&r->tid, sizeof(r->tid), op + l->op_tid);
+		bpf_probe_read_user(&r->osd, sizeof(r->osd), op + l->op_osd);
+		bpf_probe_read_user(&r->pg_seed, sizeof(r->pg_seed), op + l->op_pg_seed);
+		r->have_ids = 1;
+	}
+	if (!op_object(l, op, &str)) {
+		r->object_len = (__u32)str.len;
+		bpf_probe_read_user_str(r->object, sizeof(r->object), str.data);
+	}
+	bpf_ringbuf_submit(r, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	struct rados_layout *l = client_layout(id >> 32);
+	struct rados_op_key key = {.tgid = id >> 32, .op = (__u64)op};
+	struct rados_stats_key skey = {};
+	struct rados_inflight *start;
+	struct rados_reply *reply;
+	struct rados_stats *stats;
+	__s32 attempts = 0, flags = 0, result = r;
+
+	if (!l)
+		return 0;
+	/* the result of the reply this thread is handling, when the finish did not bring one */
+	reply = thread_reply((__u32)id);
+	if (reply && reply->tid == (__u32)id) {
+		if (result == 0)
+			result = reply->result;
+		reply->tid = 0;
+	}
+	start = bpf_map_lookup_elem(&rados_inflight, &key);
+	if (!start) {
+		count_lost(LOST_NO_START); /* never sent (pool gone), or sent before attach */
+		return 0;
+	}
+	__u64 delta = now - start->first_send_ns;
+	bpf_map_delete_elem(&rados_inflight, &key);
+
+	skey.target = l->target;
+	bpf_probe_read_user(&skey.pool, sizeof(skey.pool), op + l->op_pool);
+	bpf_probe_read_user(&flags, sizeof(flags), op + l->op_flags);
+	bpf_probe_read_user(&attempts, sizeof(attempts), op + l->op_attempts);
+	skey.op = op_class(flags);
+	if (instance_labels)
+		instance_of(&skey, l, op, key.tgid);
+	stats = lookup_or_init(&rados_stats, &skey, &zero_stats);
+	if (!stats)
+		return 0;
+	hist_add(&stats->latency, delta);
+	stats->bytes += op_bytes(l, op);
+	if (attempts > 1)
+		stats->resends += attempts - 1;
+	if (result < 0) {
+		__u32 c = rados_error_class(result);
+
+		if (c < RADOS_ERR_COUNT)
+			stats->errors[c] += 1;
+	}
+	if (slow_ns && delta >= slow_ns)
+		record_slow(l, op, &skey, key.tgid, now, delta, result, attempts);
+	return 0;
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Shared between rados.bpf.c and daemon/collectors/rados_collector.cpp. */
+#ifndef CEPHSCOPE_RADOS_H
+#define CEPHSCOPE_RADOS_H
+
+#include "cephscope.h"
+
+#define RADOS_LAYOUTS_MAX 1024	 /* librados client processes with probes */
+#define RADOS_INFLIGHT_MAX 65536 /* ops sent and not finished, all clients together */
+#define RADOS_STATS_MAX 4096	 /* (client, pool, op) series in the kernel */
+#define RADOS_REPLY_SLOTS 4096	 /* one reply being handled per thread slot */
+#define RADOS_OPS_READ 4	 /* OSDOps of one Op read for its bytes (most carry 1 or 2) */
+#define RADOS_OBJECT_READ 48	 /* bytes of an object name read for its rbd image id */
+#define RADOS_RECORDS_BYTES (256 * 1024) /* slow client-op records in flight to the daemon */
+#define RADOS_RECORD_OBJECT 96		 /* bytes of a slow op's object name kept, NUL included */
+#define RADOS_IMAGE_ID_LEN 32 /* an rbd image id kept, NUL included (ids are ~12-16 hex) */
+
+/* The `op` label: from the Op's target flags (CEPH_OSD_FLAG_READ / _WRITE). */
+enum cephscope_rados_op {
+	RADOS_OP_READ,
+	RADOS_OP_WRITE,
+	RADOS_OP_OTHER,
+	RADOS_OP_COUNT,
+};
+
+/* The `class` label of cephscope_client_op_errors_total: a fixed set of errno classes. */
+enum cephscope_rados_error {
+	RADOS_ERR_NOT_FOUND,   /* ENOENT, ENODATA */
+	RADOS_ERR_EXISTS,      /* EEXIST */
+	RADOS_ERR_PERMISSION,  /* EPERM, EACCES */
+	RADOS_ERR_NO_SPACE,    /* ENOSPC, EDQUOT */
+	RADOS_ERR_TIMEOUT,     /* ETIMEDOUT: the client's rados_osd_op_timeout */
+	RADOS_ERR_CANCELLED,   /* ECANCELED */
+	RADOS_ERR_BLOCKLISTED, /* ESHUTDOWN: the client was blocklisted */
+	RADOS_ERR_OTHER,
+	RADOS_ERR_COUNT,
+};
+
+/* The class of a negative errno; the C++ side names the same classes (shared, so it agrees). */
+static inline __u32 rados_error_class(__s32 err)
+{
+	switch (-err) {
+	case 2:	 /* ENOENT */
+	case 61: /* ENODATA */
+		return RADOS_ERR_NOT_FOUND;
+	case 17: /* EEXIST */
+		return RADOS_ERR_EXISTS;
+	case 1:	 /* EPERM */
+	case 13: /* EACCES */
+		return RADOS_ERR_PERMISSION;
+	case 28:  /* ENOSPC */
+	case 122: /* EDQUOT */
+		return RADOS_ERR_NO_SPACE;
+	case 110: /* ETIMEDOUT */
+		return RADOS_ERR_TIMEOUT;
+	case 125: /* ECANCELED */
+		return RADOS_ERR_CANCELLED;
+	case 108: /* ESHUTDOWN: EBLOCKLISTED */
+		return RADOS_ERR_BLOCKLISTED;
+	default:
+		return RADOS_ERR_OTHER;
+	}
+}
+
+/* Members found in the client library's build (rados_layout.have). */
+#define RADOS_HAVE_OP (1u << 0)	    /* Op::attempts, target pool and flags: the op is seen */
+#define RADOS_HAVE_BYTES (1u << 1)  /* Op::ops and OSDOp's code and extent length */
+#define RADOS_HAVE_RESULT (1u << 2) /* MOSDOpReply::result: errors the OSD returned */
+#define RADOS_HAVE_OBJECT (1u << 3) /* Op::target.base_oid.name: the rbd image of an op */
+#define RADOS_HAVE_IDS (1u << 4)    /* Op::tid, target.osd, target.pgid: a slow op's record */
+
+/* Member offsets of one client library build, from its probe profile; one per process. */
+struct rados_layout {
+	__u32 have;
+	__u32 target;	    /* the client's target id */
+	__u32 op_attempts;  /* Objecter::Op::attempts (int): sends so far */
+	__u32 op_pool;	    /* Op::target.base_oloc.pool (s64) */
+	__u32 op_flags;	    /* Op::target.flags (int) */
+	__u32 op_ops_start; /* Op::ops, a small_vector of OSDOp: its data pointer */
+	__u32 op_ops_size;  /* and its element count (u64) */
+	__u32 osdop_size;   /* sizeof(OSDOp) */
+	__u32 osdop_code;   /* OSDOp::op.op (le16) */
+	__u32 osdop_length; /* OSDOp::op.extent.length (le64) */
+	__u32 reply_result; /* MOSDOpReply::result (s32) */
+	__u32 op_object;    /* Op::target.base_oid.name (std::string: data pointer, length) */
+	__u32 op_tid;	    /* Op::tid (u64) */
+	__u32 op_osd;	    /* Op::target.osd (s32): the OSD it was last sent to */
+	__u32 op_pg_seed;   /* Op::target.pgid.m_seed (u32) */
+	__u32 pad;
+};
+
+struct rados_op_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 op; /* the Objecter::Op's address in the client */
+};
+
+struct rados_inflight {
+	__u64 first_send_ns;
+};
+
+/* The reply a thread is handling, for the _finish_op that follows on the same thread. */
+struct rados_reply {
+	__u32 tid; /* thread id; 0: none pending */
+	__s32 result;
+};
+
+struct rados_stats_key {
+	__u32 target;
+	__u32 op; /* enum cephscope_rados_op */
+	__s64 pool;
+	/*
+	 * Per-instance labels (collectors.rados.instance_labels): an op on an rbd image's data
+	 * objects carries the image id; any other op its process id. Both zero otherwise.
+	 */
+	__u32 pid;
+	__u32 pad;
+	char image[RADOS_IMAGE_ID_LEN];
+};
+
+struct rados_stats {
+	struct hist latency; /* first send -> finish */
+	__u64 bytes;	     /* extent lengths of the op's reads and writes */
+	__u64 resends;	     /* sends after the first */
+	__u64 errors[RADOS_ERR_COUNT];
+};
+
+/* A client op over collectors.rados.slow_op_threshold, through the rados_records ring buffer. */
+struct rados_slow_record {
+	__u64 time_ns;	/* CLOCK_REALTIME at the finish */
+	__u64 whole_ns; /* first send -> finish */
+	__u64 tid;
+	__s64 pool;
+	__u32 tgid;
+	__u32 target;
+	__u32 op; /* enum cephscope_rados_op */
+	__s32 result;
+	__u32 pg_seed;
+	__s32 osd; /* -1 when unknown */
+	__u32 resends;
+	__u32 object_len; /* the name's length, which may exceed what was kept */
+	__u8 have_ids;
+	__u8 pad[7];
+	char object[RADOS_RECORD_OBJECT];
+};
+
+#endif
