@@ -1,5 +1,6 @@
 #include "collectors/block_collector.h"
 #include "collectors/collector.h"
+#include "collectors/kclient_collector.h"
 #include "collectors/osd_collector.h"
 #include "collectors/rados_collector.h"
 #include "collectors/syscall_collector.h"
@@ -24,6 +25,9 @@ std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorContext& 
   }
   if (c.rados.enabled) {
     out.push_back(make_rados_collector(ctx));
+  }
+  if (c.kclient.enabled) {
+    out.push_back(make_kclient_collector(ctx));
   }
   return out;
 }

@@ -304,7 +304,7 @@ Config parse_root(const YAML::Node& root) {
   }
   if (const auto& c = root["collectors"]) {
     require_map(c, "collectors");
-    check_keys(c, "collectors", {"syscall", "block", "vfs", "osd", "rados"});
+    check_keys(c, "collectors", {"syscall", "block", "vfs", "osd", "rados", "kclient"});
     if (c["syscall"]) {
       cfg.collectors.syscall = parse_collector(c["syscall"], "collectors.syscall", {"tracepoint"},
                                                {"buckets", "syscalls"});
@@ -327,6 +327,10 @@ Config parse_root(const YAML::Node& root) {
     if (c["vfs"]) {
       cfg.collectors.vfs =
           parse_collector(c["vfs"], "collectors.vfs", {"fentry", "kprobe"}, {"buckets"});
+    }
+    if (c["kclient"]) {
+      cfg.collectors.kclient =
+          parse_collector(c["kclient"], "collectors.kclient", {"fentry", "kprobe"}, {"buckets"});
     }
     if (c["rados"]) {
       cfg.collectors.rados = parse_collector(c["rados"], "collectors.rados", {"uprobe"},

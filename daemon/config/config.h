@@ -61,8 +61,9 @@ struct Config {
     std::vector<std::string> syscalls{kStorageSyscalls.begin(), kStorageSyscalls.end()};
     CollectorConfig block;
     CollectorConfig vfs;
-    CollectorConfig osd;    // uprobes in ceph-osd, attached per OSD process
-    CollectorConfig rados;  // uprobes in librados clients' Objecter, attached per process
+    CollectorConfig osd;      // uprobes in ceph-osd, attached per OSD process
+    CollectorConfig rados;    // uprobes in librados clients' Objecter, attached per process
+    CollectorConfig kclient;  // the kernel's Ceph client: krbd and CephFS (libceph, rbd, ceph)
     // Label client ops by rbd image (librbd) or process id (collectors.rados.instance_labels):
     // many clients share a process name (every VM is qemu-system-x86_64)
     bool rados_instance_labels = false;

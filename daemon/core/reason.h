@@ -32,9 +32,10 @@ enum class Reason {
   kNoDebuginfo,           // members needed, and no debuginfo or profile for this build
   kOffsetUnverified,      // a profile from a container's files names an offset its binary denies
   kInternal,              // a daemon-side failure (a BPF map update)
+  kModuleNotLoaded,       // the kernel module whose functions the probe hooks is not loaded
 };
 
-inline constexpr std::array<std::string_view, 16> kReasonWords = {
+inline constexpr std::array<std::string_view, 17> kReasonWords = {
     "ok",
     "disabled",
     "kernel_feature_missing",
@@ -51,6 +52,7 @@ inline constexpr std::array<std::string_view, 16> kReasonWords = {
     "no_debuginfo",
     "offset_unverified",
     "internal_error",
+    "module_not_loaded",
 };
 
 constexpr std::string_view to_string(Reason r) {

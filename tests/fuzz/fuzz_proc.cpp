@@ -1,5 +1,6 @@
 // libFuzzer entry: the /proc parsers, every one on the same bytes: stat, cmdline (and the
-// ceph-osd arguments in it), maps (discovery's library check, the profile's mapping parser).
+// ceph-osd arguments in it), maps (discovery's library check, the profile's mapping parser),
+// mountinfo (the kclient collector's CephFS mount points).
 // A process sets its own comm and argv: none of this text is trusted.
 #include <cstddef>
 #include <cstdint>
@@ -7,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectors/kclient_names.h"
 #include "discovery/classify.h"
 #include "discovery/containers.h"
 #include "discovery/proc.h"
@@ -33,5 +35,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const profile::Mapping& m : profile::parse_maps(text)) {
     (void)profile::module_name_matches(m.path, "librados.so.2");
   }
+  (void)kclient::parse_mount_points(std::string(text));
   return 0;
 }

@@ -49,6 +49,7 @@ collectors:
   block: {hook: tracepoint}
   osd: {enabled: false, slow_op_threshold: 250ms, detail: always}
   rados: {enabled: true, buckets: coarse, instance_labels: true}
+  kclient: {hook: kprobe, buckets: none}
 limits: {max_series: 10}
 )",
                         "full.yaml");
@@ -65,6 +66,9 @@ limits: {max_series: 10}
   CHECK_FALSE(r->collectors.vfs.enabled);
   CHECK(r->collectors.vfs.hook == "kprobe");
   CHECK(r->collectors.block.hook == "tracepoint");
+  CHECK(r->collectors.kclient.enabled);
+  CHECK(r->collectors.kclient.hook == "kprobe");
+  CHECK(r->collectors.kclient.buckets == "none");
   CHECK_FALSE(r->collectors.osd.enabled);
   CHECK(r->collectors.osd_slow_op_threshold == std::chrono::milliseconds(250));
   CHECK(r->collectors.osd_detail == "always");
@@ -104,6 +108,9 @@ TEST_CASE("each config error names the key and its line", "[config]") {
   CHECK(rejected("log_level: loud\n").starts_with("test.yaml:1: log_level: unknown level 'loud'"));
   CHECK(rejected("collectors:\n  vfs: {hook: uprobe}\n") ==
         "test.yaml:2: collectors.vfs.hook: unknown hook 'uprobe' (one of: auto, fentry, kprobe)");
+  CHECK(rejected("collectors:\n  kclient: {hook: tracepoint}\n") ==
+        "test.yaml:2: collectors.kclient.hook: unknown hook 'tracepoint' (one of: auto, fentry, "
+        "kprobe)");
   CHECK(rejected("collectors:\n  syscall: {buckets: some}\n") ==
         "test.yaml:2: collectors.syscall.buckets: unknown buckets 'some' (one of: auto, full, "
         "coarse, none)");

@@ -116,26 +116,41 @@ fi
     header "collector"
     collectors=$(for k in "${ks[@]}"; do
       sed -n 's/^collector=\([^ ]*\).*/\1/p' "$results/$k/out/check.txt" 2>/dev/null; done | awk '!seen[$0]++')
+    # one cell: the hook the collector picked in a --check output, and why not where it did not
+    check_cell() { # FILE COLLECTOR
+      awk -v c="$2" '
+        $1 == "collector=" c {
+          hook = status = reason = ""
+          for (i = 2; i <= NF; i++) {
+            if ($i ~ /^hook=/) hook = substr($i, 6)
+            else if ($i ~ /^status=/) status = substr($i, 8)
+          }
+          if (match($0, /detail="[^"]*"/)) reason = substr($0, RSTART + 8, RLENGTH - 9)
+          if (status == "ok") out = "`" hook "`"
+          else out = "`" hook "` " status
+          if (reason != "") out = out ": " reason
+          print out; exit
+        }' "$1" 2>/dev/null | md
+    }
     for c in $collectors; do
       line="| $c "
       for k in "${ks[@]}"; do
-        cell=$(awk -v c="$c" '
-          $1 == "collector=" c {
-            hook = status = reason = ""
-            for (i = 2; i <= NF; i++) {
-              if ($i ~ /^hook=/) hook = substr($i, 6)
-              else if ($i ~ /^status=/) status = substr($i, 8)
-            }
-            if (match($0, /detail="[^"]*"/)) reason = substr($0, RSTART + 8, RLENGTH - 9)
-            if (status == "ok") out = "`" hook "`"
-            else out = "`" hook "` " status
-            if (reason != "") out = out ": " reason
-            print out; exit
-          }' "$results/$k/out/check.txt" 2>/dev/null | md)
+        cell=$(check_cell "$results/$k/out/check.txt" "$c")
         line+="| ${cell:--} "
       done
       echo "$line|"
     done
+    # the kclient collector again once its test loaded libceph, rbd and ceph (check-kclient.txt)
+    have_kclient=0
+    for k in "${ks[@]}"; do [ -s "$results/$k/out/check-kclient.txt" ] && have_kclient=1; done
+    if [ $have_kclient = 1 ]; then
+      line="| kclient, with libceph, rbd and ceph loaded "
+      for k in "${ks[@]}"; do
+        cell=$(check_cell "$results/$k/out/check-kclient.txt" kclient)
+        line+="| ${cell:--} "
+      done
+      echo "$line|"
+    fi
     echo
     echo "Kernel features as the daemon detects them (\`feature\` lines of \`--check\`):"
     echo
@@ -193,7 +208,8 @@ fi
     echo "_cephscope_vm_loadcheck was not built for this run._"
   else
     echo "tests/vm/probe/loadcheck.cpp loads every program of the build's BPF objects on its own"
-    echo "(no attach). Programs the verifier accepts on every kernel are only counted."
+    echo "(no attach); kclient.bpf.o once the kclient test loaded libceph, rbd and ceph, whose BTF"
+    echo "its programs need. Programs the verifier accepts on every kernel are only counted."
     echo
     verdicts=$(for k in "${ks[@]}"; do
       awk -v k="$k" '/^object=/ {

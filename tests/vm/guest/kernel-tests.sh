@@ -12,7 +12,7 @@ build=${CEPHSCOPE_BUILD_DIR:?}
 bin=${CEPHSCOPE_BIN:-$build/daemon/cephscope}
 tests=$build/tests/kernel/cephscope_kernel_tests
 config=${CEPHSCOPE_VM_CHECK_CONFIG:?}
-filter=${CEPHSCOPE_VM_TEST_FILTER:-~[promtool]~[endpoint]}
+filter=${CEPHSCOPE_VM_TEST_FILTER:-~[promtool]~[endpoint]~[kclient]}
 mkdir -p "$out"
 ts() { cut -d' ' -f1 /proc/uptime; }
 section() { echo "=== [$(ts)s] $*"; }
@@ -48,5 +48,33 @@ tests_rc=${PIPESTATUS[0]}
 awk -v a="$t0" -v b="$(ts)" 'BEGIN { printf "%.1f\n", b - a }' > "$out/kernel-tests.seconds"
 echo "$tests_rc" > "$out/kernel-tests.rc"
 section "kernel tests exited $tests_rc (full report: kernel-tests.xml in the run's out/ folder)"
+
+# The kclient test (tests/kernel/test_kclient.cpp) against a cluster of the guest's own, where
+# the root filesystem has Ceph: after the other tests, whose IO it would disturb.
+kclient_rc=0
+if [ "${CEPHSCOPE_VM_KCLIENT:-1}" = 1 ] && command -v ceph-mon > /dev/null; then
+  section "ceph cluster for the kclient test"
+  if "$here/ceph-cluster.sh"; then
+    section "kclient test: $tests \"[kclient]\""
+    CEPHSCOPE_KCLIENT_CEPH=1 stdbuf -oL "$tests" "[kclient]" -r xml -d yes |
+      tee "$out/kclient-tests.xml" | awk -v progress=1 -f "$here/../catch2-summary.awk" |
+      tee "$out/kclient-tests.summary"
+    kclient_rc=${PIPESTATUS[0]}
+    # the hook each collector picks now that the test loaded libceph, rbd and ceph
+    "$bin" --check --config "$config" > "$out/check-kclient.txt" 2>&1 || true
+    grep '^collector=kclient' "$out/check-kclient.txt" || true
+    # the verifier on kclient.bpf.o needs the modules' BTF: again, now that they are loaded
+    loadcheck=$build/tests/vm/cephscope_vm_loadcheck
+    if [ -x "$loadcheck" ] && [ -f "$build/skel/kclient.bpf.o" ]; then
+      { grep -v '^object=kclient.bpf.o ' "$out/probe.txt"; "$loadcheck" "$build/skel/kclient.bpf.o"; } \
+        > "$out/probe.txt.new" && mv "$out/probe.txt.new" "$out/probe.txt"
+    fi
+  else
+    echo "the guest's Ceph cluster did not start (logs: ceph/ in the run's out/ folder)"
+    kclient_rc=1
+  fi
+  echo "$kclient_rc" > "$out/kclient-tests.rc"
+fi
 [ $tests_rc = 0 ] || exit "$tests_rc"
+[ $kclient_rc = 0 ] || exit "$kclient_rc"
 exit $check_rc

@@ -26,6 +26,10 @@ VM_ROOTFS_PACKAGES=(
   dmsetup mdadm
   bpftool iproute2 util-linux procps e2fsprogs kmod
 )
+# Installed with apt-get inside the new root after debootstrap (whose own --include cannot
+# configure packages this large): the kclient tests' single-node cluster (mon, memstore OSD,
+# MDS) with krbd and CephFS.
+VM_ROOTFS_APT_PACKAGES=(ceph-mon ceph-osd ceph-mds ceph-common uuid-runtime)
 
 vm_log() { printf 'cephscope-vm: %s\n' "$*" >&2; }
 vm_die() { printf 'cephscope-vm: error: %s\n' "$*" >&2; exit "${VM_DIE_RC:-2}"; }

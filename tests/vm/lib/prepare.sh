@@ -13,7 +13,8 @@ vm_rootfs_packages() {
 }
 vm_rootfs_dir() {
   local key
-  key=$( { echo "recipe=$VM_ROOTFS_RECIPE suite=$VM_ROOTFS_SUITE"; vm_rootfs_packages; } | vm_sha)
+  key=$( { echo "recipe=$VM_ROOTFS_RECIPE suite=$VM_ROOTFS_SUITE"; vm_rootfs_packages;
+    echo "apt: ${VM_ROOTFS_APT_PACKAGES[*]}"; } | vm_sha)
   echo "$VM_CACHE/rootfs/$VM_ROOTFS_SUITE-minbase-$key"
 }
 vm_kernel_dir() { echo "$VM_CACHE/kernels/$1"; }
@@ -41,6 +42,19 @@ vm_prepare_rootfs() {
     rm -rf "$tmp"
     vm_die "debootstrap failed (log: $VM_CACHE/rootfs/debootstrap.log)"
   fi
+  vm_log "rootfs: apt-get install ${VM_ROOTFS_APT_PACKAGES[*]} in the new root"
+  echo "deb $mirror $VM_ROOTFS_SUITE main" > "$tmp/etc/apt/sources.list"
+  cp /etc/resolv.conf "$tmp/etc/resolv.conf" 2>/dev/null || true
+  printf '#!/bin/sh\nexit 101\n' > "$tmp/usr/sbin/policy-rc.d" # no service starts in the chroot
+  chmod 755 "$tmp/usr/sbin/policy-rc.d"
+  if ! { chroot "$tmp" apt-get update &&
+    chroot "$tmp" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      "${VM_ROOTFS_APT_PACKAGES[@]}"; } >> "$VM_CACHE/rootfs/debootstrap.log" 2>&1; then
+    tail -n 30 "$VM_CACHE/rootfs/debootstrap.log" >&2
+    rm -rf "$tmp"
+    vm_die "apt-get install in the root filesystem failed (log: $VM_CACHE/rootfs/debootstrap.log)"
+  fi
+  rm -f "$tmp/usr/sbin/policy-rc.d"
   rm -f "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/*_Packages
   echo cephscope-vm > "$tmp/etc/hostname"
   # shellcheck disable=SC2016

@@ -115,7 +115,7 @@ cmd_probe() { # [--out DIR] KERNEL
 # to any run.
 cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] [--expect] KERNEL
   # [endpoint] needs curl, openssl and htpasswd, and nothing of the kernel: the host runs it
-  local out= label= filter='~[promtool]~[endpoint]' expect=0 hints=() rc=0
+  local out= label= filter='~[promtool]~[endpoint]~[kclient]' expect=0 hints=() rc=0
   local usage="usage: cephscope-vm kernel-tests [--out DIR] [--filter F] [--expect] KERNEL"
   while [ $# -gt 0 ]; do
     case $1 in

@@ -1,0 +1,9 @@
+#pragma once
+
+#include "collectors/collector.h"
+
+namespace cephscope {
+
+std::unique_ptr<Collector> make_kclient_collector(const CollectorContext& ctx);
+
+}  // namespace cephscope
