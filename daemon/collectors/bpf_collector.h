@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -88,6 +89,43 @@ class ProbeStatusMerge {
  private:
   std::map<std::tuple<std::string, std::string, std::string>, ProbeStatus> merged_;
 };
+
+// What a per-process (uprobe) collector's attach queue needs after the registry changed.
+struct ProcessChanges {
+  std::vector<std::pair<pid_t, TargetView>> attach;  // live, not attached, newly queued
+  std::vector<pid_t> gone;  // attached, or queued and not yet attached, and no longer live
+};
+
+// The changes for the targets of `kind`: pids to attach are added to `queued` (pids with an
+// attach in the queue or in progress); `attached` maps pid to anything.
+template <typename Attached>
+ProcessChanges process_changes(const std::vector<TargetView>& targets, TargetKind kind,
+                               const Attached& attached, std::set<pid_t>& queued) {
+  ProcessChanges out;
+  std::set<pid_t> live;
+  for (const auto& t : targets) {
+    if (t.identity.kind != kind) {
+      continue;
+    }
+    for (const pid_t pid : t.pids) {
+      live.insert(pid);
+      if (!attached.contains(pid) && queued.insert(pid).second) {
+        out.attach.emplace_back(pid, t);
+      }
+    }
+  }
+  for (const auto& entry : attached) {
+    if (!live.contains(entry.first)) {
+      out.gone.push_back(entry.first);
+    }
+  }
+  for (const pid_t pid : queued) {
+    if (!live.contains(pid)) {
+      out.gone.push_back(pid);  // gone while its attach waits
+    }
+  }
+  return out;
+}
 
 // Where a uprobe collector's profile store finds and keeps profiles, and how it runs the
 // resolver (profiles: in the config).

@@ -208,31 +208,19 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
   if (skel_ == nullptr) {
     return;
   }
-  std::set<pid_t> live;
   std::lock_guard lock(mu_);
   const std::size_t before = queue_.size();
-  for (const auto& t : targets) {
-    if (t.identity.kind != TargetKind::kCephOsd) {
-      continue;
-    }
-    for (const pid_t pid : t.pids) {
-      live.insert(pid);
-      if (!attached_.contains(pid) && queued_.insert(pid).second) {
-        queue_.push_back({pid, Work::kAttach, t});
-      }
-    }
+  auto changes = process_changes(targets, TargetKind::kCephOsd, attached_, queued_);
+  for (auto& [pid, t] : changes.attach) {
+    queue_.push_back({pid, Work::kAttach, std::move(t)});
   }
-  for (const auto& [pid, proc] : attached_) {
-    if (!live.contains(pid) && !proc.leaving) {
+  for (const pid_t pid : changes.gone) {
+    auto it = attached_.find(pid);
+    if (it == attached_.end() || !it->second.leaving) {  // a leaving one is queued already
       queue_.push_back({pid, Work::kDetach, std::nullopt});
     }
-  }
-  for (auto& [pid, proc] : attached_) {
-    proc.leaving = proc.leaving || !live.contains(pid);
-  }
-  for (const pid_t pid : queued_) {
-    if (!live.contains(pid)) {
-      queue_.push_back({pid, Work::kDetach, std::nullopt});  // gone while its attach waits
+    if (it != attached_.end()) {
+      it->second.leaving = true;
     }
   }
   if (queue_.size() != before) {

@@ -166,29 +166,14 @@ void RadosCollector::sync_targets(const std::vector<TargetView>& targets) {
   if (skel_ == nullptr) {
     return;
   }
-  std::set<pid_t> live;
   std::lock_guard lock(mu_);
   const std::size_t before = queue_.size();
-  for (const auto& t : targets) {
-    if (t.identity.kind != TargetKind::kRadosClient) {
-      continue;
-    }
-    for (const pid_t pid : t.pids) {
-      live.insert(pid);
-      if (!attached_.contains(pid) && queued_.insert(pid).second) {
-        queue_.push_back({pid, t});
-      }
-    }
+  auto changes = process_changes(targets, TargetKind::kRadosClient, attached_, queued_);
+  for (auto& [pid, t] : changes.attach) {
+    queue_.push_back({pid, std::move(t)});
   }
-  for (const auto& [pid, proc] : attached_) {
-    if (!live.contains(pid)) {
-      queue_.push_back({pid, std::nullopt});
-    }
-  }
-  for (const pid_t pid : queued_) {
-    if (!live.contains(pid)) {
-      queue_.push_back({pid, std::nullopt});  // gone while its attach waits
-    }
+  for (const pid_t pid : changes.gone) {
+    queue_.push_back({pid, std::nullopt});
   }
   if (queue_.size() != before) {
     wake_.notify_one();

@@ -25,26 +25,9 @@ command -v strace > /dev/null || { echo "needs strace" >&2; exit 1; }
 source "$cluster/env"
 pool=$CEPHSCOPE_CEPH_POOL
 
-work=$(mktemp -d /tmp/cephscope-client-bench-XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-runner=
-stop_runner() {
-  if [ -n "$runner" ]; then
-    kill "$runner" 2>/dev/null || true
-    wait "$runner" 2>/dev/null || true
-    runner=
-  fi
-}
-cleanup() {
-  stop_runner
-  sysctl -qw kernel.bpf_stats_enabled="$old_stats"
-  rados -p "$pool" cleanup > /dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-sysctl -qw kernel.bpf_stats_enabled=1
+# shellcheck source=tests/bench/common.sh
+source "$repo/tests/bench/common.sh"
+bench_begin client "$pool"
 
 # The daemon with CONFIG's collectors (rados-only or the shipped file), on our port.
 start_daemon() {

@@ -23,6 +23,7 @@ cluster=${2:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
 rounds=${3:-3}
 secs=${4:-10}
 bin=$build/daemon/cephscope
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 [ -x "$bin" ] || { echo "no $bin: build first" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
 for tool in bpftrace bpftool; do
@@ -35,26 +36,9 @@ osd_ids="0 1 2"
 osd_pids="$CEPHSCOPE_CEPH_OSD_0_PID $CEPHSCOPE_CEPH_OSD_1_PID $CEPHSCOPE_CEPH_OSD_2_PID"
 osd_bin=$(readlink -f "/proc/$CEPHSCOPE_CEPH_OSD_0_PID/exe")
 
-work=$(mktemp -d /tmp/cephscope-osd-bench-XXXXXX)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-runner=
-stop_runner() {
-  if [ -n "$runner" ]; then
-    kill "$runner" 2>/dev/null || true
-    wait "$runner" 2>/dev/null || true
-    runner=
-  fi
-}
-cleanup() {
-  stop_runner
-  sysctl -qw kernel.bpf_stats_enabled="$old_stats"
-  rados -p "$pool" cleanup >/dev/null 2>&1 || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM  # a signal exits through cleanup: no daemon left attached
-sysctl -qw kernel.bpf_stats_enabled=1
+# shellcheck source=tests/bench/common.sh
+source "$repo/tests/bench/common.sh"
+bench_begin osd "$pool"
 
 # ids of every loaded BPF program, to find the ones a daemon or bpftrace loads
 prog_ids() { bpftool prog show | awk '/^[0-9]+: / { sub(":", "", $1); print $1 }' | sort; }
@@ -166,7 +150,7 @@ osd_ticks() {
 }
 
 # One 4 KiB write bench of THREADS threads; prints "writes iops latency_us cpu_us_per_write".
-# Its objects stay (their deletes would be OSD ops too): cleanup() removes them.
+# Its objects stay (their deletes would be OSD ops too): bench_cleanup removes them.
 bench() {
   local threads=$1 c0 c1 out
   c0=$(osd_ticks)

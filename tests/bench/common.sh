@@ -1,0 +1,32 @@
+# What the Ceph benchmarks share (sourced): a work folder, a free port, BPF run-time statistics
+# on for the run and restored after, one background runner (a daemon, bpftrace) stopped on
+# exit, and the pool's bench objects removed. A signal exits through the cleanup, so no daemon
+# is left attached.
+# shellcheck shell=bash
+
+bench_begin() { # NAME POOL
+  bench_pool=$2
+  work=$(mktemp -d "/tmp/cephscope-$1-bench-XXXXXX")
+  # shellcheck disable=SC2034 # the benchmarks use it
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  bench_old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+  runner=
+  trap bench_cleanup EXIT
+  trap 'exit 1' INT TERM
+  sysctl -qw kernel.bpf_stats_enabled=1
+}
+
+stop_runner() {
+  if [ -n "$runner" ]; then
+    kill "$runner" 2>/dev/null || true
+    wait "$runner" 2>/dev/null || true
+    runner=
+  fi
+}
+
+bench_cleanup() {
+  stop_runner
+  sysctl -qw kernel.bpf_stats_enabled="$bench_old_stats"
+  rados -p "$bench_pool" cleanup > /dev/null 2>&1 || true
+  rm -rf "$work"
+}
