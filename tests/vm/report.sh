@@ -41,8 +41,8 @@ header() { # FIRST-COLUMNS...
   for c in "$@" "${ks[@]}"; do line+="|---"; done
   echo "$line|"
 }
-tests_total() { # KERNEL -> "12 passed, 1 failed" or a reason
-  local s=$results/$1/out/kernel-tests.summary
+tests_total() { # KERNEL [SUMMARY-NAME] -> "12 passed, 1 failed" or a reason
+  local s=$results/$1/out/${2:-kernel-tests}.summary
   if [ -f "$s" ]; then
     awk '/^TOTAL/ { for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                     r = v["passed"] " passed, " v["failed"] " failed"
@@ -85,6 +85,15 @@ fi
   done
   row "vfs hints (cross-check)" "${vals[@]}"
   vals=(); for k in "${ks[@]}"; do vals+=("$(tests_total "$k")"); done; row "kernel tests" "${vals[@]}"
+  vals=()
+  for k in "${ks[@]}"; do
+    if [ -f "$results/$k/out/kclient-tests.summary" ]; then
+      vals+=("$(tests_total "$k" kclient-tests)")
+    else
+      vals+=("not run")
+    fi
+  done
+  row "kclient test (the guest's own Ceph cluster)" "${vals[@]}"
   vals=()
   for k in "${ks[@]}"; do
     st=$(field "$k" status); oc=$(field "$k" outcome)

@@ -46,8 +46,8 @@ vm_mirror() {
 vm_security_mirror() {
   if [ -n "${CEPHSCOPE_VM_SECURITY_MIRROR:-}" ]; then echo "$CEPHSCOPE_VM_SECURITY_MIRROR"; return; fi
   local m
-  m=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-      2>/dev/null | { grep -o 'https\?://[^ ]*debian-security[^ ]*' || true; } | head -n1)
+  m=$( { cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+      2>/dev/null || true; } | { grep -o 'https\?://[^ ]*debian-security[^ ]*' || true; } | head -n1)
   [ -n "$m" ] || { m=$(vm_mirror); m=${m%/debian}/debian-security; }
   echo "$m"
 }
