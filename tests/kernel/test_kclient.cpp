@@ -200,6 +200,11 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
     REQUIRE(info.size() == 1);
     CHECK(info.front().labels.at("image") == image.substr(4));
     CHECK(info.front().labels.at("pool") == "rbd");
+    // the device's requests join its info on `client`
+    const auto requests = m.find("cephscope_kclient_osd_request_seconds_count",
+                                 {{"device", device}, {"op", "write"}});
+    REQUIRE(requests.size() == 1);
+    CHECK(requests.front().labels.at("client") == info.front().labels.at("client"));
     CHECK(m.sum("cephscope_events_lost_total", {{"collector", "kclient"}}) == 0);
 
     // the fallback: kprobes on the same functions, in a second daemon, count the same
