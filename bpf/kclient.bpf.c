@@ -44,6 +44,7 @@ struct ceph_object_locator___kc {
 
 struct ceph_osd_request_target___kc {
 	struct ceph_object_locator___kc base_oloc;
+	unsigned int flags; /* CEPH_OSD_FLAG_* */
 } __attribute__((preserve_access_index));
 
 struct ceph_osd_req_op___kc {
@@ -95,8 +96,8 @@ struct ceph_mds_request___kc {
 	__s64 r_end_latency;   /* ktime_t: set at completion (reply, abort) */
 } __attribute__((preserve_access_index));
 
-/* When the probes went in (CLOCK_MONOTONIC): a completion with no submission seen is counted
- * lost only when libceph stamped its submission after this. Set by the daemon. */
+/* When the probes went in (CLOCK_MONOTONIC): an MDS request released with no submission seen
+ * is counted lost only when libceph stamped its submission after this. Set by the daemon. */
 __u64 attached_ns = 0;
 
 struct {
@@ -105,6 +106,13 @@ struct {
 	__type(key, __u64); /* the request's address */
 	__type(value, struct kclient_submitted);
 } kclient_inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct kclient_rbd_pending);
+} kclient_rbd_pending SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
@@ -135,14 +143,13 @@ static __always_inline __u64 client_id(struct ceph_client___kc *client)
 	return BPF_CORE_READ(client, monc.auth, global_id);
 }
 
-static __always_inline void submitted(void *req, __u64 client, __s32 device, __u32 rbd_new)
+static __always_inline void submitted(void *req, __u64 client, __s32 device)
 {
 	struct kclient_submitted s = {
 	    .start_ns = bpf_ktime_get_ns(),
 	    .client = client,
 	    .target = current_target(),
 	    .device = device,
-	    .rbd_new = rbd_new,
 	};
 	__u64 key = (__u64)req;
 
@@ -150,66 +157,58 @@ static __always_inline void submitted(void *req, __u64 client, __s32 device, __u
 		count_lost(LOST_INFLIGHT_FULL);
 }
 
-/* rbd's data requests pass here on their way to ceph_osdc_start_request: the device. */
+/*
+ * rbd's data requests pass here on their way to ceph_osdc_start_request, which rbd_osd_submit
+ * calls next with nothing in between that sleeps: the device waits in a per-CPU slot (an
+ * inlined array load for ceph_osdc_start_request, where a hash lookup would cost every
+ * request). A slot whose request is not the one submitted is ignored: that request counts
+ * without a device.
+ */
 static __always_inline int rbd_submitted(struct ceph_osd_request___kc *req)
 {
+	__u32 zero = 0;
+	struct kclient_rbd_pending *p = bpf_map_lookup_elem(&kclient_rbd_pending, &zero);
 	struct rbd_obj_request___kc *obj = BPF_CORE_READ(req, r_priv);
 
-	submitted(req, client_id(BPF_CORE_READ(req, r_osdc, client)),
-		  BPF_CORE_READ(obj, img_request, rbd_dev, dev_id), 1);
+	if (!p)
+		return 0;
+	p->device = BPF_CORE_READ(obj, img_request, rbd_dev, dev_id);
+	p->req = (__u64)req;
 	return 0;
 }
 
 static __always_inline int osd_submitted(struct ceph_osd_client___kc *osdc, void *req)
 {
-	__u64 key = (__u64)req;
-	struct kclient_submitted *s = bpf_map_lookup_elem(&kclient_inflight, &key);
+	__u32 zero = 0;
+	struct kclient_rbd_pending *p = bpf_map_lookup_elem(&kclient_rbd_pending, &zero);
+	__s32 device = KCLIENT_NO_DEVICE;
 
-	if (s && s->rbd_new) { /* rbd_osd_submit's, a moment ago */
-		s->rbd_new = 0;
-		s->start_ns = bpf_ktime_get_ns();
-		return 0;
+	if (p && p->req == (__u64)req) {
+		device = p->device;
+		p->req = 0;
 	}
-	submitted(req, client_id(BPF_CORE_READ(osdc, client)), KCLIENT_NO_DEVICE, 0);
+	submitted(req, client_id(BPF_CORE_READ(osdc, client)), device);
 	return 0;
 }
 
-/* Ceph's op codes: mode bits 0x1000 read, 0x2000 write; type 0x0200 data (CEPH_OSD_OP_*). */
-#define OSD_OP_MODE_RD 0x1000
-#define OSD_OP_MODE_WR 0x2000
-#define OSD_OP_TYPE_DATA 0x0200
-#define OSD_OP_READ 0x1201
-#define OSD_OP_SPARSE_READ 0x1205
-#define OSD_OP_WRITE 0x2201
-#define OSD_OP_WRITEFULL 0x2202
-
-/* The request's class (its first data op decides) and the extent bytes of its reads and writes. */
-static __always_inline __u32 osd_class(struct ceph_osd_request___kc *req, __u64 *bytes)
+/* The extent bytes of the request's reads and writes (its first KCLIENT_OPS_READ ops). */
+static __always_inline __u64 osd_bytes(struct ceph_osd_request___kc *req)
 {
 	__u32 n = BPF_CORE_READ(req, r_num_ops);
-	__u32 cls = RADOS_OP_OTHER;
 	void *ops = (void *)req + bpf_core_field_offset(struct ceph_osd_request___kc, r_ops);
 	__u32 size = bpf_core_type_size(struct ceph_osd_req_op___kc);
+	__u64 bytes = 0;
 
 #pragma unroll
 	for (int i = 0; i < KCLIENT_OPS_READ; i++) {
 		struct ceph_osd_req_op___kc *op = ops + i * size;
-		__u16 code;
 
 		if (i >= n)
 			break;
-		code = BPF_CORE_READ(op, op);
-		if (code == OSD_OP_READ || code == OSD_OP_SPARSE_READ || code == OSD_OP_WRITE ||
-		    code == OSD_OP_WRITEFULL)
-			*bytes += BPF_CORE_READ(op, extent.length);
-		if (cls != RADOS_OP_OTHER || !(code & OSD_OP_TYPE_DATA))
-			continue;
-		if (code & OSD_OP_MODE_WR)
-			cls = RADOS_OP_WRITE;
-		else if (code & OSD_OP_MODE_RD)
-			cls = RADOS_OP_READ;
+		if (rados_op_moves_bytes(BPF_CORE_READ(op, op)))
+			bytes += BPF_CORE_READ(op, extent.length);
 	}
-	return cls;
+	return bytes;
 }
 
 /* An MDS request released with no submission seen: lost when libceph submitted it after the
@@ -234,13 +233,12 @@ static __always_inline int osd_completed(struct ceph_osd_request___kc *req)
 	    .client = s->client,
 	    .pool = BPF_CORE_READ(req, r_t.base_oloc.pool),
 	    .device = s->device,
+	    .op = rados_op_class(BPF_CORE_READ(req, r_t.flags)),
 	    .target = s->target,
 	};
-	__u64 bytes = 0;
 	int result = BPF_CORE_READ(req, r_result);
 
 	bpf_map_delete_elem(&kclient_inflight, &key);
-	k.op = osd_class(req, &bytes);
 	struct kclient_osd_stats *stats = lookup_or_init(&kclient_osd_stats, &k, &zero_osd_stats);
 
 	if (!stats)
@@ -248,8 +246,8 @@ static __always_inline int osd_completed(struct ceph_osd_request___kc *req)
 	hist_add(&stats->latency, delta);
 	if (result < 0)
 		stats->errors[rados_error_class(result) % RADOS_ERR_COUNT] += 1;
-	else
-		stats->bytes += bytes;
+	else if (k.op != RADOS_OP_OTHER)
+		stats->bytes += osd_bytes(req);
 	return 0;
 }
 
@@ -259,7 +257,7 @@ static __always_inline int mds_submitted(struct ceph_mds_client___kc *mdsc, void
 	struct ceph_client___kc *client = BPF_CORE_READ(fsc, client);
 	__u64 id = client_id(client);
 
-	submitted(req, id, KCLIENT_NO_DEVICE, 0);
+	submitted(req, id, KCLIENT_NO_DEVICE);
 	if (!bpf_map_lookup_elem(&kclient_mounts, &id)) {
 		struct kclient_mount m = {};
 		struct super_block *sb = BPF_CORE_READ(fsc, sb);

@@ -44,9 +44,14 @@ struct kclient_mds_stats {
 struct kclient_submitted {
 	__u64 start_ns;
 	__u64 client;
-	__u32 target;  /* the submitting tracked process, or CEPHSCOPE_UNTRACKED */
-	__s32 device;  /* rbd<N> for an rbd device's data request, else KCLIENT_NO_DEVICE */
-	__u32 rbd_new; /* rbd_osd_submit made the record; ceph_osdc_start_request comes next */
+	__u32 target; /* the submitting tracked process, or CEPHSCOPE_UNTRACKED */
+	__s32 device; /* rbd<N> for an rbd device's data request, else KCLIENT_NO_DEVICE */
+};
+
+/* What rbd_osd_submit learnt for the ceph_osdc_start_request it calls next on this CPU. */
+struct kclient_rbd_pending {
+	__u64 req; /* the request's address; 0: none */
+	__s32 device;
 	__u32 pad;
 };
 

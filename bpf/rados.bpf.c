@@ -26,16 +26,6 @@ volatile __u64 slow_ns;
 /* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, kept current by the daemon. */
 volatile __s64 rt_off_ns;
 
-/* Ceph's op flags and op codes (include/rados.h), as the wire protocol fixes them. */
-#define CEPH_OSD_FLAG_READ 0x0010
-#define CEPH_OSD_FLAG_WRITE 0x0020
-#define CEPH_OSD_OP_READ 0x1201
-#define CEPH_OSD_OP_SPARSE_READ 0x1205
-#define CEPH_OSD_OP_SYNC_READ 0x120b
-#define CEPH_OSD_OP_WRITE 0x2201
-#define CEPH_OSD_OP_WRITEFULL 0x2202
-#define CEPH_OSD_OP_APPEND 0x2206
-
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, RADOS_LAYOUTS_MAX);
@@ -125,17 +115,6 @@ int BPF_KPROBE(rados_reply, void *objecter, void *reply)
 	return 0;
 }
 
-static __always_inline __u32 op_class(__s32 flags)
-{
-	bool rd = flags & CEPH_OSD_FLAG_READ, wr = flags & CEPH_OSD_FLAG_WRITE;
-
-	if (rd && !wr)
-		return RADOS_OP_READ;
-	if (wr && !rd)
-		return RADOS_OP_WRITE;
-	return RADOS_OP_OTHER; /* read-modify-write and the rest, as the OSD's op_rw */
-}
-
 /* libstdc++'s std::string: its data pointer and length lead the object. */
 struct cxx_string {
 	const char *data;
@@ -177,18 +156,8 @@ static __always_inline __u64 op_bytes(const struct rados_layout *l, const void *
 		    bpf_probe_read_user(&head, sizeof(head),
 					vec.start + (__u64)i * l->osdop_size + l->osdop_code))
 			break;
-		switch (head.code) {
-		case CEPH_OSD_OP_READ:
-		case CEPH_OSD_OP_SPARSE_READ:
-		case CEPH_OSD_OP_SYNC_READ:
-		case CEPH_OSD_OP_WRITE:
-		case CEPH_OSD_OP_WRITEFULL:
-		case CEPH_OSD_OP_APPEND:
+		if (rados_op_moves_bytes(head.code))
 			bytes += head.length;
-			break;
-		default:
-			break;
-		}
 	}
 	return bytes;
 }
@@ -307,7 +276,7 @@ int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
 	bpf_probe_read_user(&skey.pool, sizeof(skey.pool), op + l->op_pool);
 	bpf_probe_read_user(&flags, sizeof(flags), op + l->op_flags);
 	bpf_probe_read_user(&attempts, sizeof(attempts), op + l->op_attempts);
-	skey.op = op_class(flags);
+	skey.op = rados_op_class(flags);
 	if (instance_labels)
 		instance_of(&skey, l, op, key.tgid);
 	stats = lookup_or_init(&rados_stats, &skey, &zero_stats);

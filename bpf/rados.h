@@ -23,6 +23,44 @@ enum cephscope_rados_op {
 	RADOS_OP_COUNT,
 };
 
+/* Ceph's op flags and op codes (include/rados.h), as the wire protocol fixes them. */
+#define CEPH_OSD_FLAG_READ 0x0010
+#define CEPH_OSD_FLAG_WRITE 0x0020
+#define CEPH_OSD_OP_READ 0x1201
+#define CEPH_OSD_OP_SPARSE_READ 0x1205
+#define CEPH_OSD_OP_SYNC_READ 0x120b
+#define CEPH_OSD_OP_WRITE 0x2201
+#define CEPH_OSD_OP_WRITEFULL 0x2202
+#define CEPH_OSD_OP_APPEND 0x2206
+
+/* The `op` label of a request's target flags: the librados client's and the kernel's alike. */
+static inline __u32 rados_op_class(__u32 flags)
+{
+	__u32 rd = flags & CEPH_OSD_FLAG_READ, wr = flags & CEPH_OSD_FLAG_WRITE;
+
+	if (rd && !wr)
+		return RADOS_OP_READ;
+	if (wr && !rd)
+		return RADOS_OP_WRITE;
+	return RADOS_OP_OTHER; /* read-modify-write and the rest, as the OSD's op_rw */
+}
+
+/* Whether an op's extent length is payload: the reads and writes of data. */
+static inline __u32 rados_op_moves_bytes(__u16 code)
+{
+	switch (code) {
+	case CEPH_OSD_OP_READ:
+	case CEPH_OSD_OP_SPARSE_READ:
+	case CEPH_OSD_OP_SYNC_READ:
+	case CEPH_OSD_OP_WRITE:
+	case CEPH_OSD_OP_WRITEFULL:
+	case CEPH_OSD_OP_APPEND:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* The `class` label of cephscope_client_op_errors_total: a fixed set of errno classes. */
 enum cephscope_rados_error {
 	RADOS_ERR_NOT_FOUND,   /* ENOENT, ENODATA */

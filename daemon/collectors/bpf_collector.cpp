@@ -150,6 +150,29 @@ Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback
   return {preferred->reason, preferred->detail + "; " + fallback.detail};
 }
 
+Cause load_fentry_or_kprobe(const char* collector, const std::string& wanted,
+                            const KernelFeatures& features,
+                            const std::function<Status(const char* hook)>& load) {
+  auto try_hook = [&](const char* hook, const Feature& feature) -> Cause {
+    if (!feature.available) {
+      return {feature.why.reason, std::string(hook) + ": " + feature.why.detail};
+    }
+    const Status loaded = load(hook);
+    return loaded.ok() ? Cause{} : cause_of(loaded.error(), Reason::kLoadFailed);
+  };
+  std::optional<Cause> first;  // why fentry failed, when it was tried
+  if (wanted != "kprobe") {
+    Cause fentry = try_hook("fentry", features.fentry);
+    if (fentry.ok() || wanted == "fentry") {
+      return fentry;
+    }
+    spdlog::info("{}: fentry unusable ({}), trying kprobes", collector, fentry.detail);
+    first = std::move(fentry);
+  }
+  const Cause kprobe = try_hook("kprobe", features.kprobe);
+  return kprobe.ok() ? kprobe : either_failed(first, kprobe);
+}
+
 Status reuse_tracked_maps(bpf_map* tgids, bpf_map* slots, TrackedMaps shared) {
   for (const auto& [map, fd] : {std::pair{tgids, shared.tgids}, std::pair{slots, shared.slots}}) {
     if (fd < 0) {

@@ -78,6 +78,13 @@ class BpfCollector : public Collector {
 // failed: the preferred hook's reason, both details.
 Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback);
 
+// Loads a collector through fentry, else kprobes, as its `hook` setting allows (auto, fentry,
+// kprobe): load(hook) for each allowed hook whose kernel feature is there, until one loads.
+// Ok, or why neither did (the preferred hook's reason, both details).
+Cause load_fentry_or_kprobe(const char* collector, const std::string& wanted,
+                            const KernelFeatures& features,
+                            const std::function<Status(const char* hook)>& load);
+
 // The statuses of a uprobe collector's processes, one per probe, target and fsid: a target can
 // have several processes, and a probe counts as attached only when it is in all of them.
 class ProbeStatusMerge {

@@ -33,13 +33,6 @@ namespace {
 
 using KclientSkel = Skeleton<kclient_bpf, kclient_bpf__destroy>;
 
-struct Flavour {
-  const char* hook;
-  const char* prefix;  // program names: <prefix>_<function>
-};
-constexpr Flavour kFentry{"fentry", "fentry"};
-constexpr Flavour kKprobe{"kprobe", "kprobe"};
-
 constexpr std::array<const char*, 2> kOsdFunctions = {"ceph_osdc_start_request",
                                                       "__complete_request"};
 constexpr std::array<const char*, 1> kRbdFunctions = {"rbd_osd_submit"};
@@ -62,33 +55,31 @@ constexpr unsigned kLibceph = 1;
 constexpr unsigned kRbd = 2;
 constexpr unsigned kCeph = 4;
 
-// The maps a reload hands from one object to the next.
-struct KeptMaps {
+// The maps that outlive a reload: the next object takes them over (bpf_map__reuse_fd).
+struct KclientMaps {
   UniqueFd inflight, osd_stats, mds_stats, mounts;
 };
 
 // One load of the BPF object, for one set of loaded modules.
 class KclientProbes final : public BpfCollector {
  public:
-  KclientProbes(const CollectorContext& ctx, unsigned modules, const KeptMaps* kept) {
+  KclientProbes(const CollectorContext& ctx, unsigned modules, const KclientMaps* kept) {
     start(ctx, modules, kept);
   }
   [[nodiscard]] const char* name() const override { return "kclient"; }
   Status collect(MetricSink& /*out*/, const TargetLabelMap& /*targets*/) override {
     return ok_status();
   }
-  void prune_maps(const TargetIds& live) override { BpfCollector::prune_maps(live); }
-  [[nodiscard]] KeptMaps keep() const {
-    return {UniqueFd(dup_fd(inflight_fd_)), UniqueFd(dup_fd(osd_fd_)), UniqueFd(dup_fd(mds_fd_)),
-            UniqueFd(dup_fd(mounts_fd_))};
-  }
-  int osd_fd_ = -1, mds_fd_ = -1, mounts_fd_ = -1, inflight_fd_ = -1;
+  // Its maps (our own fds of them, -1 when nothing loaded): read by the collector's scrape,
+  // handed to the next load.
+  [[nodiscard]] const KclientMaps& fds() const { return maps_; }
+  KclientMaps release_fds() { return std::move(maps_); }
 
  private:
-  static int dup_fd(int fd) { return fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0); }
-  void start(const CollectorContext& ctx, unsigned modules, const KeptMaps* kept);
-  Status load(const Flavour& flavour, const Feature& feature, const CollectorContext& ctx,
-              unsigned modules, const KeptMaps* kept);
+  void start(const CollectorContext& ctx, unsigned modules, const KclientMaps* kept);
+  Status load(const char* hook, const CollectorContext& ctx, unsigned modules,
+              const KclientMaps* kept);
+  KclientMaps maps_;
 };
 
 // The probes of the loaded modules (bit set as loaded_modules gives).
@@ -109,12 +100,8 @@ std::vector<std::string> probe_names(unsigned modules) {
   return out;
 }
 
-Status KclientProbes::load(const Flavour& flavour, const Feature& feature,
-                           const CollectorContext& ctx, unsigned modules, const KeptMaps* kept) {
-  if (!feature.available) {
-    return error_with(feature.why.reason, ErrorKind::kUnsupported,
-                      std::string(flavour.hook) + ": " + feature.why.detail);
-  }
+Status KclientProbes::load(const char* hook, const CollectorContext& ctx, unsigned modules,
+                           const KclientMaps* kept) {
   KclientSkel skel;
   if (auto opened = open_skeleton(skel, kclient_bpf__open, ctx.tracked_maps); !opened.ok()) {
     return opened;
@@ -131,7 +118,7 @@ Status KclientProbes::load(const Flavour& flavour, const Feature& feature,
       }
     }
   }
-  const std::string prefix = std::string(flavour.prefix) + "_";
+  const std::string prefix = std::string(hook) + "_";
   const auto wanted = probe_names(modules);
   bpf_program* prog = nullptr;
   bpf_object__for_each_program(prog, skel->obj) {
@@ -144,29 +131,29 @@ Status KclientProbes::load(const Flavour& flavour, const Feature& feature,
   }
   if (const int err = kclient_bpf__load(skel.get()); err != 0) {
     return error_with(reason_of_errno(-err, Reason::kLoadFailed), ErrorKind::kSystem,
-                      std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
-                      -err);
+                      std::string(hook) + ": BPF load failed: " + std::strerror(-err), -err);
   }
-  osd_fd_ = bpf_map__fd(skel->maps.kclient_osd_stats);
-  mds_fd_ = bpf_map__fd(skel->maps.kclient_mds_stats);
-  mounts_fd_ = bpf_map__fd(skel->maps.kclient_mounts);
-  inflight_fd_ = bpf_map__fd(skel->maps.kclient_inflight);
-  prune_by_target<kclient_osd_key>(osd_fd_);
-  prune_by_target<kclient_mds_key>(mds_fd_);
+  auto own = [](const bpf_map* map) {
+    return UniqueFd(fcntl(bpf_map__fd(map), F_DUPFD_CLOEXEC, 0));
+  };
+  maps_ = {own(skel->maps.kclient_inflight), own(skel->maps.kclient_osd_stats),
+           own(skel->maps.kclient_mds_stats), own(skel->maps.kclient_mounts)};
+  prune_by_target<kclient_osd_key>(maps_.osd_stats.get());
+  prune_by_target<kclient_mds_key>(maps_.mds_stats.get());
   kclient_bpf* raw = skel.release();
   adopt(
-      raw->obj, [raw] { kclient_bpf__destroy(raw); }, flavour.hook);
+      raw->obj, [raw] { kclient_bpf__destroy(raw); }, hook);
   for (const auto& fn : wanted) {
     attach(bpf_object__find_program_by_name(raw->obj, (prefix + fn).c_str()), fn);
   }
-  // completions of requests libceph stamped after this and never seen submitted are lost
+  // MDS requests libceph stamped after this and never seen submitted are lost
   raw->bss->attached_ns = static_cast<__u64>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
           .count());
   return ok_status();
 }
 
-void KclientProbes::start(const CollectorContext& ctx, unsigned modules, const KeptMaps* kept) {
+void KclientProbes::start(const CollectorContext& ctx, unsigned modules, const KclientMaps* kept) {
   const auto all = probe_names(kLibceph | kRbd | kCeph);
   if ((modules & kLibceph) == 0) {
     unavailable({Reason::kModuleNotLoaded,
@@ -182,26 +169,12 @@ void KclientProbes::start(const CollectorContext& ctx, unsigned modules, const K
                 all);
     return;
   }
-  const std::string& wanted = ctx.config.collectors.kclient.hook;
-  std::optional<Cause> first;
-  Status loaded = error_with(Reason::kLoadFailed, ErrorKind::kUnsupported, "not tried");
-  if (wanted != "kprobe") {
-    loaded = load(kFentry, ctx.features.fentry, ctx, modules, kept);
-    if (!loaded.ok()) {
-      first = cause_of(loaded.error(), Reason::kLoadFailed);
-      if (wanted == "fentry") {
-        unavailable(*first, all);
-        return;
-      }
-      spdlog::info("kclient: fentry unusable ({}), trying kprobes", first->detail);
-    }
-  }
-  if (!loaded.ok()) {
-    loaded = load(kKprobe, ctx.features.kprobe, ctx, modules, kept);
-    if (!loaded.ok()) {
-      unavailable(either_failed(first, cause_of(loaded.error(), Reason::kLoadFailed)), all);
-      return;
-    }
+  const Cause why =
+      load_fentry_or_kprobe("kclient", ctx.config.collectors.kclient.hook, ctx.features,
+                            [&](const char* hook) { return load(hook, ctx, modules, kept); });
+  if (!why.ok()) {
+    unavailable(why, all);
+    return;
   }
   if ((modules & kRbd) == 0) {
     for (const auto& fn : kRbdFunctions) {
@@ -319,7 +292,7 @@ void KclientCollector::refresh(Clock::time_point now) {
                (modules & 1) != 0, (modules & 2) != 0, (modules & 4) != 0);
   auto lock = maps_lock();  // no scrape or prune in between
   std::lock_guard swap(swap_mu_);
-  const KeptMaps kept = probes_->keep();
+  const KclientMaps kept = probes_->release_fds();
   probes_.reset();  // detach first: two objects attached at once would count twice
   probes_ = std::make_unique<KclientProbes>(ctx_, modules, &kept);
   modules_ = modules;
@@ -327,7 +300,7 @@ void KclientCollector::refresh(Clock::time_point now) {
 
 Status KclientCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   collect_devices(out);
-  if (probes_->osd_fd_ < 0) {
+  if (probes_->fds().osd_stats.get() < 0) {
     return ok_status();
   }
   if (Status s = collect_osd(out, targets); !s.ok()) {
@@ -356,7 +329,8 @@ Status KclientCollector::collect_osd(MetricSink& out, const TargetLabelMap& targ
            kclient_osd_stats>
       sums;
   Status walked = for_each_percpu<kclient_osd_key, kclient_osd_stats>(
-      probes_->osd_fd_, [&](const kclient_osd_key& k, std::span<const kclient_osd_stats> cpus) {
+      probes_->fds().osd_stats.get(),
+      [&](const kclient_osd_key& k, std::span<const kclient_osd_stats> cpus) {
         auto& s = sums[{k.client, k.pool, k.device, k.op, k.target}];
         for (const auto& c : cpus) {
           add_hist(s.latency, c.latency);
@@ -402,12 +376,13 @@ Status KclientCollector::collect_osd(MetricSink& out, const TargetLabelMap& targ
 }
 
 Status KclientCollector::collect_mds(MetricSink& out, const TargetLabelMap& targets) const {
-  if (probes_->mds_fd_ < 0) {
+  if (probes_->fds().mds_stats.get() < 0) {
     return ok_status();
   }
   std::map<std::tuple<std::uint64_t, std::string, std::uint32_t>, kclient_mds_stats> sums;
   Status walked = for_each_percpu<kclient_mds_key, kclient_mds_stats>(
-      probes_->mds_fd_, [&](const kclient_mds_key& k, std::span<const kclient_mds_stats> cpus) {
+      probes_->fds().mds_stats.get(),
+      [&](const kclient_mds_key& k, std::span<const kclient_mds_stats> cpus) {
         // unknown codes fold into "other": the label set stays fixed
         auto& s = sums[{k.client, kclient::mds_op_name(k.op), k.target}];
         for (const auto& c : cpus) {
@@ -463,16 +438,12 @@ void KclientCollector::collect_devices(MetricSink& out) const {
 // CephFS clients the programs met, named by their mount point in the host's mount table.
 Status KclientCollector::collect_mounts(MetricSink& out) const {
   std::vector<std::pair<std::uint64_t, kclient_mount>> clients;
-  std::uint64_t key = 0;
-  const void* prev = nullptr;
-  std::uint64_t next = 0;
-  while (bpf_map_get_next_key(probes_->mounts_fd_, prev, &next) == 0) {
-    kclient_mount m{};
-    if (bpf_map_lookup_elem(probes_->mounts_fd_, &next, &m) == 0) {
-      clients.emplace_back(next, m);
-    }
-    key = next;
-    prev = &key;
+  Status walked = for_each_entry<std::uint64_t, kclient_mount>(
+      probes_->fds().mounts.get(), [&](const std::uint64_t& client, const kclient_mount& m) {
+        clients.emplace_back(client, m);
+      });
+  if (!walked.ok()) {
+    return walked;
   }
   if (clients.empty()) {
     return ok_status();

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <optional>
 
 #include "bpf/vfs.h"
 #include "collectors/bpf_collector.h"
@@ -59,18 +58,13 @@ class VfsCollector final : public BpfCollector {
 
  private:
   void start(const CollectorContext& ctx);
-  // Loads one flavour where the kernel offers its hook, and attaches it.
-  Status load(const Flavour& flavour, const Feature& feature, TrackedMaps tracked_maps);
+  // Loads one flavour and attaches it.
+  Status load(const Flavour& flavour, TrackedMaps tracked_maps);
   int stats_fd_ = -1;
   std::string buckets_;  // collectors.vfs.buckets
 };
 
-Status VfsCollector::load(const Flavour& flavour, const Feature& feature,
-                          TrackedMaps tracked_maps) {
-  if (!feature.available) {
-    return error_with(feature.why.reason, ErrorKind::kUnsupported,
-                      std::string(flavour.hook) + ": " + feature.why.detail);
-  }
+Status VfsCollector::load(const Flavour& flavour, TrackedMaps tracked_maps) {
   VfsSkel skel;
   if (auto opened = open_skeleton(skel, vfs_bpf__open, tracked_maps); !opened.ok()) {
     return opened;
@@ -101,23 +95,12 @@ Status VfsCollector::load(const Flavour& flavour, const Feature& feature,
 
 void VfsCollector::start(const CollectorContext& ctx) {
   buckets_ = ctx.config.collectors.vfs.buckets;
-  const std::string& wanted = ctx.config.collectors.vfs.hook;
-  const std::vector<std::string> probes(kFunctions.begin(), kFunctions.end());
-  std::optional<Cause> first;  // why fentry failed, when it was tried
-  if (wanted != "kprobe") {
-    const Status fentry = load(kFentry, ctx.features.fentry, ctx.tracked_maps);
-    if (fentry.ok()) {
-      return;
-    }
-    first = cause_of(fentry.error(), Reason::kLoadFailed);
-    if (wanted == "fentry") {
-      unavailable(*first, probes);
-      return;
-    }
-    spdlog::info("vfs: fentry unusable ({}), trying kprobes", first->detail);
-  }
-  if (const Status kprobe = load(kKprobe, ctx.features.kprobe, ctx.tracked_maps); !kprobe.ok()) {
-    unavailable(either_failed(first, cause_of(kprobe.error(), Reason::kLoadFailed)), probes);
+  const Cause why = load_fentry_or_kprobe(
+      "vfs", ctx.config.collectors.vfs.hook, ctx.features, [&](const char* hook) {
+        return load(std::string(hook) == "fentry" ? kFentry : kKprobe, ctx.tracked_maps);
+      });
+  if (!why.ok()) {
+    unavailable(why, std::vector<std::string>(kFunctions.begin(), kFunctions.end()));
   }
 }
 

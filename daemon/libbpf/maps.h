@@ -47,6 +47,28 @@ Status for_each_percpu(int map_fd,
   return ok_status();
 }
 
+// Calls fn(key, value) for each entry of a plain (not per-CPU) hash map.
+template <typename Key, typename Value>
+Status for_each_entry(int map_fd, const std::function<void(const Key&, const Value&)>& fn) {
+  Key key{};
+  Key next{};
+  Value value{};
+  const void* prev = nullptr;
+  while (bpf_map_get_next_key(map_fd, prev, &next) == 0) {
+    if (bpf_map_lookup_elem(map_fd, &next, &value) == 0) {
+      fn(next, value);
+    } else if (errno != ENOENT) {
+      return map_error("bpf_map_lookup_elem", map_fd);
+    }
+    key = next;
+    prev = &key;
+  }
+  if (errno != ENOENT) {  // ENOENT: past the last key
+    return map_error("bpf_map_get_next_key", map_fd);
+  }
+  return ok_status();
+}
+
 // Deletes every entry whose key fails `keep`; returns how many went.
 template <typename Key>
 Result<std::size_t> prune_keys(int map_fd, const std::function<bool(const Key&)>& keep) {

@@ -121,6 +121,23 @@ void write_direct(const std::string& dev, int count) {
   close(fd);
 }
 
+// Figures, not assertions: each program's runs per request and BPF run time per run over
+// `requests` rbd writes (bpf_stats, which the test turned on). Under qemu's emulation the run
+// times are many times a real CPU's; the runs per request are the steady figure.
+void print_program_costs(const Metrics& before, const Metrics& after, int requests,
+                         const std::string& hook) {
+  for (const char* fn : {"rbd_osd_submit", "ceph_osdc_start_request", "__complete_request"}) {
+    const std::map<std::string, std::string> prog = {{"collector", "kclient"},
+                                                     {"program", hook + "_" + fn}};
+    const double runs = after.sum("cephscope_bpf_program_runs_total", prog) -
+                        before.sum("cephscope_bpf_program_runs_total", prog);
+    const double secs = after.sum("cephscope_bpf_program_run_seconds_total", prog) -
+                        before.sum("cephscope_bpf_program_run_seconds_total", prog);
+    std::printf("kclient: %s: %.2f runs per request, %.0f ns per run\n", fn, runs / requests,
+                runs > 0 ? secs / runs * 1e9 : 0.0);
+  }
+}
+
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -153,6 +170,8 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
     return;  // the host: no cluster for the kernel client to reach
   }
 
+  // The programs' run counts and time, for the figures printed below
+  std::ofstream("/proc/sys/kernel/bpf_stats_enabled") << 1;
   // The modules appear: the probes follow
   run("modprobe rbd && modprobe ceph");
   const std::string hook = wait_loaded(daemon);
@@ -180,11 +199,13 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
     REQUIRE(dev.rfind("/dev/rbd", 0) == 0);
     const std::string device = dev.substr(5);  // rbd0
     const std::map<std::string, std::string> who = {{"device", device}, {"op", "write"}};
-    const Requests start = osd_requests(daemon.scrape(), who);
+    const Metrics before_writes = daemon.scrape();
+    const Requests start = osd_requests(before_writes, who);
     const auto t0 = Clock::now();
     write_direct(dev, kWrites);
     const double elapsed = seconds_since(t0);
     const Metrics m = daemon.scrape();
+    print_program_costs(before_writes, m, kWrites, hook);
     const Requests end = osd_requests(m, who);
     const double n = end.count - start.count;
     std::printf(
