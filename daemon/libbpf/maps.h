@@ -21,21 +21,15 @@ int possible_cpus();
 // The error of a failed bpf(2) call on a map; errno is read at once.
 Error map_error(const char* call, int map_fd);
 
-// Calls fn(key, values of all CPUs) for each entry of a per-CPU hash map. Values come as a
-// span of `possible_cpus()` elements.
-template <typename Key, typename Value>
-Status for_each_percpu(int map_fd,
-                       const std::function<void(const Key&, std::span<const Value>)>& fn) {
-  static_assert(sizeof(Value) % 8 == 0, "per-CPU values are 8-byte aligned");
-  const int ncpu = possible_cpus();
-  std::vector<Value> values(static_cast<std::size_t>(ncpu));
+// Calls lookup(key) for each key of a hash map; lookup returns what bpf_map_lookup_elem did
+// (0, or -1 with errno: ENOENT means the entry went meanwhile, and the walk goes on).
+template <typename Key>
+Status for_each_key(int map_fd, const std::function<int(const Key&)>& lookup) {
   Key key{};
   Key next{};
   const void* prev = nullptr;
   while (bpf_map_get_next_key(map_fd, prev, &next) == 0) {
-    if (bpf_map_lookup_elem(map_fd, &next, values.data()) == 0) {
-      fn(next, std::span<const Value>(values));
-    } else if (errno != ENOENT) {
+    if (lookup(next) != 0 && errno != ENOENT) {
       return map_error("bpf_map_lookup_elem", map_fd);
     }
     key = next;
@@ -47,26 +41,33 @@ Status for_each_percpu(int map_fd,
   return ok_status();
 }
 
+// Calls fn(key, values of all CPUs) for each entry of a per-CPU hash map. Values come as a
+// span of `possible_cpus()` elements.
+template <typename Key, typename Value>
+Status for_each_percpu(int map_fd,
+                       const std::function<void(const Key&, std::span<const Value>)>& fn) {
+  static_assert(sizeof(Value) % 8 == 0, "per-CPU values are 8-byte aligned");
+  std::vector<Value> values(static_cast<std::size_t>(possible_cpus()));
+  return for_each_key<Key>(map_fd, [&](const Key& k) {
+    const int rc = bpf_map_lookup_elem(map_fd, &k, values.data());
+    if (rc == 0) {
+      fn(k, std::span<const Value>(values));
+    }
+    return rc;
+  });
+}
+
 // Calls fn(key, value) for each entry of a plain (not per-CPU) hash map.
 template <typename Key, typename Value>
 Status for_each_entry(int map_fd, const std::function<void(const Key&, const Value&)>& fn) {
-  Key key{};
-  Key next{};
   Value value{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(map_fd, prev, &next) == 0) {
-    if (bpf_map_lookup_elem(map_fd, &next, &value) == 0) {
-      fn(next, value);
-    } else if (errno != ENOENT) {
-      return map_error("bpf_map_lookup_elem", map_fd);
+  return for_each_key<Key>(map_fd, [&](const Key& k) {
+    const int rc = bpf_map_lookup_elem(map_fd, &k, &value);
+    if (rc == 0) {
+      fn(k, value);
     }
-    key = next;
-    prev = &key;
-  }
-  if (errno != ENOENT) {  // ENOENT: past the last key
-    return map_error("bpf_map_get_next_key", map_fd);
-  }
-  return ok_status();
+    return rc;
+  });
 }
 
 // Deletes every entry whose key fails `keep`; returns how many went.
