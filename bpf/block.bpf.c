@@ -5,7 +5,8 @@
  * attributed to the tracked process that submitted the request's first bio. Two flavours of
  * the request hooks: tp_btf (typed request pointers) and classic tracepoints (device +
  * sector); the daemon loads one of them. The bio hooks past block_bio_queue (getrq, merges,
- * splits) are classic tracepoints in both: their records are keyed by device and sector.
+ * splits) are classic tracepoints: their records are keyed by device and sector. tp_btf
+ * needs no getrq: the request's allocation stamp, read at issue, ends the bio's submit time.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -114,18 +115,26 @@ static __always_inline void on_bio_queue(__u32 disk, __u64 sector, __u32 op)
 	put_bio(&bio, now);
 }
 
-/* The owner of bio (DEV, SECTOR) and its submit time, passed on to its request RQ. */
-static __always_inline void take_owner(struct block_rq *rq, __u32 dev, __u64 sector)
+/*
+ * The owner of bio (DEV, SECTOR) and its submit time, passed on to its request RQ. The
+ * request's allocation is ALLOCATED_NS where the kernel stamped it (tp_btf), else the bio's
+ * block_getrq (classic tracepoints). A request allocated before its bio was queued (one a
+ * plug cached) kept the bio waiting for nothing: 1 ns, so that it still counts as a sample.
+ */
+static __always_inline void take_owner(struct block_rq *rq, __u32 dev, __u64 sector,
+				       __u64 allocated_ns)
 {
 	struct block_bio *bio = find_bio(dev, sector);
+	__u64 got;
 
 	rq->target = CEPHSCOPE_UNTRACKED;
 	if (!bio)
 		return;
 	bio->live = 0;
 	rq->target = bio->target;
-	if (bio->rq_ns)
-		rq->submit_ns = bio->rq_ns - bio->queue_ns;
+	got = allocated_ns ? allocated_ns : bio->rq_ns;
+	if (got)
+		rq->submit_ns = got > bio->queue_ns ? got - bio->queue_ns : 1;
 }
 
 /*
@@ -275,7 +284,7 @@ static __always_inline void on_rq_start(const struct block_rq_key *key, __u64 se
 		return;
 	}
 	count_if_displaced(rq, key, now);
-	take_owner(&fresh, key->dev, sector);
+	take_owner(&fresh, key->dev, sector, 0);
 	if (issue) {
 		fresh.issue_ns = now;
 		fresh.counted = 1;
@@ -307,10 +316,11 @@ static __always_inline void on_btf_issue(const struct block_rq_key *key, __u64 s
 		rq->issue_ns = now; /* issued again after a requeue */
 		return;
 	}
+	if (allocated_ns > now)
+		allocated_ns = 0;
 	count_if_displaced(rq, key, now);
-	take_owner(&fresh, key->dev, sector);
-	if (allocated_ns && allocated_ns <= now)
-		fresh.insert_ns = allocated_ns;
+	take_owner(&fresh, key->dev, sector, allocated_ns);
+	fresh.insert_ns = allocated_ns;
 	*rq = fresh;
 }
 
@@ -410,7 +420,6 @@ static __always_inline __u64 request_id(struct request *rq)
  */
 const volatile bool bio_queue_with_q = false;
 const volatile bool rq_with_q = false;
-const volatile bool getrq_with_q = false; /* block_getrq(q, bio, rw) became (bio) with them */
 
 /*
  * The tracepoint's first (with_q false) or second argument. Plain C lets clang fold the two
@@ -433,15 +442,6 @@ int btf_bio_queue(__u64 *ctx)
 	struct bio *bio = tp_arg(ctx, bio_queue_with_q);
 
 	on_bio_queue(bio_disk_dev(bio), bio->bi_iter.bi_sector, op_from_flags(bio->bi_opf));
-	return 0;
-}
-
-SEC("tp_btf/block_getrq")
-int btf_getrq(__u64 *ctx)
-{
-	struct bio *bio = tp_arg(ctx, getrq_with_q);
-
-	on_getrq(bio_disk_dev(bio), bio->bi_iter.bi_sector);
 	return 0;
 }
 

@@ -39,7 +39,7 @@ struct block_rq {
 struct block_bio {
 	__u64 sector;
 	__u64 queue_ns; /* block_bio_queue, or the remap that stamped it again */
-	__u64 rq_ns;	/* its request was allocated (block_getrq); 0 before */
+	__u64 rq_ns;	/* its request was allocated (classic block_getrq); 0 before */
 	__u32 dev;	/* the whole disk */
 	__u32 target;	/* CEPHSCOPE_UNTRACKED for other processes' bios */
 	__u32 op;
@@ -87,9 +87,7 @@ struct block_freezer_key {
 /* The slot of in-flight key (ID, DEV) in a table of SLOTS, under the load's SEED. */
 static inline __u32 block_slot(__u64 id, __u32 dev, __u64 seed, __u32 slots)
 {
-	__u64 h = ((id ^ ((__u64)dev << 40)) + seed) * 0x9E3779B97F4A7C15ULL;
-
-	return (__u32)(h >> 32) & (slots - 1);
+	return inflight_slot(id, dev, seed, slots);
 }
 
 /*

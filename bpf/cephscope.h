@@ -49,6 +49,18 @@ struct op_stats {
  */
 #define INFLIGHT_STALE_NS (30ULL * 1000000000ULL)
 
+/*
+ * The slot of in-flight key (ID, OWNER) in a direct-mapped table of SLOTS (a power of two),
+ * under a SEED the daemon draws at each load, so that no process can aim its keys at the
+ * slots of another's.
+ */
+static inline __u32 inflight_slot(__u64 id, __u32 owner, __u64 seed, __u32 slots)
+{
+	__u64 h = ((id ^ ((__u64)owner << 40)) + seed) * 0x9E3779B97F4A7C15ULL;
+
+	return (__u32)(h >> 32) & (slots - 1);
+}
+
 /* One call in flight per thread, in the thread's slot (op_latency.bpf.h). */
 #define OP_INFLIGHT_SLOTS 16384
 

@@ -6,7 +6,8 @@
  * a new OSD map, an -EAGAIN or a redirect), Objecter::handle_osd_op_reply takes the OSD's
  * reply, and Objecter::_finish_op retires it, on the reply's thread right after, or on a
  * timeout or cancel with the error as its argument. Three hits per op: the first send's
- * time is kept per Op address (LRU), the reply's result per thread slot, and the finish
+ * time, with the op's pool, class and bytes, is kept per Op address (a seeded two-way table,
+ * below), the reply's result per thread slot, and the finish
  * folds latency, bytes, resends and errors into one per-CPU stats entry. Member offsets
  * come per process from rados_layouts (the library build's probe profile).
  */
@@ -33,12 +34,21 @@ struct {
 	__type(value, struct rados_layout);
 } rados_layouts SEC(".maps");
 
+/*
+ * Ops in flight, in a direct-mapped table of two-way buckets (one cache line each): a send and
+ * its finish cost one inlined array load and plain stores, where an LRU hash's update and
+ * delete cost about 0.5 us per op. The key hashes under a seed drawn at each load. A send
+ * that finds both ways live (and younger than INFLIGHT_STALE_NS) takes the first and counts
+ * inflight_full; older records are leftovers of ops whose finish was missed.
+ */
+const volatile __u64 slot_seed = 0;
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, RADOS_INFLIGHT_MAX);
-	__type(key, struct rados_op_key);
-	__type(value, struct rados_inflight);
-} rados_inflight SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RADOS_SENT_BUCKETS);
+	__type(key, __u32);
+	__type(value, struct rados_sent_bucket);
+} rados_sent SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -75,27 +85,6 @@ static __always_inline struct rados_reply *thread_reply(__u32 tid)
 	__u32 slot = tid & (RADOS_REPLY_SLOTS - 1);
 
 	return bpf_map_lookup_elem(&rados_replies, &slot);
-}
-
-/* First send only: a resend keeps the first send's time (attempts counts sends so far). */
-SEC("uprobe")
-int BPF_KPROBE(rados_send, void *objecter, void *op)
-{
-	__u64 id = bpf_get_current_pid_tgid();
-	struct rados_layout *l = client_layout(id >> 32);
-	struct rados_op_key key = {.tgid = id >> 32, .op = (__u64)op};
-	struct rados_inflight start;
-	__s32 attempts;
-
-	if (!l || bpf_probe_read_user(&attempts, sizeof(attempts), op + l->op_attempts))
-		return 0;
-	if (attempts != 0)
-		return 0;
-	start.first_send_ns = bpf_ktime_get_ns();
-	/* BPF_ANY: an entry left at this address by an op whose finish was missed is stale */
-	if (bpf_map_update_elem(&rados_inflight, &key, &start, BPF_ANY))
-		count_lost(LOST_INFLIGHT_FULL);
-	return 0;
 }
 
 SEC("uprobe")
@@ -160,6 +149,99 @@ static __always_inline __u64 op_bytes(const struct rados_layout *l, const void *
 			bytes += head.length;
 	}
 	return bytes;
+}
+
+static __always_inline struct rados_sent_bucket *sent_bucket(__u32 tgid, __u64 op)
+{
+	__u32 slot = inflight_slot(op, tgid, slot_seed, RADOS_SENT_BUCKETS);
+
+	return bpf_map_lookup_elem(&rados_sent, &slot);
+}
+
+static __always_inline bool holds_op(const struct rados_sent *e, __u32 tgid, __u64 op)
+{
+	return e->first_send_ns && e->op == op && e->tgid == tgid;
+}
+
+/*
+ * The way op (TGID, OP) takes: its own (a record left at this address by an op whose finish
+ * was missed is stale), else a free or stale one, else the first, whose op is lost.
+ */
+static __always_inline struct rados_sent *way_for(struct rados_sent_bucket *b, __u32 tgid, __u64 op,
+						  __u64 now)
+{
+#pragma unroll
+	for (__u32 i = 0; i < RADOS_SENT_WAYS; i++) {
+		if (holds_op(&b->way[i], tgid, op))
+			return &b->way[i];
+	}
+#pragma unroll
+	for (__u32 i = 0; i < RADOS_SENT_WAYS; i++) {
+		if (!b->way[i].first_send_ns || now - b->way[i].first_send_ns >= INFLIGHT_STALE_NS)
+			return &b->way[i];
+	}
+	count_lost(LOST_INFLIGHT_FULL);
+	return &b->way[0];
+}
+
+/*
+ * The first send keeps its time and what the finish folds (pool, class, bytes); a resend
+ * (attempts counts the sends so far) only counts itself in the op's record.
+ */
+SEC("uprobe")
+int BPF_KPROBE(rados_send, void *objecter, void *op)
+{
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32;
+	struct rados_layout *l = client_layout(tgid);
+	struct rados_sent_bucket *b;
+	struct rados_sent *e;
+	__s32 attempts, flags = 0;
+
+	if (!l || bpf_probe_read_user(&attempts, sizeof(attempts), op + l->op_attempts))
+		return 0;
+	b = sent_bucket(tgid, (__u64)op);
+	if (!b)
+		return 0;
+	__u64 now = bpf_ktime_get_ns();
+
+	if (attempts != 0) {
+#pragma unroll
+		for (__u32 i = 0; i < RADOS_SENT_WAYS; i++) {
+			if (holds_op(&b->way[i], tgid, (__u64)op))
+				b->way[i].sends = attempts < 0xfffe ? attempts + 1 : 0xffff;
+		}
+		return 0;
+	}
+	e = way_for(b, tgid, (__u64)op, now);
+	e->op = (__u64)op;
+	e->tgid = tgid;
+	e->sends = 1;
+	e->pool = 0;
+	bpf_probe_read_user(&e->pool, sizeof(e->pool), op + l->op_pool);
+	bpf_probe_read_user(&flags, sizeof(flags), op + l->op_flags);
+	e->op_class = rados_op_class(flags);
+	e->bytes = op_bytes(l, op);
+	e->first_send_ns = now;
+	return 0;
+}
+
+/* Op (TGID, OP)'s record, copied and taken out of the table; -1 when not there. */
+static __always_inline int take_sent(__u32 tgid, __u64 op, struct rados_sent *out)
+{
+	struct rados_sent_bucket *b = sent_bucket(tgid, op);
+
+	if (!b)
+		return -1;
+#pragma unroll
+	for (__u32 i = 0; i < RADOS_SENT_WAYS; i++) {
+		if (holds_op(&b->way[i], tgid, op)) {
+			*out = b->way[i];
+			b->way[i].first_send_ns = 0;
+			return 0;
+		}
+	}
+	return -1;
 }
 
 /* "rbd_data.<id>.<n>": an rbd image's data object. */
@@ -247,13 +329,13 @@ SEC("uprobe")
 int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
-	struct rados_layout *l = client_layout(id >> 32);
-	struct rados_op_key key = {.tgid = id >> 32, .op = (__u64)op};
+	__u32 tgid = id >> 32;
+	struct rados_layout *l = client_layout(tgid);
 	struct rados_stats_key skey = {};
-	struct rados_inflight *start;
 	struct rados_reply *reply;
 	struct rados_stats *stats;
-	__s32 attempts = 0, flags = 0, result = r;
+	struct rados_sent sent;
+	__s32 result = r;
 
 	if (!l)
 		return 0;
@@ -264,26 +346,23 @@ int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
 			result = reply->result;
 		reply->tid = 0;
 	}
-	start = bpf_map_lookup_elem(&rados_inflight, &key);
-	if (!start) {
+	if (take_sent(tgid, (__u64)op, &sent) || sent.first_send_ns > now) {
 		count_lost(LOST_NO_START); /* never sent (pool gone), or sent before attach */
 		return 0;
 	}
-	__u64 delta = now - start->first_send_ns;
-	bpf_map_delete_elem(&rados_inflight, &key);
+	__u64 delta = now - sent.first_send_ns;
+	__s32 attempts = sent.sends;
 
 	skey.target = l->target;
-	bpf_probe_read_user(&skey.pool, sizeof(skey.pool), op + l->op_pool);
-	bpf_probe_read_user(&flags, sizeof(flags), op + l->op_flags);
-	bpf_probe_read_user(&attempts, sizeof(attempts), op + l->op_attempts);
-	skey.op = rados_op_class(flags);
+	skey.pool = sent.pool;
+	skey.op = sent.op_class;
 	if (instance_labels)
-		instance_of(&skey, l, op, key.tgid);
+		instance_of(&skey, l, op, tgid);
 	stats = lookup_or_init(&rados_stats, &skey, &zero_stats);
 	if (!stats)
 		return 0;
 	hist_add(&stats->latency, delta);
-	stats->bytes += op_bytes(l, op);
+	stats->bytes += sent.bytes;
 	if (attempts > 1)
 		stats->resends += attempts - 1;
 	if (result < 0) {
@@ -293,6 +372,6 @@ int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
 			stats->errors[c] += 1;
 	}
 	if (slow_ns && delta >= slow_ns)
-		record_slow(l, op, &skey, key.tgid, now, delta, result, attempts);
+		record_slow(l, op, &skey, tgid, now, delta, result, attempts);
 	return 0;
 }

@@ -6,7 +6,7 @@
 #include "cephscope.h"
 
 #define RADOS_LAYOUTS_MAX 1024	 /* librados client processes with probes */
-#define RADOS_INFLIGHT_MAX 65536 /* ops sent and not finished, all clients together */
+#define RADOS_SENT_BUCKETS 32768 /* in-flight table: 2 ops per bucket, all clients together */
 #define RADOS_STATS_MAX 4096	 /* (client, pool, op) series in the kernel */
 #define RADOS_REPLY_SLOTS 4096	 /* one reply being handled per thread slot */
 #define RADOS_OPS_READ 4	 /* OSDOps of one Op read for its bytes (most carry 1 or 2) */
@@ -127,14 +127,27 @@ struct rados_layout {
 	__u32 pad;
 };
 
-struct rados_op_key {
-	__u32 tgid;
-	__u32 pad;
+/*
+ * An op between its first send and its finish; first_send_ns 0: the way is free. What the
+ * finish folds is read at the first send, where the sending thread has just built the op (its
+ * lines are in that CPU's cache; the finish runs on a messenger thread, often elsewhere).
+ */
+struct rados_sent {
 	__u64 op; /* the Objecter::Op's address in the client */
+	__u64 first_send_ns;
+	__s64 pool;  /* Op::target.base_oloc.pool */
+	__u64 bytes; /* payload of its data OSDOps */
+	__u32 tgid;
+	__u16 sends;   /* Op::attempts at its latest send, plus one */
+	__u8 op_class; /* enum rados_op, from Op::target.flags */
+	__u8 pad;
 };
 
-struct rados_inflight {
-	__u64 first_send_ns;
+#define RADOS_SENT_WAYS 2
+
+/* A bucket of the in-flight table: the ops whose key hashes to it. */
+struct rados_sent_bucket {
+	struct rados_sent way[RADOS_SENT_WAYS];
 };
 
 /* The reply a thread is handling, for the _finish_op that follows on the same thread. */

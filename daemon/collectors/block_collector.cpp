@@ -10,7 +10,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <random>
 #include <tuple>
 
 #include "block.skel.h"
@@ -24,12 +23,6 @@
 
 namespace cephscope {
 namespace {
-
-// 64 bits from the kernel's random pool (std::random_device reads getrandom on Linux).
-__u64 random_seed() {
-  std::random_device pool;
-  return (static_cast<__u64>(pool()) << 32) | pool();
-}
 
 constexpr std::array<const char*, BLOCK_OP_COUNT> kOps = {"read", "write", "flush", "discard",
                                                           "other"};
@@ -72,16 +65,16 @@ constexpr std::size_t kFreezersPerDevice = 4;
 constexpr auto kPartitionRescan = std::chrono::seconds(10);
 
 // The bio's way to its request (merges, splits, remaps) is keyed by device and sector in both
-// flavours: classic tracepoints serve both (getrq, the busiest, has a tp_btf program too).
-// tp_btf needs no insert hook: the kernel stamps each request's allocation, where its queue
-// time starts (block.bpf.c: on_btf_issue).
+// flavours: classic tracepoints serve both. tp_btf needs neither an insert nor a getrq hook:
+// the kernel stamps each request's allocation, which ends its first bio's submit time and
+// starts its queue time (block.bpf.c: on_btf_issue), one program run fewer per request.
 struct Flavour {
   const char* hook;
   std::array<const char*, 10> programs;  // in the order of kProbes; nullptr: not hooked
 };
 constexpr Flavour kTpBtf{
     "tp_btf",
-    {"btf_bio_queue", nullptr, "btf_rq_issue", "btf_rq_requeue", "btf_rq_complete", "btf_getrq",
+    {"btf_bio_queue", nullptr, "btf_rq_issue", "btf_rq_requeue", "btf_rq_complete", nullptr,
      "tp_bio_backmerge", "tp_bio_frontmerge", "tp_split", "tp_bio_remap"}};
 constexpr Flavour kTracepoint{
     "tracepoint",
@@ -92,7 +85,7 @@ constexpr Flavour kTracepoint{
 // block.bpf.c): tell the programs which list this kernel has.
 Status set_tp_btf_prototypes(block_bpf& skel) {
   const auto args = tp_btf_arg_counts(
-      {"block_bio_queue", "block_rq_issue", "block_rq_insert", "block_rq_requeue", "block_getrq"});
+      {"block_bio_queue", "block_rq_issue", "block_rq_insert", "block_rq_requeue"});
   if (args[0] != 1 && args[0] != 2) {
     return error_with(
         Reason::kKernelFeatureMissing, ErrorKind::kUnsupported,
@@ -105,13 +98,7 @@ Status set_tp_btf_prototypes(block_bpf& skel) {
             std::to_string(args[1]) + ", " + std::to_string(args[2]) + " and " +
             std::to_string(args[3]) + " arguments)");
   }
-  if (args[4] != 1 && args[4] != 3) {
-    return error_with(
-        Reason::kKernelFeatureMissing, ErrorKind::kUnsupported,
-        "tp_btf: unknown prototype of block_getrq (" + std::to_string(args[4]) + " arguments)");
-  }
   skel.rodata->bio_queue_with_q = args[0] == 2;
-  skel.rodata->getrq_with_q = args[4] == 3;
   skel.rodata->rq_with_q = args[1] == 2;
   return ok_status();
 }
@@ -457,9 +444,10 @@ Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     }
     const Labels l = labels->second + Labels{{"device", devices_.name(dev)}, {"op", kOps[op]}};
     if (target_histograms_) {  // opt-in: the per-device series carry the latency
-      out.histogram("cephscope_block_target_submit_seconds",
-                    "Time bios of a tracked process waited for a request (queued to getrq).", l,
-                    s.submit);
+      out.histogram(
+          "cephscope_block_target_submit_seconds",
+          "Time bios of a tracked process waited for a request (queued to its allocation).", l,
+          s.submit);
       out.histogram("cephscope_block_target_device_seconds",
                     "Device time (issue to complete) of requests submitted by a tracked process.",
                     l, s.device);
@@ -473,9 +461,10 @@ Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   }
   for (const auto& [key, d] : per_device) {
     const Labels l{{"device", devices_.name(key.first)}, {"op", kOps[key.second]}};
-    out.histogram("cephscope_block_submit_seconds",
-                  "Time bios waited for a request: queued to getrq (a frozen queue, no free tag).",
-                  l, d.submit);
+    out.histogram(
+        "cephscope_block_submit_seconds",
+        "Time bios waited for a request: queued to its allocation (a frozen queue, no free tag).",
+        l, d.submit);
     out.histogram("cephscope_block_queue_seconds", "Time requests spent queued (insert to issue).",
                   l, d.queue);
     out.counter("cephscope_block_bio_merges_total",

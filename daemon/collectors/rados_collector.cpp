@@ -132,6 +132,7 @@ void RadosCollector::start(const CollectorContext& ctx) {
   }
   instance_labels_ = ctx.config.collectors.rados_instance_labels;
   skel->rodata->instance_labels = instance_labels_;
+  skel->rodata->slot_seed = random_seed();
   if (const int err = rados_bpf__load(skel.get()); err != 0) {
     unavailable({reason_of_errno(-err, Reason::kLoadFailed),
                  std::string("BPF load failed: ") + std::strerror(-err)},

@@ -1,8 +1,14 @@
 #include "libbpf/maps.h"
 
 #include <cstring>
+#include <random>
 
 namespace cephscope {
+
+std::uint64_t random_seed() {
+  std::random_device pool;  // reads getrandom(2) on Linux
+  return (static_cast<std::uint64_t>(pool()) << 32) | pool();
+}
 
 int possible_cpus() {
   static const int n = libbpf_num_possible_cpus();

@@ -18,6 +18,10 @@ namespace cephscope {
 
 int possible_cpus();
 
+// A seed for the direct-mapped in-flight tables (inflight_slot in bpf/cephscope.h), drawn at
+// each load from the kernel's random pool: no process can aim its keys at another's slots.
+std::uint64_t random_seed();
+
 // The error of a failed bpf(2) call on a map; errno is read at once.
 Error map_error(const char* call, int map_fd);
 

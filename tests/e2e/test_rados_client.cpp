@@ -360,6 +360,11 @@ TEST_CASE("an rbd bench's writes are counted under its pool", "[e2e][ceph][rados
       m.sum("cephscope_client_op_seconds_count", {{"process", "rbd"}, {"op", "other"}}),
       m.sum("cephscope_client_op_seconds_count", {{"process", "rbd"}, {"op", "read"}}), bytes);
   INFO(read_file(log));
+  std::string lost;
+  for (const auto& sample : m.find("cephscope_events_lost_total", {{"collector", "rados"}})) {
+    lost += " " + sample.labels.at("reason") + "=" + std::to_string(sample.value);
+  }
+  INFO("events lost:" << lost);
   // The bytes are exact; the op count is not: librbd's cache can merge two adjacent random
   // writes into one OSD op (1,023 ops for 1,024 writes seen), and a write to a new object can
   // carry an extra op.
