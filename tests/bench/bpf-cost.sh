@@ -12,7 +12,7 @@ bin=$build/daemon/cephscope
 [ -x "$bin" ] || { echo "no $bin: build first" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
 
-work=$(mktemp -d "$PWD/$build/bench-XXXXXX")
+work=$(mktemp -d "$(cd "$build" && pwd)/bench-XXXXXX")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 # Every line must run whatever the one before did (set -e applies here too).
