@@ -10,7 +10,8 @@
  * map. BlueStore keeps only the latest state stamp of a transaction, so its stages take
  * three more probes per transaction (aio submitted, io done, kv committed); they are joined
  * to the op through the thread that queued it and folded with the op's other stages.
- * Member offsets come per process from osd_layouts (the build's probe profile).
+ * Member offsets come per process from osd_layout_slots / osd_layouts (the build's probe
+ * profile).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -20,11 +21,20 @@
 #include "maps.bpf.h"
 #include "targets.bpf.h" /* every object declares it (the daemon shares one) */
 #include "osd_records.bpf.h"
+#include "layouts.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, kept current by the daemon. */
 volatile __s64 rt_off_ns;
+
+/* Layouts by tgid: the first process of each slot in the array, every one in the hash. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, OSD_LAYOUTS_MAX);
+	__type(key, __u32); /* tgid % OSD_LAYOUTS_MAX */
+	__type(value, struct osd_layout);
+} osd_layout_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -32,6 +42,11 @@ struct {
 	__type(key, __u32); /* tgid */
 	__type(value, struct osd_layout);
 } osd_layouts SEC(".maps");
+
+static __always_inline struct osd_layout *osd_layout_of(__u32 tgid)
+{
+	return layout_of(&osd_layout_slots, &osd_layouts, tgid, OSD_LAYOUTS_MAX);
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -215,7 +230,7 @@ static __always_inline int take_inflight(struct osd_scratch *s, const struct osd
  */
 static __always_inline struct osd_layout *tracked_osd(__u32 tgid, __u32 *target)
 {
-	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
+	struct osd_layout *l = osd_layout_of(tgid);
 
 	if (!l || l->target == CEPHSCOPE_UNTRACKED)
 		return 0;
@@ -291,7 +306,7 @@ int osd_txn_queued(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
+	struct osd_layout *l = osd_layout_of(tgid);
 	struct txn_claim claim = {}, *mine;
 	struct osd_inflight rec = {};
 	const void *op;
@@ -363,7 +378,7 @@ int osd_txc_aio_submit(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
+	struct osd_layout *l = osd_layout_of(tgid);
 	const void *txc = (const void *)PT_REGS_PARM2(ctx);
 	struct txc_key key = {.tgid = tgid, .txc = (__u64)txc};
 	struct txc_state st = {};
@@ -400,7 +415,7 @@ static __always_inline int txc_io_done(struct pt_regs *ctx, bool at_call_site)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
-	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
+	struct osd_layout *l = osd_layout_of(tgid);
 	const void *txc = (const void *)PT_REGS_PARM2(ctx);
 	struct txc_key key = {.tgid = tgid, .txc = (__u64)txc};
 	struct txc_state fresh = {}, *st;
@@ -449,7 +464,7 @@ SEC("uprobe")
 int osd_txc_kv_done(struct pt_regs *ctx)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
-	struct osd_layout *l = bpf_map_lookup_elem(&osd_layouts, &tgid);
+	struct osd_layout *l = osd_layout_of(tgid);
 	const void *txc = (const void *)PT_REGS_PARM2(ctx);
 	struct txc_key key = {.tgid = tgid, .txc = (__u64)txc};
 	struct osd_inflight *rec;

@@ -59,10 +59,10 @@ enum cephscope_osd_kind {
 
 /* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
 struct osd_layout {
+	__u32 tgid; /* the OSD process (first: bpf/layouts.bpf.h) */
 	__u32 have;
-	__u32 target; /* the OSD's target id (its uprobes fire in this process only) */
-	__u32 detail; /* tier 2 attached: ops are joined to their transactions */
-	__u32 pad;
+	__u32 target;		  /* the OSD's target id (its uprobes fire in this process only) */
+	__u32 detail;		  /* tier 2 attached: ops are joined to their transactions */
 	__u32 op_request;	  /* OpRequest::request (Message *) */
 	__u32 op_reqid;		  /* OpRequest::reqid: name._type, name._num @+8, tid @+16 */
 	__u32 op_rmw_flags;	  /* OpRequest::op_info.rmw_flags (u64) */

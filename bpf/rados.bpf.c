@@ -17,6 +17,7 @@
 #include "rados.h"
 #include "maps.bpf.h"
 #include "targets.bpf.h" /* every object declares it (the daemon shares one) */
+#include "layouts.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -26,6 +27,14 @@ const volatile bool instance_labels = false;
 volatile __u64 slow_ns;
 /* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, kept current by the daemon. */
 volatile __s64 rt_off_ns;
+
+/* Layouts by tgid: the first process of each slot in the array, every one in the hash. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, RADOS_LAYOUTS_MAX);
+	__type(key, __u32); /* tgid % RADOS_LAYOUTS_MAX */
+	__type(value, struct rados_layout);
+} rados_layout_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -75,7 +84,8 @@ static const struct rados_stats zero_stats;
 
 static __always_inline struct rados_layout *client_layout(__u32 tgid)
 {
-	struct rados_layout *l = bpf_map_lookup_elem(&rados_layouts, &tgid);
+	struct rados_layout *l =
+	    layout_of(&rados_layout_slots, &rados_layouts, tgid, RADOS_LAYOUTS_MAX);
 
 	return l && (l->have & RADOS_HAVE_OP) ? l : 0;
 }

@@ -109,6 +109,7 @@ static inline __u32 rados_error_class(__s32 err)
 
 /* Member offsets of one client library build, from its probe profile; one per process. */
 struct rados_layout {
+	__u32 tgid; /* the client process (first: bpf/layouts.bpf.h) */
 	__u32 have;
 	__u32 target;	    /* the client's target id */
 	__u32 op_attempts;  /* Objecter::Op::attempts (int): sends so far */
@@ -124,7 +125,6 @@ struct rados_layout {
 	__u32 op_tid;	    /* Op::tid (u64) */
 	__u32 op_osd;	    /* Op::target.osd (s32): the OSD it was last sent to */
 	__u32 op_pg_seed;   /* Op::target.pgid.m_seed (u32) */
-	__u32 pad;
 };
 
 /*

@@ -22,6 +22,7 @@
 
 #include "bpf/osd.h"
 #include "collectors/bpf_collector.h"
+#include "collectors/layout_table.h"
 #include "collectors/osd_detail.h"
 #include "collectors/osd_detail_control.h"
 #include "collectors/osd_probes.h"
@@ -126,7 +127,7 @@ class OsdCollector final : public BpfCollector {
   profile::ProbeSet set_;
   osd_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
-  int layouts_fd_ = -1;
+  std::unique_ptr<LayoutTable<osd_layout>> layouts_;
   std::string mode_ = "never";  // collectors.osd.detail: never, always, auto
   DetailWindows windows_;       // guarded by mu_
   Clock::time_point next_check_{};
@@ -172,7 +173,9 @@ void OsdCollector::start(const CollectorContext& ctx) {
       std::chrono::nanoseconds(ctx.config.collectors.osd_slow_op_threshold).count());
   stats_fd_ = bpf_map__fd(skel->maps.osd_stats);
   prune_by_target<osd_stats_key>(stats_fd_);
-  layouts_fd_ = bpf_map__fd(skel->maps.osd_layouts);
+  layouts_ = std::make_unique<LayoutTable<osd_layout>>(bpf_map__fd(skel->maps.osd_layout_slots),
+                                                       bpf_map__fd(skel->maps.osd_layouts),
+                                                       OSD_LAYOUTS_MAX);
   skel_ = skel.release();
   osd_bpf* raw = skel_;
   adopt(
@@ -385,10 +388,8 @@ void OsdCollector::work(const std::stop_token& stop) {
       gone = std::move(it->second);
       attached_.erase(it);
     }
-    const auto tgid = static_cast<std::uint32_t>(req.pid);
-    if (bpf_map_delete_elem(layouts_fd_, &tgid) != 0 && errno != ENOENT) {
-      spdlog::warn("osd: {} (pid {}): layout not deleted: {}", gone.who, req.pid,
-                   std::strerror(errno));
+    if (auto erased = layouts_->erase(static_cast<std::uint32_t>(req.pid)); !erased.ok()) {
+      spdlog::warn("osd: {} (pid {}): {}", gone.who, req.pid, erased.error().message);
     }
     gone.links.clear();  // the slow part, outside the lock
     gone.detail_links.clear();
@@ -448,9 +449,9 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
   proc.plan = plan;
   proc.plan.layout.target = target.id;
   proc.plan.layout.detail = mode_ == "always" ? 1 : 0;
-  const auto tgid = static_cast<std::uint32_t>(pid);
-  if (bpf_map_update_elem(layouts_fd_, &tgid, &proc.plan.layout, BPF_ANY) != 0) {
-    fail_all({Reason::kInternal, std::string("cannot store the layout: ") + std::strerror(errno)});
+  if (auto stored = layouts_->put(static_cast<std::uint32_t>(pid), proc.plan.layout);
+      !stored.ok()) {
+    fail_all({Reason::kInternal, stored.error().message});
     return;
   }
   for (const auto& st : plan.unavailable) {
@@ -525,8 +526,8 @@ std::vector<Link> OsdCollector::set_detail(pid_t pid, Process& proc, bool on) {
     }
   }
   proc.plan.layout.detail = on && !proc.detail_links.empty() ? 1 : 0;
-  if (bpf_map_update_elem(layouts_fd_, &tgid, &proc.plan.layout, BPF_EXIST) != 0) {
-    spdlog::warn("osd: {} (pid {}): layout not updated: {}", proc.who, pid, std::strerror(errno));
+  if (auto stored = layouts_->put(tgid, proc.plan.layout); !stored.ok()) {
+    spdlog::warn("osd: {} (pid {}): layout not updated: {}", proc.who, pid, stored.error().message);
   }
   std::vector<Link> off;
   if (!on) {

@@ -22,6 +22,7 @@
 
 #include "bpf/rados.h"
 #include "collectors/bpf_collector.h"
+#include "collectors/layout_table.h"
 #include "collectors/rados_probes.h"
 #include "collectors/ring_reader.h"
 #include "collectors/slow_ops.h"
@@ -105,7 +106,7 @@ class RadosCollector final : public BpfCollector {
   profile::ProbeSet set_;
   rados_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
-  int layouts_fd_ = -1;
+  std::unique_ptr<LayoutTable<rados_layout>> layouts_;
   Buckets buckets_ = Buckets::kFull;
   bool instance_labels_ = false;
   SlowOpLog* slow_ops_ = nullptr;
@@ -142,7 +143,9 @@ void RadosCollector::start(const CollectorContext& ctx) {
   buckets_ = buckets_setting(ctx.config.collectors.rados.buckets, Buckets::kFull);
   stats_fd_ = bpf_map__fd(skel->maps.rados_stats);
   prune_by_target<rados_stats_key>(stats_fd_);
-  layouts_fd_ = bpf_map__fd(skel->maps.rados_layouts);
+  layouts_ = std::make_unique<LayoutTable<rados_layout>>(bpf_map__fd(skel->maps.rados_layout_slots),
+                                                         bpf_map__fd(skel->maps.rados_layouts),
+                                                         RADOS_LAYOUTS_MAX);
   skel_ = skel.release();
   rados_bpf* raw = skel_;
   adopt(
@@ -219,9 +222,8 @@ void RadosCollector::work(const std::stop_token& stop) {
       attached_.erase(it);
     }
     const auto tgid = static_cast<std::uint32_t>(req.pid);
-    if (bpf_map_delete_elem(layouts_fd_, &tgid) != 0 && errno != ENOENT) {
-      spdlog::warn("rados: {} (pid {}): layout not deleted: {}", gone.who, req.pid,
-                   std::strerror(errno));
+    if (auto erased = layouts_->erase(tgid); !erased.ok()) {
+      spdlog::warn("rados: {} (pid {}): {}", gone.who, req.pid, erased.error().message);
     }
     if (instance_labels_) {
       forget_pid(tgid);
@@ -352,13 +354,9 @@ bool RadosCollector::attach_library(pid_t pid, Process& proc, const profile::Mod
   }
   plan.layout.target = proc.target;
   if (!proc.layout) {
-    const auto tgid = static_cast<std::uint32_t>(pid);
-    if (bpf_map_update_elem(layouts_fd_, &tgid, &plan.layout, BPF_ANY) != 0) {
+    if (auto stored = layouts_->put(static_cast<std::uint32_t>(pid), plan.layout); !stored.ok()) {
       proc.status.push_back(
-          {module.name,
-           proc.who,
-           false,
-           {Reason::kInternal, std::string("cannot store the layout: ") + std::strerror(errno)}});
+          {module.name, proc.who, false, {Reason::kInternal, stored.error().message}});
       return false;
     }
     proc.layout = plan.layout;
