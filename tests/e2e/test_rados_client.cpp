@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -314,6 +315,59 @@ TEST_CASE("rados bench's writes and latency agree with the client histogram",
   CHECK(c.mean() == Approx(s.avg_latency_s).epsilon(0.10));
   REQUIRE(osd_count > 0);
   CHECK(c.mean() >= osd_sum / osd_count);
+}
+
+TEST_CASE("ops resent when their OSD is marked down count their resends, once each",
+          "[e2e][ceph][rados]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  const std::string pool = pool_id(cluster);
+  const std::string dir = test_dir(cluster.dir);
+  Daemon daemon(dir, daemon_config());
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  CleanupGuard cleanup{cluster};
+
+  const std::string log = dir + "/rados-bench-resend.log";
+  Subprocess bench(held_client(cluster, "rados",
+                               {"-p", cluster.pool, "bench", "10", "write", "-t", "16", "-b",
+                                "4096", "--no-cleanup"}),
+                   log);
+  wait_attached(daemon, "rados");
+  const std::map<std::string, std::string> who = {
+      {"process", "rados"}, {"pool", pool}, {"op", "write"}};
+  REQUIRE(poll_until([&] { return client_ops(daemon.scrape(), who).count >= 200; }, 60s, 100ms)
+              .has_value());
+  // The client retargets the ops it has in flight to osd.0 when the map says it is down, and
+  // again when osd.0 (alive) marks itself up.
+  const auto down = run_command(tool_argv(cluster, "ceph", {"osd", "down", "0"}));
+  INFO(down.err);
+  REQUIRE(down.exit_code == 0);
+  auto rc = bench.wait(180s);
+  INFO("rados bench output:\n" << read_file(log));
+  REQUIRE(rc == std::optional<int>(0));
+  const BenchSummary s = parse_rados_bench(read_file(log));
+  const Metrics after = daemon.scrape();
+  // the tests after this one find osd.0 up and every PG active+clean
+  REQUIRE(poll_until(
+              [&] {
+                const auto entry = osd_map_entry(cluster, 0);
+                return entry && entry->up && pgs_clean(cluster);
+              },
+              180s, 1s)
+              .has_value());
+
+  const double resends = after.sum("cephscope_client_op_resends_total", {{"process", "rados"}});
+  const ClientOps c = client_ops(after, who);
+  std::printf(
+      "osd.0 marked down under rados bench: %llu writes + %llu metadata; cephscope: "
+      "%.0f client writes, %.0f resends\n",
+      static_cast<unsigned long long>(s.total_ops),
+      static_cast<unsigned long long>(kBenchMetadataOps), c.count, resends);
+  CHECK(resends >= 1);
+  CHECK(c.count == static_cast<double>(s.total_ops + kBenchMetadataOps));
+  CHECK(after.sum("cephscope_events_lost_total", {{"collector", "rados"}}) == 0);
 }
 
 TEST_CASE("an rbd bench's writes are counted under its pool", "[e2e][ceph][rados]") {
