@@ -44,8 +44,8 @@ struct {
 } rados_layouts SEC(".maps");
 
 /*
- * Ops in flight, in a direct-mapped table of two-way buckets (one cache line each): a send and
- * its finish cost one inlined array load and plain stores, where an LRU hash's update and
+ * Ops in flight, in a direct-mapped table of two-way buckets (80 bytes each): a send and its
+ * finish cost one inlined array load and plain stores, where an LRU hash's update and
  * delete cost about 0.5 us per op. The key hashes under a seed drawn at each load. A send
  * that finds both ways live (and younger than INFLIGHT_STALE_NS) takes the first and counts
  * inflight_full; older records are leftovers of ops whose finish was missed.
@@ -168,9 +168,18 @@ static __always_inline struct rados_sent_bucket *sent_bucket(__u32 tgid, __u64 o
 	return bpf_map_lookup_elem(&rados_sent, &slot);
 }
 
-static __always_inline bool holds_op(const struct rados_sent *e, __u32 tgid, __u64 op)
+/* The live record of op (TGID, OP) in its bucket, or NULL. */
+static __always_inline struct rados_sent *find_way(struct rados_sent_bucket *b, __u32 tgid,
+						   __u64 op)
 {
-	return e->first_send_ns && e->op == op && e->tgid == tgid;
+#pragma unroll
+	for (__u32 i = 0; i < RADOS_SENT_WAYS; i++) {
+		struct rados_sent *e = &b->way[i];
+
+		if (e->first_send_ns && e->op == op && e->tgid == tgid)
+			return e;
+	}
+	return 0;
 }
 
 /*
@@ -180,11 +189,10 @@ static __always_inline bool holds_op(const struct rados_sent *e, __u32 tgid, __u
 static __always_inline struct rados_sent *way_for(struct rados_sent_bucket *b, __u32 tgid, __u64 op,
 						  __u64 now)
 {
-#pragma unroll
-	for (__u32 i = 0; i < RADOS_SENT_WAYS; i++) {
-		if (holds_op(&b->way[i], tgid, op))
-			return &b->way[i];
-	}
+	struct rados_sent *own = find_way(b, tgid, op);
+
+	if (own)
+		return own;
 #pragma unroll
 	for (__u32 i = 0; i < RADOS_SENT_WAYS; i++) {
 		if (!b->way[i].first_send_ns || now - b->way[i].first_send_ns >= INFLIGHT_STALE_NS)
@@ -213,16 +221,14 @@ int BPF_KPROBE(rados_send, void *objecter, void *op)
 	b = sent_bucket(tgid, (__u64)op);
 	if (!b)
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
-
 	if (attempts != 0) {
-#pragma unroll
-		for (__u32 i = 0; i < RADOS_SENT_WAYS; i++) {
-			if (holds_op(&b->way[i], tgid, (__u64)op))
-				b->way[i].sends = attempts < 0xfffe ? attempts + 1 : 0xffff;
-		}
+		e = find_way(b, tgid, (__u64)op);
+		if (e)
+			e->sends = attempts < 0xfffe ? attempts + 1 : 0xffff;
 		return 0;
 	}
+	__u64 now = bpf_ktime_get_ns();
+
 	e = way_for(b, tgid, (__u64)op, now);
 	e->op = (__u64)op;
 	e->tgid = tgid;
@@ -240,18 +246,13 @@ int BPF_KPROBE(rados_send, void *objecter, void *op)
 static __always_inline int take_sent(__u32 tgid, __u64 op, struct rados_sent *out)
 {
 	struct rados_sent_bucket *b = sent_bucket(tgid, op);
+	struct rados_sent *e = b ? find_way(b, tgid, op) : 0;
 
-	if (!b)
+	if (!e)
 		return -1;
-#pragma unroll
-	for (__u32 i = 0; i < RADOS_SENT_WAYS; i++) {
-		if (holds_op(&b->way[i], tgid, op)) {
-			*out = b->way[i];
-			b->way[i].first_send_ns = 0;
-			return 0;
-		}
-	}
-	return -1;
+	*out = *e;
+	e->first_send_ns = 0;
+	return 0;
 }
 
 /* "rbd_data.<id>.<n>": an rbd image's data object. */

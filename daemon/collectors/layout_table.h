@@ -20,7 +20,6 @@ namespace cephscope {
 template <typename Layout>
 class LayoutTable {
  public:
-  LayoutTable() = default;
   LayoutTable(int slots_fd, int all_fd, std::uint32_t slots)
       : slots_fd_(slots_fd), all_fd_(all_fd), slots_(slots) {}
 

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -213,6 +214,34 @@ ClientOps client_ops(const Metrics& m, const std::map<std::string, std::string>&
           m.sum("cephscope_client_op_seconds_sum", match)};
 }
 
+struct HeldBench {
+  BenchSummary summary;
+  Metrics attached;  // scraped once the probes were in, before the first write
+  Metrics after;
+};
+
+// A 16-thread 4 KiB rados bench write of SECONDS, its output in LOG. rados bench cannot wait
+// for the probes: it is held at its first connect() instead. DURING runs while it writes.
+HeldBench held_rados_bench(const ClusterInfo& cluster, Daemon& daemon, const std::string& log,
+                           int seconds, const std::function<void()>& during = {}) {
+  Subprocess bench(held_client(cluster, "rados",
+                               {"-p", cluster.pool, "bench", std::to_string(seconds), "write", "-t",
+                                "16", "-b", "4096", "--no-cleanup"}),
+                   log);
+  wait_attached(daemon, "rados");
+  HeldBench out;
+  out.attached = daemon.scrape();
+  if (during) {
+    during();
+  }
+  auto rc = bench.wait(180s);
+  INFO("rados bench output:\n" << read_file(log));
+  REQUIRE(rc == std::optional<int>(0));
+  out.summary = parse_rados_bench(read_file(log));
+  out.after = daemon.scrape();
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("a python3-rados client's ops are counted exactly", "[e2e][ceph][rados][python]") {
@@ -278,20 +307,11 @@ TEST_CASE("rados bench's writes and latency agree with the client histogram",
   REQUIRE(daemon.wait_ready(60s));
   CleanupGuard cleanup{cluster};
 
-  // rados bench cannot wait for the probes: held at its first connect() instead.
-  const auto argv = held_client(
-      cluster, "rados",
-      {"-p", cluster.pool, "bench", "8", "write", "-t", "16", "-b", "4096", "--no-cleanup"});
   const Metrics before = daemon.scrape();
-  const std::string log = dir + "/rados-bench.log";
-  Subprocess bench(argv, log);
-  wait_attached(daemon, "rados");
-  const Metrics attached = daemon.scrape();
-  auto rc = bench.wait(120s);
-  INFO("rados bench output:\n" << read_file(log));
-  REQUIRE(rc == std::optional<int>(0));
-  const BenchSummary s = parse_rados_bench(read_file(log));
-  const Metrics after = daemon.scrape();
+  const HeldBench bench = held_rados_bench(cluster, daemon, dir + "/rados-bench.log", 8);
+  const BenchSummary& s = bench.summary;
+  const Metrics& attached = bench.attached;
+  const Metrics& after = bench.after;
 
   const std::map<std::string, std::string> who = {
       {"process", "rados"}, {"pool", pool}, {"op", "write"}};
@@ -329,26 +349,21 @@ TEST_CASE("ops resent when their OSD is marked down count their resends, once ea
   REQUIRE(daemon.wait_ready(60s));
   CleanupGuard cleanup{cluster};
 
-  const std::string log = dir + "/rados-bench-resend.log";
-  Subprocess bench(held_client(cluster, "rados",
-                               {"-p", cluster.pool, "bench", "10", "write", "-t", "16", "-b",
-                                "4096", "--no-cleanup"}),
-                   log);
-  wait_attached(daemon, "rados");
   const std::map<std::string, std::string> who = {
       {"process", "rados"}, {"pool", pool}, {"op", "write"}};
-  REQUIRE(poll_until([&] { return client_ops(daemon.scrape(), who).count >= 200; }, 60s, 100ms)
-              .has_value());
   // The client retargets the ops it has in flight to osd.0 when the map says it is down, and
   // again when osd.0 (alive) marks itself up.
-  const auto down = run_command(tool_argv(cluster, "ceph", {"osd", "down", "0"}));
-  INFO(down.err);
-  REQUIRE(down.exit_code == 0);
-  auto rc = bench.wait(180s);
-  INFO("rados bench output:\n" << read_file(log));
-  REQUIRE(rc == std::optional<int>(0));
-  const BenchSummary s = parse_rados_bench(read_file(log));
-  const Metrics after = daemon.scrape();
+  const HeldBench bench =
+      held_rados_bench(cluster, daemon, dir + "/rados-bench-resend.log", 10, [&] {
+        REQUIRE(
+            poll_until([&] { return client_ops(daemon.scrape(), who).count >= 200; }, 60s, 100ms)
+                .has_value());
+        const auto down = run_command(tool_argv(cluster, "ceph", {"osd", "down", "0"}));
+        INFO(down.err);
+        REQUIRE(down.exit_code == 0);
+      });
+  const BenchSummary& s = bench.summary;
+  const Metrics& after = bench.after;
   // the tests after this one find osd.0 up and every PG active+clean
   REQUIRE(poll_until(
               [&] {
