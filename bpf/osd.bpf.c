@@ -106,7 +106,29 @@ struct {
 	__type(value, struct osd_stats);
 } osd_stats SEC(".maps");
 
+/* The series of processes with a stats slot (osd.h): an index, no hash lookup. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OSD_STATS_SLOTS *OSD_SLOT_SERIES);
+	__type(key, __u32);
+	__type(value, struct osd_stats);
+} osd_stats_slots SEC(".maps");
+
 static const struct osd_stats zero_stats;
+
+/* The op's series: in its process's slot (STATS_SLOT = 1 + the slot), else in the hash. */
+static __always_inline struct osd_stats *series_of(__u32 target, __u32 stats_slot, __u32 kind,
+						   __u32 op)
+{
+	struct osd_stats_key key = {.target = target, .kind = kind, .op = op};
+
+	if (stats_slot - 1 < OSD_STATS_SLOTS && op < OSD_OP_COUNT) {
+		__u32 i = (stats_slot - 1) * OSD_SLOT_SERIES + osd_slot_series(kind, op);
+
+		return bpf_map_lookup_elem(&osd_stats_slots, &i);
+	}
+	return lookup_or_init(&osd_stats, &key, &zero_stats);
+}
 
 static __always_inline void fill_key(struct osd_op_key *key, __u32 tgid, const __u64 *id)
 {
@@ -160,25 +182,26 @@ __noinline int osd_longest_stage(void)
 	return longest;
 }
 
+/* osd_fold's second argument: the process's stats slot, the op's kind and op. */
+static __always_inline __u32 series_arg(const struct osd_layout *l, __u32 kind, __u32 op)
+{
+	return (l->stats_slot & 0xffff) << 16 | (kind & 0xff) << 8 | (op & 0xff);
+}
+
 /*
- * Folds the scratch's measured stages and the whole op (kind_op = kind << 8 | op) into the
- * op's series with one map lookup; a slow op is counted under its longest stage. A global
+ * Folds the scratch's measured stages and the whole op (series = series_arg()) into the op's
+ * series with one map lookup; a slow op is counted under its longest stage. A global
  * function: the verifier checks it once, not once per caller's path.
  */
-__noinline int osd_fold(__u32 target, __u32 kind_op, __u64 whole, __u64 in, __u64 out)
+__noinline int osd_fold(__u32 target, __u32 series, __u64 whole, __u64 in, __u64 out)
 {
 	struct osd_scratch *s = scratch();
-	struct osd_stats_key key = {
-	    .target = target,
-	    .kind = (kind_op >> 8) & 0xff,
-	    .op = kind_op & 0xff,
-	};
 	struct osd_stats *st;
 
 	if (!s)
 		return 0;
-	st = lookup_or_init(&osd_stats, &key, &zero_stats);
-	if (!st)
+	st = series_of(target, series >> 16, (series >> 8) & 0xff, series & 0xff);
+	if (!st || bench_cut == CUT_BEFORE_HISTS)
 		return 0;
 #pragma unroll
 	for (__u32 i = 0; i < OSD_STAGE_COUNT; i++) {
@@ -550,10 +573,13 @@ int osd_op_done(struct pt_regs *ctx)
 	struct osd_layout *l = ending_op(tgid, &target, &s);
 	const void *op = (const void *)PT_REGS_PARM2(ctx);
 
-	if (!l || !op)
+	if (!l || !op || bench_cut == CUT_AFTER_LOOKUPS)
 		return 0;
 	struct op_times *t = start_op(s, l, op, 0);
 	__u8 cls = op_class(s, l, op);
+
+	if (bench_cut && bench_cut != CUT_BEFORE_HISTS)
+		return 0;
 
 	if (cls == OSD_OP_READ) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->now);
@@ -562,7 +588,7 @@ int osd_op_done(struct pt_regs *ctx)
 	} else {
 		event_stages(s);
 	}
-	osd_fold(target, (OSD_KIND_OP << 8) | cls, whole_op(t), PT_REGS_PARM3(ctx),
+	osd_fold(target, series_arg(l, OSD_KIND_OP, cls), whole_op(t), PT_REGS_PARM3(ctx),
 		 PT_REGS_PARM4(ctx));
 	record_slow(s, l, (const void *)PT_REGS_PARM1(ctx), op, tgid, target, cls, whole_op(t));
 	return 0;
@@ -577,7 +603,7 @@ int osd_subop_done(struct pt_regs *ctx)
 	__u32 target;
 	struct osd_layout *l = ending_op(tgid, &target, &s);
 
-	if (!l)
+	if (!l || bench_cut == CUT_AFTER_LOOKUPS)
 		return 0;
 	const void *rm = (const void *)read_u64((const void *)PT_REGS_PARM2(ctx));
 	const void *op = rm ? (const void *)read_u64(rm + l->repmod_op) : 0;
@@ -587,6 +613,8 @@ int osd_subop_done(struct pt_regs *ctx)
 	const void *msg;
 	struct op_times *t = start_op(s, l, op, &msg);
 
+	if (bench_cut && bench_cut != CUT_BEFORE_HISTS)
+		return 0;
 	/* tier 1 has no stamp between dequeue and the local commit: only tier 2 splits it */
 	if (take_inflight(s, l, op, tgid) == 0) {
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->txq);
@@ -603,6 +631,6 @@ int osd_subop_done(struct pt_regs *ctx)
 		if (!msg_member(s, l, msg, l->msg_data_len, v, 8))
 			data_len = v[0];
 	}
-	osd_fold(target, (OSD_KIND_SUBOP << 8) | OSD_OP_WRITE, whole_op(t), data_len, 0);
+	osd_fold(target, series_arg(l, OSD_KIND_SUBOP, OSD_OP_WRITE), whole_op(t), data_len, 0);
 	return 0;
 }

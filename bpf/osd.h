@@ -82,7 +82,7 @@ struct osd_layout {
 	__u32 pg_pool;		  /* PG::pg_id.pgid.m_pool (u64), from log_op_stats' this */
 	__u32 pg_seed;		  /* PG::pg_id.pgid.m_seed (u32) */
 	__u32 msg_object;	  /* MOSDOp::hobj.oid.name (std::string) */
-	__u32 pad2;
+	__u32 stats_slot; /* 1 + its slot in osd_stats_slots; 0: its series are in the hash */
 };
 
 /* An op between its transaction being queued and its completion, by the client's reqid. */
@@ -162,5 +162,20 @@ struct osd_slow_record {
 #define OSD_TXC_MAX 16384    /* BlueStore transactions between io done and kv commit */
 #define OSD_THREADS_MAX 4096 /* OSD shard threads queuing a transaction */
 #define OSD_STATS_MAX 4096   /* {OSD, kind, op}: 6 per OSD */
+
+/*
+ * The series of the first OSD_STATS_SLOTS OSD processes sit in a per-CPU array, OSD_SLOT_SERIES
+ * per process (client ops by op, then replicated writes), found by index where a hash lookup
+ * costs 300-450 ns per hit in a loaded ceph-osd (docs/collectors/osd.md); the series of any
+ * other process are in the osd_stats hash.
+ */
+#define OSD_STATS_SLOTS 32
+#define OSD_SLOT_SERIES (OSD_OP_COUNT + 1)
+
+/* A series' index in a slot: a client op by its op, a replicated write after them. */
+static inline __u32 osd_slot_series(__u32 kind, __u32 op)
+{
+	return kind == OSD_KIND_SUBOP ? (__u32)OSD_OP_COUNT : op;
+}
 
 #endif

@@ -45,6 +45,17 @@ struct osd_scratch {
 
 #define EVENT_NONE 0xffffffffu
 
+/*
+ * Benchmarks only (tests/bench/osd-build-pair.sh, CUT_B): where the end-of-op programs stop,
+ * so that two daemons on the same ops split a hit's cost. 0, as deployed, runs them whole; the
+ * verifier drops the branches of a constant, so a deployed program carries none of it.
+ */
+const volatile __u32 bench_cut = 0;
+#define CUT_AFTER_LOOKUPS 1 /* the layout and the scratch found: no user memory read */
+#define CUT_AFTER_READS 2   /* + the OpRequest window and the event list copied, the clock */
+#define CUT_BEFORE_FOLD 3   /* + the event scan and the stages: all but the stats */
+#define CUT_BEFORE_HISTS 4  /* + the op's stats found: all but the histograms' updates */
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -209,7 +220,8 @@ static __always_inline void read_events(struct osd_scratch *s, const struct osd_
 	    bpf_probe_read_user(s->events, size, (const void *)vec[0]))
 		return;
 	s->n_events = n;
-	osd_scan_events(n);
+	if (bench_cut != CUT_AFTER_READS)
+		osd_scan_events(n);
 }
 
 /* Copies the OpRequest window in one read, when the build's layout allows it. */

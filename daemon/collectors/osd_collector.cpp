@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -27,6 +28,7 @@
 #include "collectors/osd_detail_control.h"
 #include "collectors/osd_probes.h"
 #include "collectors/osd_records.h"
+#include "collectors/osd_stats_slots.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"
 #include "osd.skel.h"
@@ -88,7 +90,8 @@ class OsdCollector final : public BpfCollector {
     std::string who;       // ceph_daemon
     std::string fsid;      // its cluster, when known: osd.N is per cluster
     std::uint32_t target = 0;
-    std::string binary;  // the host path its uprobes go on
+    std::uint32_t stats_slot = 0;  // 1 + its slot in osd_stats_slots; 0: none
+    std::string binary;            // the host path its uprobes go on
     osd::BuildPlan plan;
     std::vector<Link> links;
     std::vector<Link> detail_links;       // tier 2 while a window is open (detail: auto)
@@ -108,6 +111,8 @@ class OsdCollector final : public BpfCollector {
   };
 
   void start(const CollectorContext& ctx);
+  [[nodiscard]] Status for_each_series(const OsdStatsSlots::SeriesFn& fn) const;
+  void prune_maps(const TargetIds& live) override;
   void work(const std::stop_token& stop);
   void attach_process(const TargetView& target, pid_t pid, Process& proc,
                       const std::stop_token& stop);
@@ -128,6 +133,7 @@ class OsdCollector final : public BpfCollector {
   osd_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
   std::unique_ptr<LayoutTable<osd_layout>> layouts_;
+  std::unique_ptr<OsdStatsSlots> slots_;
   std::string mode_ = "never";  // collectors.osd.detail: never, always, auto
   DetailWindows windows_;       // guarded by mu_
   Clock::time_point next_check_{};
@@ -145,6 +151,39 @@ class OsdCollector final : public BpfCollector {
   std::jthread worker_;  // last: stops first
 };
 
+// Benchmarks only: CEPHSCOPE_BENCH_OSD_CUT=1..4 stops the end-of-op programs early (bpf/
+// osd_events.bpf.h), so that tests/bench/osd-build-pair.sh splits a hit's cost. Never set in
+// service: the OSD stages it cuts are not measured, and the log says so.
+std::uint32_t bench_cut() {
+  const char* cut = std::getenv("CEPHSCOPE_BENCH_OSD_CUT");
+  if (cut == nullptr || *cut == '\0') {
+    return 0;
+  }
+  const std::string value(cut);
+  if (value.size() != 1 || value[0] < '1' || value[0] > '4') {
+    spdlog::error("osd: CEPHSCOPE_BENCH_OSD_CUT={} ignored: 1 to 4 only", value);
+    return 0;
+  }
+  spdlog::warn("osd: CEPHSCOPE_BENCH_OSD_CUT={}: a benchmark's cut programs, stages not measured",
+               value);
+  return static_cast<std::uint32_t>(value[0] - '0');
+}
+
+// Every series: the hash's, and those of the stats slots (osd_stats_slots.h).
+Status OsdCollector::for_each_series(const OsdStatsSlots::SeriesFn& fn) const {
+  if (Status walked = for_each_percpu<osd_stats_key, osd_stats>(stats_fd_, fn); !walked.ok()) {
+    return walked;
+  }
+  return slots_->for_each(fn);
+}
+
+void OsdCollector::prune_maps(const TargetIds& live) {
+  BpfCollector::prune_maps(live);
+  if (slots_) {
+    slots_->prune(live);
+  }
+}
+
 void OsdCollector::start(const CollectorContext& ctx) {
   // Every probe the collector can attach (fallbacks aside), for the "unavailable" statuses.
   std::vector<std::string> all;
@@ -158,6 +197,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
     unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
     return;
   }
+  skel->rodata->bench_cut = bench_cut();
   if (const int err = osd_bpf__load(skel.get()); err != 0) {
     unavailable({reason_of_errno(-err, Reason::kLoadFailed),
                  std::string("BPF load failed: ") + std::strerror(-err)},
@@ -173,6 +213,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
       std::chrono::nanoseconds(ctx.config.collectors.osd_slow_op_threshold).count());
   stats_fd_ = bpf_map__fd(skel->maps.osd_stats);
   prune_by_target<osd_stats_key>(stats_fd_);
+  slots_ = std::make_unique<OsdStatsSlots>(bpf_map__fd(skel->maps.osd_stats_slots));
   layouts_ = std::make_unique<LayoutTable<osd_layout>>(bpf_map__fd(skel->maps.osd_layout_slots),
                                                        bpf_map__fd(skel->maps.osd_layouts),
                                                        OSD_LAYOUTS_MAX);
@@ -248,8 +289,8 @@ void OsdCollector::check_windows(Clock::time_point now) {
   const bool check = now >= next_check_;
   if (check) {
     next_check_ = now + kDetailCheck;
-    const Status walked = for_each_percpu<osd_stats_key, osd_stats>(
-        stats_fd_, [&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
+    const Status walked =
+        for_each_series([&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
           if (k.kind != OSD_KIND_OP) {
             return;
           }
@@ -393,6 +434,9 @@ void OsdCollector::work(const std::stop_token& stop) {
     }
     gone.links.clear();  // the slow part, outside the lock
     gone.detail_links.clear();
+    if (auto kept = slots_->release(gone.stats_slot); !kept.ok()) {
+      spdlog::warn("osd: {} (pid {}): stats slot: {}", gone.who, req.pid, kept.error().message);
+    }
   }
 }
 
@@ -449,6 +493,12 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
   proc.plan = plan;
   proc.plan.layout.target = target.id;
   proc.plan.layout.detail = mode_ == "always" ? 1 : 0;
+  if (auto slot = slots_->take(target.id); slot.ok()) {
+    proc.stats_slot = *slot;
+  } else {
+    spdlog::warn("osd: {} (pid {}): its series go to the hash: {}", who, pid, slot.error().message);
+  }
+  proc.plan.layout.stats_slot = proc.stats_slot;
   if (auto stored = layouts_->put(static_cast<std::uint32_t>(pid), proc.plan.layout);
       !stored.ok()) {
     fail_all({Reason::kInternal, stored.error().message});
@@ -590,18 +640,17 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   stage_status(out);
   detail_status(out);
   std::map<std::tuple<std::uint32_t, int, int>, osd_stats> sums;
-  Status walked = for_each_percpu<osd_stats_key, osd_stats>(
-      stats_fd_, [&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
-        auto& s = sums[{k.target, k.kind, k.op}];
-        for (const auto& c : cpus) {
-          for (int i = 0; i <= OSD_STAGE_WHOLE; ++i) {
-            add_hist(s.latency[i], c.latency[i]);
-            s.slow[i] += c.slow[i];
-          }
-          s.bytes_in += c.bytes_in;
-          s.bytes_out += c.bytes_out;
-        }
-      });
+  Status walked = for_each_series([&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
+    auto& s = sums[{k.target, k.kind, k.op}];
+    for (const auto& c : cpus) {
+      for (int i = 0; i <= OSD_STAGE_WHOLE; ++i) {
+        add_hist(s.latency[i], c.latency[i]);
+        s.slow[i] += c.slow[i];
+      }
+      s.bytes_in += c.bytes_in;
+      s.bytes_out += c.bytes_out;
+    }
+  });
   if (!walked.ok()) {
     return walked;
   }

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prints the BPF run time per event of the syscall and block programs, from the kernel's
 # own accounting (kernel.bpf_stats_enabled=1), for a tracked and an untracked workload, each
-# beside an empty program on the same hooks in the same run (bpftrace). Needs bpftrace and
-# bpftool.
+# beside two floors on the same hooks in the same run (bpftrace): an empty program, and one
+# that only reads the clock, which every program that measures a latency must do. Needs
+# bpftrace and bpftool.
 # A benchmark: it prints figures and asserts nothing about time.
 #   usage: tests/bench/bpf-cost.sh [BUILD_DIR] [PWRITES]
 set -euo pipefail
@@ -17,7 +18,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 # Every line must run whatever the one before did (set -e applies here too).
 cleanup() {
-  if [ -n "${floor:-}" ]; then kill "$floor" 2>/dev/null || true; fi
+  if [ -n "${floor:-}" ]; then kill $floor 2>/dev/null || true; fi
   if [ -n "${daemon:-}" ]; then kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true; fi
   sysctl -qw kernel.bpf_stats_enabled="$old_stats"
   rm -rf "$work"
@@ -69,30 +70,42 @@ wait_tracked() {
   exit 1
 }
 
-# An empty program on the same hooks, in the same run: the floor each figure is read against.
-# bpftrace (0.17) has no tp_btf: the block floor is the classic tracepoints of the same
+# The floors, on the same hooks in the same run: an empty program ("empty"), and one that reads
+# the clock and nothing else ("clock": bpftrace's nsecs, bpf_ktime_get_boot_ns, as costly as
+# the bpf_ktime_get_ns the collectors call). PROBES is a bpftrace probe list; each floor's
+# programs are in $work/NAME.ids.
+# bpftrace (0.17) has no tp_btf: the block floors are the classic tracepoints of the same
 # events, whose accounted run time is the program's alone, as a tp_btf program's is.
 prog_ids() { bpftool prog show | awk '/^[0-9]+: / { sub(":", "", $1); print $1 }' | sort; }
-start_floor() {
+start_one_floor() { # NAME PROGRAM
   prog_ids > "$work/ids.before"
-  bpftrace -e "$1" > "$work/bpftrace.out" 2>&1 &
-  floor=$!
+  bpftrace -e "$2" > "$work/$1.out" 2>&1 &
+  floor="$floor $!"
   for _ in $(seq 300); do
-    if grep -q '^Attaching' "$work/bpftrace.out"; then
+    if grep -q '^Attaching' "$work/$1.out"; then
       sleep 0.5
-      prog_ids | comm -13 "$work/ids.before" - > "$work/floor.ids"
+      prog_ids | comm -13 "$work/ids.before" - > "$work/$1.ids"
       return 0
     fi
     sleep 0.1
   done
   echo "bpftrace did not attach:" >&2
-  cat "$work/bpftrace.out" >&2
+  cat "$work/$1.out" >&2
   exit 1
 }
-stop_floor() { kill "$floor" 2>/dev/null; wait "$floor" 2>/dev/null || true; floor=; }
-floor_totals() {
+start_floor() { # PROBES
+  floor=
+  start_one_floor empty "$1 { }"
+  start_one_floor clock "$1 { \$t = nsecs; }"
+}
+stop_floor() {
+  local f
+  for f in $floor; do kill "$f" 2>/dev/null; wait "$f" 2>/dev/null || true; done
+  floor=
+}
+floor_totals() { # NAME
   local id
-  while read -r id; do bpftool prog show id "$id" 2>/dev/null; done < "$work/floor.ids" |
+  while read -r id; do bpftool prog show id "$id" 2>/dev/null; done < "$work/$1.ids" |
     awk '{ for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t += $(i + 1); if ($i == "run_cnt") c += $(i + 1) } }
       END { printf "%d %d\n", c, t }'
 }
@@ -114,11 +127,14 @@ measure_with_floor() {
   local title=$1 probes=$2
   shift 2
   start_floor "$probes"
-  read -r f0 ft0 < <(floor_totals)
+  read -r f0 ft0 < <(floor_totals empty)
+  read -r k0 kt0 < <(floor_totals clock)
   measure "$title" "$@"
-  read -r f1 ft1 < <(floor_totals)
+  read -r f1 ft1 < <(floor_totals empty)
+  read -r k1 kt1 < <(floor_totals clock)
   stop_floor
   awk -v c=$((f1 - f0)) -v t=$((ft1 - ft0)) 'BEGIN { if (c > 0) printf "  %-22s %10d runs %8.1f ns/run (empty program, same hooks)\n", "floor", c, t / c }'
+  awk -v c=$((k1 - k0)) -v t=$((kt1 - kt0)) 'BEGIN { if (c > 0) printf "  %-22s %10d runs %8.1f ns/run (the clock alone, same hooks)\n", "clock floor", c, t / c }'
 }
 
 echo "kernel $(uname -r), $(nproc) CPUs, $writes pwrites per run"
@@ -127,9 +143,9 @@ echo "kernel $(uname -r), $(nproc) CPUs, $writes pwrites per run"
 sleeper=$!
 wait_tracked
 wait "$sleeper"
-sys_floor='tracepoint:syscalls:sys_enter_pwrite64 { } tracepoint:syscalls:sys_exit_pwrite64 { }'
+sys_floor='tracepoint:syscalls:sys_enter_pwrite64, tracepoint:syscalls:sys_exit_pwrite64'
 measure_with_floor "untracked: $writes pwrite64 of 64 B (filtered out at entry and exit)" \
   "$sys_floor" pwrites "$work/bench_other"
 measure_with_floor "tracked: $writes pwrite64 of 64 B" "$sys_floor" pwrites "$work/bench_tracked"
-block_floor='tracepoint:block:block_bio_queue { } tracepoint:block:block_getrq { } tracepoint:block:block_rq_insert { } tracepoint:block:block_rq_issue { } tracepoint:block:block_rq_complete { }'
+block_floor='tracepoint:block:block_bio_queue, tracepoint:block:block_getrq, tracepoint:block:block_rq_insert, tracepoint:block:block_rq_issue, tracepoint:block:block_rq_complete'
 measure_with_floor "tracked: 20000 direct 4 KiB writes to a file (block events)" "$block_floor" direct_writes

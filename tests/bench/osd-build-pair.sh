@@ -14,6 +14,10 @@
 # A benchmark: it prints figures and asserts nothing about time (MACHINE.md: noisy 2 cores).
 #   usage: tests/bench/osd-build-pair.sh BUILD_A BUILD_B CLUSTER_DIR [ROUNDS] [SECONDS]
 #   e.g. a worktree of the base commit built in /work/build-base against build.
+# CUT_B=1..4 runs B's programs cut short (CEPHSCOPE_BENCH_OSD_CUT, bpf/osd_events.bpf.h: 1 after
+# the layout and scratch lookups, 2 after the op's memory is copied and the clock read, 3 before
+# the fold, 4 before the histograms' updates), so that with A = B the pair splits a hit: what
+# the cut-away part costs is A - B.
 set -euo pipefail
 build_a=${1:?usage: $0 BUILD_A BUILD_B CLUSTER_DIR [ROUNDS] [SECONDS]}
 build_b=${2:?usage: $0 BUILD_A BUILD_B CLUSTER_DIR [ROUNDS] [SECONDS]}
@@ -61,9 +65,9 @@ config "$port_b" > "$work/b.yaml"
 
 # Starts BUILD's daemon on PORT, its pid in the variable VAR, and waits for its 6 tier-1
 # probes (2 per OSD).
-start() { # VAR BUILD CONFIG PORT
+start() { # VAR BUILD CONFIG PORT [CUT]
   local n
-  "$2/daemon/cephscope" --config "$3" > /dev/null 2>> "$work/daemon.log" &
+  CEPHSCOPE_BENCH_OSD_CUT=${5:-} "$2/daemon/cephscope" --config "$3" > /dev/null 2>> "$work/daemon.log" &
   printf -v "$1" '%s' $!
   for _ in $(seq 600); do
     n=$(curl -s "localhost:$4/metrics" | grep '^cephscope_probe_attached{' |
@@ -85,15 +89,15 @@ program() { # PORT PROGRAM
 }
 
 programs="osd_op_done osd_subop_done"
-echo "== tier 1 per hit, A = $build_a, B = $build_b: $rounds rounds of two $secs s benches, 16 threads"
+echo "== tier 1 per hit, A = $build_a, B = $build_b${CUT_B:+ cut at $CUT_B}: $rounds rounds of two $secs s benches, 16 threads"
 for i in $(seq "$rounds"); do
   for first in a b; do
     # the first started runs second on each hit (warm)
     if [ "$first" = a ]; then
       start pid_a "$build_a" "$work/a.yaml" "$port_a"
-      start pid_b "$build_b" "$work/b.yaml" "$port_b"
+      start pid_b "$build_b" "$work/b.yaml" "$port_b" "${CUT_B:-}"
     else
-      start pid_b "$build_b" "$work/b.yaml" "$port_b"
+      start pid_b "$build_b" "$work/b.yaml" "$port_b" "${CUT_B:-}"
       start pid_a "$build_a" "$work/a.yaml" "$port_a"
     fi
     for p in $programs; do

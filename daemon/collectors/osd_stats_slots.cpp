@@ -1,0 +1,121 @@
+#include "collectors/osd_stats_slots.h"
+
+#include <bpf/bpf.h>
+
+#include <cerrno>
+
+#include "core/hist.h"
+#include "libbpf/maps.h"
+
+namespace cephscope {
+namespace {
+
+// The key a slot's series I stands for (osd_slot_series in bpf/osd.h).
+osd_stats_key series_key(std::uint32_t target, std::uint32_t i) {
+  osd_stats_key k{};
+  k.target = target;
+  k.kind = i == OSD_OP_COUNT ? OSD_KIND_SUBOP : OSD_KIND_OP;
+  k.op = static_cast<std::uint8_t>(i == OSD_OP_COUNT ? std::uint32_t{OSD_OP_WRITE} : i);
+  return k;
+}
+
+void add_stats(osd_stats& into, const osd_stats& from) {
+  for (int i = 0; i <= OSD_STAGE_WHOLE; ++i) {
+    add_hist(into.latency[i], from.latency[i]);
+    into.slow[i] += from.slow[i];
+  }
+  into.bytes_in += from.bytes_in;
+  into.bytes_out += from.bytes_out;
+}
+
+}  // namespace
+
+OsdStatsSlots::OsdStatsSlots(int array_fd) : fd_(array_fd) {
+  for (std::uint32_t s = 0; s < OSD_STATS_SLOTS; ++s) {
+    free_.push_back(s);
+  }
+}
+
+Result<std::uint32_t> OsdStatsSlots::take(std::uint32_t target) {
+  std::lock_guard lock(mu_);
+  if (free_.empty()) {
+    return 0U;
+  }
+  const std::uint32_t slot = free_.front();
+  // Zeroed here, not at release: a program that read the old layout just before it changed
+  // has long finished by the time the slot comes round again.
+  const std::vector<osd_stats> zero(static_cast<std::size_t>(possible_cpus()));
+  for (std::uint32_t i = 0; i < OSD_SLOT_SERIES; ++i) {
+    const std::uint32_t index = slot * OSD_SLOT_SERIES + i;
+    if (bpf_map_update_elem(fd_, &index, zero.data(), BPF_ANY) != 0) {
+      return map_error("bpf_map_update_elem", fd_);
+    }
+  }
+  free_.pop_front();
+  taken_[slot] = target;
+  return slot + 1;
+}
+
+Status OsdStatsSlots::read_slot(std::uint32_t slot, std::uint32_t target,
+                                const SeriesFn& fn) const {
+  std::vector<osd_stats> cpus(static_cast<std::size_t>(possible_cpus()));
+  for (std::uint32_t i = 0; i < OSD_SLOT_SERIES; ++i) {
+    const std::uint32_t index = slot * OSD_SLOT_SERIES + i;
+    if (bpf_map_lookup_elem(fd_, &index, cpus.data()) != 0) {
+      return map_error("bpf_map_lookup_elem", fd_);
+    }
+    std::uint64_t hits = 0;
+    for (const auto& c : cpus) {
+      hits += hist_count(c.latency[OSD_STAGE_WHOLE]);  // every fold adds the whole op
+    }
+    if (hits != 0) {
+      fn(series_key(target, i), cpus);
+    }
+  }
+  return ok_status();
+}
+
+Status OsdStatsSlots::release(std::uint32_t stats_slot) {
+  std::lock_guard lock(mu_);
+  const std::uint32_t slot = stats_slot - 1;
+  const auto it = taken_.find(slot);
+  if (stats_slot == 0 || it == taken_.end()) {
+    return ok_status();
+  }
+  Status read = read_slot(slot, it->second, [&](const osd_stats_key& k, auto cpus) {
+    auto& kept = kept_[{k.target, k.kind, k.op}];
+    for (const auto& c : cpus) {
+      add_stats(kept, c);
+    }
+  });
+  if (!read.ok()) {
+    return read;  // the slot stays taken: its counts are still there for the scrapes
+  }
+  taken_.erase(it);
+  free_.push_back(slot);
+  return ok_status();
+}
+
+Status OsdStatsSlots::for_each(const SeriesFn& fn) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [slot, target] : taken_) {
+    if (Status read = read_slot(slot, target, fn); !read.ok()) {
+      return read;
+    }
+  }
+  for (const auto& [key, stats] : kept_) {
+    osd_stats_key k{};
+    k.target = std::get<0>(key);
+    k.kind = std::get<1>(key);
+    k.op = std::get<2>(key);
+    fn(k, std::span<const osd_stats>(&stats, 1));
+  }
+  return ok_status();
+}
+
+void OsdStatsSlots::prune(const TargetIds& live) {
+  std::lock_guard lock(mu_);
+  std::erase_if(kept_, [&](const auto& entry) { return !live.contains(std::get<0>(entry.first)); });
+}
+
+}  // namespace cephscope

@@ -1,0 +1,133 @@
+// OsdStatsSlots against a real per-CPU BPF array shaped as osd_stats_slots (bpf/osd.h): what a
+// program folds into a process's slot is scraped while the process lives and kept under its
+// target when it goes; a slot comes back zeroed; without a free slot the series go to the hash.
+#include <bpf/bpf.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "bpf/osd.h"
+#include "collectors/osd_stats_slots.h"
+#include "core/hist.h"
+#include "core/unique_fd.h"
+#include "libbpf/maps.h"
+
+namespace cephscope {
+namespace {
+
+UniqueFd slots_map() {
+  return UniqueFd(bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "test_osd_slots", sizeof(std::uint32_t),
+                                 sizeof(osd_stats), OSD_STATS_SLOTS * OSD_SLOT_SERIES, nullptr));
+}
+
+// What a program does for N ops of KIND/OP in STATS_SLOT (1 + the slot), on CPU 1 when there
+// is one: every fold adds the whole op, and ops of 2 us add to the whole op's slot 1.
+void fold(int fd, std::uint32_t stats_slot, std::uint32_t kind, std::uint32_t op, std::uint64_t n) {
+  const std::uint32_t index = (stats_slot - 1) * OSD_SLOT_SERIES + osd_slot_series(kind, op);
+  std::vector<osd_stats> cpus(static_cast<std::size_t>(possible_cpus()));
+  REQUIRE(bpf_map_lookup_elem(fd, &index, cpus.data()) == 0);
+  auto& c = cpus[cpus.size() > 1 ? 1 : 0];
+  c.latency[OSD_STAGE_WHOLE].slots[1] += n;
+  c.latency[OSD_STAGE_WHOLE].sum_ns += n * 2000;
+  c.bytes_in += n * 4096;
+  REQUIRE(bpf_map_update_elem(fd, &index, cpus.data(), BPF_ANY) == 0);
+}
+
+// (target, kind, op) -> (ops, bytes in), summed over what for_each hands over.
+std::map<std::tuple<std::uint32_t, int, int>, std::pair<std::uint64_t, std::uint64_t>> scrape(
+    const OsdStatsSlots& slots) {
+  std::map<std::tuple<std::uint32_t, int, int>, std::pair<std::uint64_t, std::uint64_t>> out;
+  REQUIRE(slots
+              .for_each([&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
+                auto& [ops, bytes] = out[{k.target, k.kind, k.op}];
+                for (const auto& c : cpus) {
+                  ops += hist_count(c.latency[OSD_STAGE_WHOLE]);
+                  bytes += c.bytes_in;
+                }
+              })
+              .ok());
+  return out;
+}
+
+TEST_CASE("osd stats slots: series scraped live, kept after the process", "[kernel][osd_slots]") {
+  const UniqueFd fd = slots_map();
+  REQUIRE(fd.get() >= 0);
+  OsdStatsSlots slots(fd.get());
+
+  const auto a = slots.take(7);
+  const auto b = slots.take(9);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  REQUIRE(*a != 0);
+  REQUIRE(*b != 0);
+  CHECK(*a != *b);
+  fold(fd.get(), *a, OSD_KIND_OP, OSD_OP_WRITE, 5);
+  fold(fd.get(), *a, OSD_KIND_SUBOP, OSD_OP_WRITE, 3);
+  fold(fd.get(), *b, OSD_KIND_OP, OSD_OP_READ, 2);
+
+  auto seen = scrape(slots);
+  CHECK(seen.size() == 3);  // series never hit are not handed over
+  CHECK(seen[{7, OSD_KIND_OP, OSD_OP_WRITE}] == std::pair<std::uint64_t, std::uint64_t>{5, 20480});
+  CHECK(seen[{7, OSD_KIND_SUBOP, OSD_OP_WRITE}].first == 3);
+  CHECK(seen[{9, OSD_KIND_OP, OSD_OP_READ}].first == 2);
+
+  // target 7's process goes; a new one of the same target counts on from there
+  REQUIRE(slots.release(*a).ok());
+  const auto again = slots.take(7);
+  REQUIRE(again.ok());
+  REQUIRE(*again != 0);
+  fold(fd.get(), *again, OSD_KIND_OP, OSD_OP_WRITE, 4);
+  seen = scrape(slots);
+  std::uint64_t writes = 0;
+  REQUIRE(slots
+              .for_each([&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
+                if (k.target == 7 && k.kind == OSD_KIND_OP && k.op == OSD_OP_WRITE) {
+                  for (const auto& c : cpus) {
+                    writes += hist_count(c.latency[OSD_STAGE_WHOLE]);
+                  }
+                }
+              })
+              .ok());
+  CHECK(writes == 9);
+
+  // the expired target's kept counts go; the live ones stay
+  slots.prune({9});
+  seen = scrape(slots);
+  CHECK(seen.count({7, OSD_KIND_OP, OSD_OP_WRITE}) == 1);  // still in a taken slot: 4
+  CHECK(seen[{7, OSD_KIND_OP, OSD_OP_WRITE}].first == 4);
+  CHECK(seen[{9, OSD_KIND_OP, OSD_OP_READ}].first == 2);
+}
+
+TEST_CASE("osd stats slots: a reused slot starts at zero; none free means the hash",
+          "[kernel][osd_slots]") {
+  const UniqueFd fd = slots_map();
+  REQUIRE(fd.get() >= 0);
+  OsdStatsSlots slots(fd.get());
+
+  std::vector<std::uint32_t> taken;
+  for (std::uint32_t i = 0; i < OSD_STATS_SLOTS; ++i) {
+    const auto s = slots.take(100 + i);
+    REQUIRE(s.ok());
+    REQUIRE(*s != 0);
+    taken.push_back(*s);
+    fold(fd.get(), *s, OSD_KIND_OP, OSD_OP_WRITE, 1);
+  }
+  const auto none = slots.take(999);
+  REQUIRE(none.ok());
+  CHECK(*none == 0);  // the process's layout names no slot: its programs use the hash
+
+  REQUIRE(slots.release(taken[0]).ok());
+  const auto reused = slots.take(500);
+  REQUIRE(reused.ok());
+  CHECK(*reused == taken[0]);
+  auto seen = scrape(slots);
+  CHECK(seen.count({500, OSD_KIND_OP, OSD_OP_WRITE}) == 0);  // zeroed: nothing of target 100
+  CHECK(seen[{100, OSD_KIND_OP, OSD_OP_WRITE}].first == 1);  // kept from the released slot
+  CHECK(slots.release(0).ok());                              // no slot: nothing to do
+}
+
+}  // namespace
+}  // namespace cephscope
