@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Cost of the OSD stage collector per tier on a running test cluster (tests/ceph/cluster.sh up
 # DIR; CEPH_OSD_PROFILE=ssd or hdd there picks BlueStore's settings). In alternating rounds:
-#   1. per tier (collectors.osd.detail never = tier 1, always = tier 2) and for the floor (an
-#      empty BPF program on the same two functions, log_op_stats and repop_commit, in the same
-#      loaded OSDs): uprobe hits per OSD op (op_w + op_r + subop_w of the cluster's OSDs) and per
-#      client write, BPF run time per hit and per client write, from the kernel's own
-#      accounting (bpf_stats), over a 4 KiB rados bench write of THREADS threads;
+#   1. per tier (collectors.osd.detail never = tier 1, always = tier 2) and for two floors, on
+#      the same two functions (log_op_stats and repop_commit) in the same loaded OSDs: an empty
+#      BPF program ("floor"), and tier 1's programs cut short once they have read what Ceph
+#      stamped on the op and the clock ("reads": CEPHSCOPE_BENCH_OSD_CUT=2, the least any
+#      program that reads Ceph's stamps pays): uprobe hits per OSD op (op_w + op_r + subop_w of
+#      the cluster's OSDs) and per client write, BPF run time per hit and per client write, from
+#      the kernel's own accounting (bpf_stats), over a 4 KiB rados bench write of THREADS
+#      threads;
 #   2. per tier, the probe path's share of the OSDs' CPU samples (perf cpu-clock);
 #   3. at one client thread (the CPUs not saturated, so the critical path shows): average
 #      latency, IOPS and OSD CPU per client write without the daemon and with each tier,
@@ -48,7 +51,7 @@ prog_ids() { bpftool prog show | awk '/^[0-9]+: / { sub(":", "", $1); print $1 }
 launch_daemon() {
   local config=$1 want=$2 n
   prog_ids > "$work/ids.before"
-  "$bin" --config "$config" 2>> "$work/daemon.log" &
+  CEPHSCOPE_BENCH_OSD_CUT=${bench_cut:-} "$bin" --config "$config" 2>> "$work/daemon.log" &
   runner=$!
   for _ in $(seq 600); do
     n=$(curl -s "localhost:$port/metrics" 2>/dev/null | grep '^cephscope_probe_attached{' |
@@ -65,7 +68,7 @@ launch_daemon() {
 }
 
 # The daemon with only the OSD collector at DETAIL (never|always): 2 probes per OSD in tier
-# 1, 6 in tier 2.
+# 1, 6 in tier 2. With bench_cut set, its programs stop there (CEPHSCOPE_BENCH_OSD_CUT).
 start_daemon() {
   cat > "$work/cephscope.yaml" <<CONF
 listen: "127.0.0.1:$port"
@@ -170,6 +173,10 @@ cost_round() {
   read -r writes _ _ _ < <(bench "${THREADS:-16}")
   read -r r1 t1 < <(prog_totals)
   o1=$(osd_ops)
+  if [ $((o1 - o0)) -le 0 ] || [ $((r1 - r0)) -le 0 ] || [ "${writes:-0}" -le 0 ]; then
+    echo "no OSD ops or hits in a round (writes ${writes:-0}, ops $((o1 - o0)), hits $((r1 - r0))): is $cluster healthy?" >&2
+    exit 1
+  fi
   awk -v r=$((r1 - r0)) -v t=$((t1 - t0)) -v o=$((o1 - o0)) -v w="$writes" \
     'BEGIN { printf "%.2f %.2f %.0f %.2f\n", r / o, r / w, t / r, t / w / 1000 }'
 }
@@ -185,11 +192,12 @@ part() { case " ${PARTS:-1 2 3 4} " in *" $1 "*) return 0 ;; *) return 1 ;; esac
 if part 1; then
 echo "== 1. BPF cost per hit, OSD op and client write: $rounds alternating rounds of $secs s, 4 KiB writes, ${THREADS:-16} threads"
 for i in $(seq "$rounds"); do
-  for what in tier1 tier2 floor; do
+  for what in tier1 tier2 floor reads; do
     case $what in
       tier1) start_daemon never ;;
       tier2) start_daemon always ;;
       floor) start_floor ;;
+      reads) bench_cut=2 start_daemon never ;;
     esac
     read -r hpo hpw nph upw < <(cost_round)
     stop_runner
@@ -199,13 +207,17 @@ for i in $(seq "$rounds"); do
       "$i" "$what" "$hpo" "$hpw" "$nph" "$upw"
   done
 done
-for what in tier1 tier2 floor; do
+for what in tier1 tier2 floor reads; do
   printf '  %-6s median (min-max): hits per OSD op %s, per client write %s; ns per hit %s; us per client write %s\n' "$what" \
     "$(cut -d' ' -f1 "$work/$what" | median)" "$(cut -d' ' -f2 "$work/$what" | median)" \
     "$(cut -d' ' -f3 "$work/$what" | median)" "$(cut -d' ' -f4 "$work/$what" | median)"
 done
 paste -d' ' "$work/tier1" "$work/floor" | awk '{ print $3 - $7 }' > "$work/above"
 echo "  tier 1 per hit above the floor, paired by round, ns: $(median < "$work/above")"
+paste -d' ' "$work/reads" "$work/floor" | awk '{ print $3 - $7 }' > "$work/reads_above"
+echo "  its reads alone above the floor, paired by round, ns: $(median < "$work/reads_above")"
+paste -d' ' "$work/tier1" "$work/reads" | awk '{ print $3 - $7 }' > "$work/rest"
+echo "  tier 1 per hit above its reads alone, paired by round, ns: $(median < "$work/rest")"
 fi
 
 if part 2 && command -v perf > /dev/null; then
@@ -267,15 +279,18 @@ join "$work/p0" "$work/p1" | awk -v w="$writes" '($4 - $2) / w >= 0.1 {
   printf "    %-30s %6.2f runs, %6.2f us per client write, %6.0f ns per run\n", $1, ($4 - $2) / w, ($5 - $3) / w / 1000, ($5 - $3) / ($4 - $2) }'
 awk -v r=$((r1 - r0)) -v t=$((t1 - t0)) -v w="$writes" \
   'BEGIN { printf "  every program the daemon loaded: %.1f runs, %.2f us per client write\n", r / w, t / w / 1000 }'
+# A bench right after a cleanup runs while the OSDs still trim the deletes: the order within a
+# pair alternates (without first, then with first), so that this favours neither side.
 for i in $(seq "$rounds"); do
-  read -r _ base _ _ < <(bench "${THREADS:-16}")
-  clean_pool
-  start_default_daemon
-  read -r _ with _ _ < <(bench "${THREADS:-16}")
-  stop_runner
-  clean_pool
+  for side in $( ((i % 2)) && echo "without with" || echo "with without"); do
+    [ "$side" = with ] && start_default_daemon
+    read -r _ iops _ _ < <(bench "${THREADS:-16}")
+    [ "$side" = with ] && stop_runner
+    clean_pool
+    if [ "$side" = with ]; then with=$iops; else base=$iops; fi
+  done
   r=$(awk -v a="$with" -v b="$base" 'BEGIN { printf "%.3f", a / b }')
   echo "$r" >> "$work/ratios"
-  echo "  pair $i: without $base IOPS, with $with IOPS, ratio $r"
+  echo "  pair $i ($( ((i % 2)) && echo "without first" || echo "with first")): without $base IOPS, with $with IOPS, ratio $r"
 done
 echo "  IOPS with/without the daemon, median (min-max): $(median < "$work/ratios")"
