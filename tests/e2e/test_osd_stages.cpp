@@ -10,7 +10,9 @@
 //      with BlueStore's own state_*_lat counters;
 //   2. runs a seq read bench on those objects: op_r counts and op_r_latency the same way;
 //   3. pauses one OSD with SIGSTOP for 2 s during a bench: the primaries that replicate to it
-//      count slow ops under stage="replication".
+//      count slow ops under stage="replication";
+//   4. restarts one OSD under the daemon: its series never go back (the gone process's stats
+//      slot is kept), and the new process's writes count exactly as its op_w.
 //
 // Another cluster's osd.N on the same host is a target of its own (its fsid): every series
 // read here is this cluster's.
@@ -283,6 +285,58 @@ TEST_CASE("with Ceph's op tracker off, ops are counted and event-only stages sta
     CHECK(count(st) == 0);
     CHECK(subop_count(st) == (std::string(st) == "commit" ? subops.count : 0));
   }
+  rados_cleanup(cluster);
+  const auto rc = daemon.stop(20s);
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 0);
+}
+
+// An OSD process that goes while the daemon watches leaves what its stats slot counted in the
+// daemon's keeping: the OSD's series go on from where they were, never back, and its new
+// process's ops are counted from its first one, exactly as Ceph's op_w of the new process.
+TEST_CASE("an OSD restarted under the daemon keeps its counts and counts on", "[e2e][ceph][osd]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.osds.size() == 3);
+  const int id = cluster.osds.back().id;
+  const Launch how = launch_of(cluster.osds.back().pid);
+  const auto sockets = host_osd_sockets(cluster);
+
+  Daemon daemon(test_dir(cluster.dir), daemon_config());
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon));
+  rados_cleanup(cluster);
+  bench(cluster, BenchMode::kWrite, 3);
+  settle();
+  const auto before = views(cluster, daemon.scrape());
+  const double writes = before.at(id).op.at("write").count;
+  const double subops = before.at(id).subop.count;
+  REQUIRE(writes > 0);
+  REQUIRE(subops > 0);
+
+  const auto pid = restart_osd(cluster, id, how);
+  REQUIRE(pid.has_value());
+  // the new process's probes, not the old one's statuses, which last until its detach
+  INFO("daemon log:\n" << daemon.log());
+  REQUIRE(daemon.log_has(
+      osd_name(id) + " (pid " + std::to_string(*pid) + "): 6 of 6 probes attached", 60s));
+  settle();
+  const auto perf0 = snapshot_host(sockets);
+  const auto v0 = views(cluster, daemon.scrape());
+  std::printf("%s restarted (pid %d): %.0f writes and %.0f subops before, %.0f and %.0f after\n",
+              osd_name(id).c_str(), *pid, writes, subops, v0.at(id).op.at("write").count,
+              v0.at(id).subop.count);
+  CHECK(v0.at(id).op.at("write").count >= writes);
+  CHECK(v0.at(id).subop.count >= subops);
+
+  bench(cluster, BenchMode::kWrite, 3);
+  settle();
+  const auto perf1 = snapshot_host(sockets);
+  const auto v1 = views(cluster, daemon.scrape());
+  std::printf("4 KiB writes after %s's restart:\n", osd_name(id).c_str());
+  check_ops(cluster, "write", v0, v1, delta(perf0, perf1));
   rados_cleanup(cluster);
   const auto rc = daemon.stop(20s);
   REQUIRE(rc.has_value());
