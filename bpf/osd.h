@@ -165,9 +165,9 @@ struct osd_slow_record {
 
 /*
  * The series of the first OSD_STATS_SLOTS OSD processes sit in a per-CPU array, OSD_SLOT_SERIES
- * per process (client ops by op, then replicated writes), found by index where a hash lookup
- * costs 300-450 ns per hit in a loaded ceph-osd (docs/collectors/osd.md); the series of any
- * other process are in the osd_stats hash.
+ * per process (client ops by op, then replicated writes), found by index where the hash
+ * lookup cost about 250 ns per hit in a loaded ceph-osd (docs/collectors/osd.md); the series
+ * of any other process are in the osd_stats hash.
  */
 #define OSD_STATS_SLOTS 32
 #define OSD_SLOT_SERIES (OSD_OP_COUNT + 1)

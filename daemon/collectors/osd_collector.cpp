@@ -643,12 +643,7 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   Status walked = for_each_series([&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
     auto& s = sums[{k.target, k.kind, k.op}];
     for (const auto& c : cpus) {
-      for (int i = 0; i <= OSD_STAGE_WHOLE; ++i) {
-        add_hist(s.latency[i], c.latency[i]);
-        s.slow[i] += c.slow[i];
-      }
-      s.bytes_in += c.bytes_in;
-      s.bytes_out += c.bytes_out;
+      add_stats(s, c);
     }
   });
   if (!walked.ok()) {

@@ -19,6 +19,8 @@ osd_stats_key series_key(std::uint32_t target, std::uint32_t i) {
   return k;
 }
 
+}  // namespace
+
 void add_stats(osd_stats& into, const osd_stats& from) {
   for (int i = 0; i <= OSD_STAGE_WHOLE; ++i) {
     add_hist(into.latency[i], from.latency[i]);
@@ -27,8 +29,6 @@ void add_stats(osd_stats& into, const osd_stats& from) {
   into.bytes_in += from.bytes_in;
   into.bytes_out += from.bytes_out;
 }
-
-}  // namespace
 
 OsdStatsSlots::OsdStatsSlots(int array_fd) : fd_(array_fd) {
   for (std::uint32_t s = 0; s < OSD_STATS_SLOTS; ++s) {
