@@ -74,6 +74,13 @@ void check_store_stages(const ClusterInfo& cluster, const std::map<int, OsdView>
   std::fflush(stdout);
 }
 
+// Waits until DAEMON watches every OSD of CLUSTER, then empties the bench pool.
+void watch_emptied(const ClusterInfo& cluster, Daemon& daemon) {
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon));
+  rados_cleanup(cluster);
+}
+
 }  // namespace
 
 TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][ceph][osd]") {
@@ -242,9 +249,7 @@ TEST_CASE("with Ceph's op tracker off, ops are counted and event-only stages sta
 
   Daemon daemon(test_dir(cluster.dir), daemon_config());
   DaemonLogOnFailure print_log{daemon};
-  REQUIRE(daemon.wait_ready(60s));
-  REQUIRE(wait_for_probes(cluster, daemon));
-  rados_cleanup(cluster);
+  watch_emptied(cluster, daemon);
   settle();
 
   const auto perf0 = snapshot_host(sockets);
@@ -305,9 +310,7 @@ TEST_CASE("an OSD restarted under the daemon keeps its counts and counts on", "[
 
   Daemon daemon(test_dir(cluster.dir), daemon_config());
   DaemonLogOnFailure print_log{daemon};
-  REQUIRE(daemon.wait_ready(60s));
-  REQUIRE(wait_for_probes(cluster, daemon));
-  rados_cleanup(cluster);
+  watch_emptied(cluster, daemon);
   bench(cluster, BenchMode::kWrite, 3);
   settle();
   const auto before = views(cluster, daemon.scrape());
