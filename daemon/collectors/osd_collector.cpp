@@ -28,6 +28,7 @@
 #include "collectors/osd_detail_control.h"
 #include "collectors/osd_probes.h"
 #include "collectors/osd_records.h"
+#include "collectors/osd_series.h"
 #include "collectors/osd_stats_slots.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"
@@ -38,7 +39,6 @@ namespace cephscope {
 namespace {
 
 using osd::kStages;
-constexpr std::array<const char*, OSD_OP_COUNT> kOps = {"read", "write", "other"};
 
 using OsdSkel = Skeleton<osd_bpf, osd_bpf__destroy>;
 
@@ -90,8 +90,7 @@ class OsdCollector final : public BpfCollector {
     std::string who;       // ceph_daemon
     std::string fsid;      // its cluster, when known: osd.N is per cluster
     std::uint32_t target = 0;
-    std::uint32_t stats_slot = 0;  // 1 + its slot in osd_stats_slots; 0: none
-    std::string binary;            // the host path its uprobes go on
+    std::string binary;  // the host path its uprobes go on
     osd::BuildPlan plan;
     std::vector<Link> links;
     std::vector<Link> detail_links;       // tier 2 while a window is open (detail: auto)
@@ -434,7 +433,7 @@ void OsdCollector::work(const std::stop_token& stop) {
     }
     gone.links.clear();  // the slow part, outside the lock
     gone.detail_links.clear();
-    if (auto kept = slots_->release(gone.stats_slot); !kept.ok()) {
+    if (auto kept = slots_->release(gone.plan.layout.stats_slot); !kept.ok()) {
       spdlog::warn("osd: {} (pid {}): stats slot: {}", gone.who, req.pid, kept.error().message);
     }
   }
@@ -494,11 +493,10 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
   proc.plan.layout.target = target.id;
   proc.plan.layout.detail = mode_ == "always" ? 1 : 0;
   if (auto slot = slots_->take(target.id); slot.ok()) {
-    proc.stats_slot = *slot;
+    proc.plan.layout.stats_slot = *slot;  // 0: none free, its series go to the hash
   } else {
     spdlog::warn("osd: {} (pid {}): its series go to the hash: {}", who, pid, slot.error().message);
   }
-  proc.plan.layout.stats_slot = proc.stats_slot;
   if (auto stored = layouts_->put(static_cast<std::uint32_t>(pid), proc.plan.layout);
       !stored.ok()) {
     fail_all({Reason::kInternal, stored.error().message});
@@ -652,45 +650,8 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
 
   for (const auto& [key, s] : sums) {
     const auto [target, kind, op] = key;
-    auto labels = targets.find(target);
-    if (labels == targets.end() || op >= OSD_OP_COUNT) {
-      continue;
-    }
-    const bool subop = kind == OSD_KIND_SUBOP;
-    const Labels l = subop ? labels->second : labels->second + Labels{{"op", kOps[op]}};
-    if (subop) {
-      out.histogram("cephscope_osd_subop_seconds",
-                    "Replicated writes received from a primary: MOSDRepOp received -> local "
-                    "commit (Ceph's subop_w_latency).",
-                    l, s.latency[OSD_STAGE_WHOLE], whole_buckets_);
-    } else {
-      out.histogram("cephscope_osd_op_seconds",
-                    "Client ops on their primary OSD: message received -> reply (Ceph's "
-                    "op_r/op_w_latency).",
-                    l, s.latency[OSD_STAGE_WHOLE], whole_buckets_);
-    }
-    const Labels layer = labels->second + Labels{{"layer", subop ? "replica" : "osd_op"}};
-    const char* help = "Bytes seen at each layer of the IO path, per target.";
-    out.counter("cephscope_layer_bytes_total", help, layer + Labels{{"direction", "write"}},
-                static_cast<double>(s.bytes_in));
-    if (!subop) {
-      out.counter("cephscope_layer_bytes_total", help, layer + Labels{{"direction", "read"}},
-                  static_cast<double>(s.bytes_out));
-    }
-    // a stage's series exist once it has been measured for this kind of op
-    for (int i = 0; i < OSD_STAGE_COUNT; ++i) {
-      if (hist_count(s.latency[i]) == 0 && s.slow[i] == 0) {
-        continue;
-      }
-      const Labels ls = l + Labels{{"stage", kStages[i]}};
-      out.histogram(subop ? "cephscope_osd_subop_stage_seconds" : "cephscope_osd_op_stage_seconds",
-                    "Time an OSD op spent in each stage (see docs/collectors/osd.md).", ls,
-                    s.latency[i], stage_buckets_);
-      if (!subop) {
-        out.counter("cephscope_osd_slow_ops_total",
-                    "Client ops over the slow-op threshold, by the stage that took longest.", ls,
-                    static_cast<double>(s.slow[i]));
-      }
+    if (auto labels = targets.find(target); labels != targets.end() && op < OSD_OP_COUNT) {
+      put_osd_series(out, labels->second, kind, op, s, whole_buckets_, stage_buckets_);
     }
   }
   return ok_status();

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 
+#include "collectors/osd_series.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"
 
@@ -20,15 +21,6 @@ osd_stats_key series_key(std::uint32_t target, std::uint32_t i) {
 }
 
 }  // namespace
-
-void add_stats(osd_stats& into, const osd_stats& from) {
-  for (int i = 0; i <= OSD_STAGE_WHOLE; ++i) {
-    add_hist(into.latency[i], from.latency[i]);
-    into.slow[i] += from.slow[i];
-  }
-  into.bytes_in += from.bytes_in;
-  into.bytes_out += from.bytes_out;
-}
 
 OsdStatsSlots::OsdStatsSlots(int array_fd) : fd_(array_fd) {
   for (std::uint32_t s = 0; s < OSD_STATS_SLOTS; ++s) {

@@ -21,9 +21,6 @@
 
 namespace cephscope {
 
-// Adds one CPU's (or one kept) series to INTO.
-void add_stats(osd_stats& into, const osd_stats& from);
-
 class OsdStatsSlots {
  public:
   using SeriesFn = std::function<void(const osd_stats_key&, std::span<const osd_stats>)>;

@@ -1,0 +1,63 @@
+#include "collectors/osd_series.h"
+
+#include <array>
+
+#include "collectors/osd_probes.h"
+
+namespace cephscope {
+namespace {
+
+constexpr std::array<const char*, OSD_OP_COUNT> kOps = {"read", "write", "other"};
+
+}  // namespace
+
+void add_stats(osd_stats& into, const osd_stats& from) {
+  for (int i = 0; i <= OSD_STAGE_WHOLE; ++i) {
+    add_hist(into.latency[i], from.latency[i]);
+    into.slow[i] += from.slow[i];
+  }
+  into.bytes_in += from.bytes_in;
+  into.bytes_out += from.bytes_out;
+}
+
+void put_osd_series(MetricSink& out, const Labels& target, int kind, int op, const osd_stats& s,
+                    Buckets whole, Buckets stage) {
+  const bool subop = kind == OSD_KIND_SUBOP;
+  const Labels l = subop ? target : target + Labels{{"op", kOps.at(op)}};
+  if (subop) {
+    out.histogram("cephscope_osd_subop_seconds",
+                  "Replicated writes received from a primary: MOSDRepOp received -> local "
+                  "commit (Ceph's subop_w_latency).",
+                  l, s.latency[OSD_STAGE_WHOLE], whole);
+  } else {
+    out.histogram("cephscope_osd_op_seconds",
+                  "Client ops on their primary OSD: message received -> reply (Ceph's "
+                  "op_r/op_w_latency).",
+                  l, s.latency[OSD_STAGE_WHOLE], whole);
+  }
+  const Labels layer = target + Labels{{"layer", subop ? "replica" : "osd_op"}};
+  const char* help = "Bytes seen at each layer of the IO path, per target.";
+  out.counter("cephscope_layer_bytes_total", help, layer + Labels{{"direction", "write"}},
+              static_cast<double>(s.bytes_in));
+  if (!subop) {
+    out.counter("cephscope_layer_bytes_total", help, layer + Labels{{"direction", "read"}},
+                static_cast<double>(s.bytes_out));
+  }
+  // a stage's series exist once it has been measured for this kind of op
+  for (int i = 0; i < OSD_STAGE_COUNT; ++i) {
+    if (hist_count(s.latency[i]) == 0 && s.slow[i] == 0) {
+      continue;
+    }
+    const Labels ls = l + Labels{{"stage", osd::kStages.at(i)}};
+    out.histogram(subop ? "cephscope_osd_subop_stage_seconds" : "cephscope_osd_op_stage_seconds",
+                  "Time an OSD op spent in each stage (see docs/collectors/osd.md).", ls,
+                  s.latency[i], stage);
+    if (!subop) {
+      out.counter("cephscope_osd_slow_ops_total",
+                  "Client ops over the slow-op threshold, by the stage that took longest.", ls,
+                  static_cast<double>(s.slow[i]));
+    }
+  }
+}
+
+}  // namespace cephscope
