@@ -258,6 +258,12 @@ bluestore_block_db_create = false
 bluestore_block_wal_create = false
 osd_memory_target = $CEPH_OSD_MEMORY
 osd_crush_update_on_start = true
+# The OSDs' class is hdd (file-backed), whose default recovery sleep (0.1 s per object) takes
+# minutes to recover the few thousand objects a test writes while an OSD is marked down.
+osd_recovery_sleep_hdd = 0
+osd_recovery_max_active_hdd = 10
+# tests mark OSDs down on purpose; an OSD marked down 5 times in 10 min would exit itself
+osd_max_markdown_count = 1000
 $profile
 EOF
 }

@@ -246,6 +246,8 @@ osd_memory_target = $CEPH_OSD_MEMORY
 osd_crush_update_on_start = true
 # mclock's start-up benchmark of the (virtual) disk: seconds per OSD, numbers of no use here
 osd_mclock_skip_benchmark = true
+# tests mark OSDs down on purpose; an OSD marked down 5 times in 10 min would exit itself
+osd_max_markdown_count = 1000
 $profile
 EOF
 }

@@ -136,6 +136,11 @@ bool osds_up(const ClusterInfo& cluster) {
   }
 }
 
+std::string cluster_status(const ClusterInfo& cluster) {
+  const auto r = run_command(tool_argv(cluster, "ceph", {"-s"}));
+  return r.exit_code == 0 ? r.out : "ceph -s: exit " + std::to_string(r.exit_code) + "\n" + r.err;
+}
+
 std::optional<OsdMapEntry> osd_map_entry(const ClusterInfo& cluster, int id) {
   try {
     auto dump = ceph_json(cluster, {"osd", "dump"});

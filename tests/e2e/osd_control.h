@@ -33,6 +33,8 @@ std::optional<double> poll_until(const std::function<bool()>& done,
 nlohmann::json ceph_json(const ClusterInfo& cluster, const std::vector<std::string>& args);
 bool osds_up(const ClusterInfo& cluster);
 bool pgs_clean(const ClusterInfo& cluster);
+// `ceph -s` as text (or why it failed): what a test prints when the cluster did not settle.
+std::string cluster_status(const ClusterInfo& cluster);
 
 // One OSD in the OSD map: up or down, and the map epoch from which its current instance is up.
 // A new instance of the OSD (a restart) is up from a later epoch; until the mon has seen the

@@ -365,13 +365,17 @@ TEST_CASE("ops resent when their OSD is marked down count their resends, once ea
   const BenchSummary& s = bench.summary;
   const Metrics& after = bench.after;
   // the tests after this one find osd.0 up and every PG active+clean
-  REQUIRE(poll_until(
-              [&] {
-                const auto entry = osd_map_entry(cluster, 0);
-                return entry && entry->up && pgs_clean(cluster);
-              },
-              180s, 1s)
-              .has_value());
+  const bool settled = poll_until(
+                           [&] {
+                             const auto entry = osd_map_entry(cluster, 0);
+                             return entry && entry->up && pgs_clean(cluster);
+                           },
+                           180s, 1s)
+                           .has_value();
+  if (!settled) {
+    FAIL("osd.0 not up with every PG active+clean 180 s after the bench:\n"
+         << cluster_status(cluster));
+  }
 
   const double resends = after.sum("cephscope_client_op_resends_total", {{"process", "rados"}});
   const ClientOps c = client_ops(after, who);
