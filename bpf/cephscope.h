@@ -61,6 +61,20 @@ static inline __u32 inflight_slot(__u64 id, __u32 owner, __u64 seed, __u32 slots
 	return (__u32)(h >> 32) & (slots - 1);
 }
 
+/*
+ * Series groups of the syscall and vfs collectors (op_latency.bpf.h): a per-CPU array of
+ * OP_SERIES_GROUPS groups, one op_stats per operation each, and the target that owns each
+ * group. Target T may own group T mod OP_SERIES_GROUPS only; the daemon gives it out while
+ * the group is free and zeroes it when T expires. A call of a target without its group is
+ * folded into the per-CPU hash as before.
+ */
+#define OP_SERIES_GROUPS 64
+
+static inline __u32 op_series_group(__u32 target)
+{
+	return target & (OP_SERIES_GROUPS - 1);
+}
+
 /* One call in flight per thread, in the thread's slot (op_latency.bpf.h). */
 #define OP_INFLIGHT_SLOTS 16384
 

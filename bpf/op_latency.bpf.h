@@ -12,6 +12,49 @@
 static const struct op_stats zero_op_stats;
 
 /*
+ * A collector's series groups (cephscope.h): the owner of each group, and OPS op_stats per
+ * group. An owned group is found by two array lookups where the hash costs a hashed key, a
+ * bucket and an element, each a cache line that other CPUs' work has evicted in a busy OSD.
+ */
+#define OP_SERIES_MAPS(prefix, ops)                                                                \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_ARRAY);                                                  \
+		__uint(max_entries, OP_SERIES_GROUPS);                                             \
+		__type(key, __u32);                                                                \
+		__type(value, __u32); /* target id; 0: free */                                     \
+	} prefix##_series_owner SEC(".maps");                                                      \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);                                           \
+		__uint(max_entries, OP_SERIES_GROUPS *(ops));                                      \
+		__type(key, __u32);                                                                \
+		__type(value, struct op_stats);                                                    \
+	} prefix##_series SEC(".maps")
+
+/* The maps a collector folds its calls into. */
+struct op_maps {
+	void *inflight;
+	void *stats;	 /* per-CPU hash: targets without their group */
+	void *owner;	 /* series group -> owning target */
+	void *series;	 /* per-CPU array: group * ops + op */
+	__u32 ops;	 /* operations per group */
+	__u32 bytes_ops; /* bit N set when op N returns a byte count */
+};
+
+static __always_inline struct op_stats *op_stats_of(const struct op_maps *maps,
+						    const struct target_op_key *key)
+{
+	__u32 group = op_series_group(key->target);
+	__u32 *owner = bpf_map_lookup_elem(maps->owner, &group);
+
+	if (owner && *owner == key->target) {
+		__u32 index = group * maps->ops + key->op;
+
+		return bpf_map_lookup_elem(maps->series, &index);
+	}
+	return lookup_or_init(maps->stats, key, &zero_op_stats);
+}
+
+/*
  * A call's start lasts from entry to exit, within one thread. In-flight maps (an array of
  * OP_INFLIGHT_SLOTS) hold one slot per thread id modulo their size, rewritten in place: one
  * inlined array load per event, no hash lookup (an LRU hash lookup also dirties the entry's
@@ -48,8 +91,7 @@ static __always_inline int op_begin(void *inflight, __u32 op)
 	return 0;
 }
 
-/* bytes_ops: bit N set when op N returns a byte count. */
-static __always_inline int op_finish(void *inflight, void *stats_map, long ret, __u32 bytes_ops)
+static __always_inline int op_finish(const struct op_maps *maps, long ret)
 {
 	struct target_op_key key;
 	struct op_stats *stats;
@@ -58,7 +100,7 @@ static __always_inline int op_finish(void *inflight, void *stats_map, long ret, 
 
 	if (target_of(id >> 32) == CEPHSCOPE_UNTRACKED)
 		return 0; /* the same filter as op_begin: no in-flight lookup for other processes */
-	start = thread_slot(inflight, (__u32)id);
+	start = thread_slot(maps->inflight, (__u32)id);
 	if (!start || !start->ts_ns || start->tid != (__u32)id)
 		return 0; /* started before attach, or displaced */
 	__u64 delta = bpf_ktime_get_ns() - start->ts_ns;
@@ -66,13 +108,13 @@ static __always_inline int op_finish(void *inflight, void *stats_map, long ret, 
 	key.op = start->op;
 	start->ts_ns = 0; /* consumed: the slot stays for the thread's next call */
 
-	stats = lookup_or_init(stats_map, &key, &zero_op_stats);
+	stats = op_stats_of(maps, &key);
 	if (!stats)
 		return 0;
 	hist_add(&stats->latency, delta);
 	if (ret < 0)
 		stats->errors += 1;
-	else if ((bytes_ops >> (key.op & 31)) & 1)
+	else if ((maps->bytes_ops >> (key.op & 31)) & 1)
 		stats->bytes += ret;
 	return 0;
 }

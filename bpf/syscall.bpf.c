@@ -25,12 +25,26 @@ struct {
 	__type(value, struct op_stats);
 } syscall_stats SEC(".maps");
 
+OP_SERIES_MAPS(syscall, SYS_COUNT);
+
 /* Syscalls whose return value is a byte count. */
 #define BYTES_SYSCALLS                                                                             \
 	((1u << SYS_READ) | (1u << SYS_WRITE) | (1u << SYS_PREAD64) | (1u << SYS_PWRITE64) |       \
 	 (1u << SYS_READV) | (1u << SYS_WRITEV) | (1u << SYS_PREADV) | (1u << SYS_PWRITEV) |       \
 	 (1u << SYS_PREADV2) | (1u << SYS_PWRITEV2) | (1u << SYS_SENDTO) | (1u << SYS_SENDMSG) |   \
 	 (1u << SYS_RECVFROM) | (1u << SYS_RECVMSG))
+
+static __always_inline int syscall_exit(long ret)
+{
+	const struct op_maps maps = {.inflight = &syscall_inflight,
+				     .stats = &syscall_stats,
+				     .owner = &syscall_series_owner,
+				     .series = &syscall_series,
+				     .ops = SYS_COUNT,
+				     .bytes_ops = BYTES_SYSCALLS};
+
+	return op_finish(&maps, ret);
+}
 
 /* One enter/exit pair per syscall: only the traced syscalls wake a program. */
 #define TRACE_SYSCALL(name, sc)                                                                    \
@@ -42,7 +56,7 @@ struct {
 	SEC("tracepoint/syscalls/sys_exit_" #name)                                                 \
 	int exit_##name(struct trace_event_raw_sys_exit *ctx)                                      \
 	{                                                                                          \
-		return op_finish(&syscall_inflight, &syscall_stats, ctx->ret, BYTES_SYSCALLS);     \
+		return syscall_exit(ctx->ret);                                                     \
 	}
 
 TRACE_SYSCALL(read, SYS_READ)

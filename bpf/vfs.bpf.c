@@ -26,6 +26,8 @@ struct {
 	__type(value, struct op_stats);
 } vfs_stats SEC(".maps");
 
+OP_SERIES_MAPS(vfs, VFS_OP_COUNT);
+
 #define BYTES_OPS ((1u << VFS_READ) | (1u << VFS_WRITE) | (1u << VFS_READV) | (1u << VFS_WRITEV))
 
 static __always_inline int on_entry(__u32 op)
@@ -35,7 +37,14 @@ static __always_inline int on_entry(__u32 op)
 
 static __always_inline int on_return(long ret)
 {
-	return op_finish(&vfs_inflight, &vfs_stats, ret, BYTES_OPS);
+	const struct op_maps maps = {.inflight = &vfs_inflight,
+				     .stats = &vfs_stats,
+				     .owner = &vfs_series_owner,
+				     .series = &vfs_series,
+				     .ops = VFS_OP_COUNT,
+				     .bytes_ops = BYTES_OPS};
+
+	return op_finish(&maps, ret);
 }
 
 /* fentry/fexit: fexit sees the arguments and the return value. */

@@ -50,6 +50,10 @@ class BpfCollector : public Collector {
       });
     });
   }
+  // Registers what else prune() does when targets expire.
+  void prune_with(std::function<Result<std::size_t>(const TargetIds&)> pruner) {
+    pruners_.push_back(std::move(pruner));
+  }
   void prune_maps(const TargetIds& live) override;
 
  private:

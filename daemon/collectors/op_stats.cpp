@@ -4,25 +4,32 @@
 #include <map>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "core/hist.h"
 #include "libbpf/maps.h"
 
 namespace cephscope {
 
-Status scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, const std::string& buckets,
-                       MetricSink& out, const TargetLabelMap& targets) {
+Status scrape_op_stats(int stats_fd, const OpSeriesGroups& groups, const OpStatsMetrics& spec,
+                       const std::string& buckets, MetricSink& out, const TargetLabelMap& targets) {
   std::map<std::pair<std::uint32_t, std::uint32_t>, op_stats> sums;
+  auto add = [&](std::uint32_t target, std::uint32_t op, std::span<const op_stats> cpus) {
+    auto& s = sums[{target, op}];
+    for (const auto& c : cpus) {
+      add_hist(s.latency, c.latency);
+      s.bytes += c.bytes;
+      s.errors += c.errors;
+    }
+  };
   Status walked = for_each_percpu<target_op_key, op_stats>(
-      stats_fd, [&](const target_op_key& k, std::span<const op_stats> cpus) {
-        auto& s = sums[{k.target, k.op}];
-        for (const auto& c : cpus) {
-          add_hist(s.latency, c.latency);
-          s.bytes += c.bytes;
-          s.errors += c.errors;
-        }
-      });
+      stats_fd,
+      [&](const target_op_key& k, std::span<const op_stats> cpus) { add(k.target, k.op, cpus); });
   if (!walked.ok()) {
     return walked;
+  }
+  if (Status grouped = groups.for_each(add); !grouped.ok()) {
+    return grouped;
   }
 
   const std::string prefix = spec.prefix;
@@ -55,6 +62,51 @@ Status scrape_op_stats(int stats_fd, const OpStatsMetrics& spec, const std::stri
                 static_cast<double>(bytes));
   }
   return ok_status();
+}
+
+void OpStatsCollector::use_maps(bpf_map* stats, bpf_map* owner, bpf_map* series,
+                                std::uint32_t ops) {
+  stats_fd_ = bpf_map__fd(stats);
+  prune_by_target<target_op_key>(stats_fd_);
+  series_name_ = bpf_map__name(series);
+  groups_.emplace(bpf_map__fd(owner), bpf_map__fd(series), ops);
+}
+
+std::vector<MapUsage> OpStatsCollector::maps() const {
+  std::vector<MapUsage> out = BpfCollector::maps();
+  if (groups_) {
+    out.push_back({series_name_, groups_->owned(), OP_SERIES_GROUPS});
+  }
+  return out;
+}
+
+void OpStatsCollector::sync_targets(const std::vector<TargetView>& targets) {
+  if (!groups_) {
+    return;
+  }
+  TargetIds live;
+  std::vector<std::uint32_t> ids;
+  for (const auto& t : targets) {
+    live.insert(t.id);
+    ids.push_back(t.id);
+  }
+  auto lock = maps_lock();  // a scrape reads the owners
+  if (auto freed = groups_->release(live); !freed.ok()) {
+    spdlog::warn("{}: series groups of expired targets not taken back: {}", name(),
+                 freed.error().message);
+  }
+  if (auto given = groups_->claim(ids); !given.ok()) {
+    spdlog::warn("{}: series groups not given out (the hash counts instead): {}", name(),
+                 given.error().message);
+  }
+}
+
+Status OpStatsCollector::collect_op_stats(const OpStatsMetrics& spec, const std::string& buckets,
+                                          MetricSink& out, const TargetLabelMap& targets) const {
+  if (stats_fd_ < 0 || !groups_) {
+    return ok_status();
+  }
+  return scrape_op_stats(stats_fd_, *groups_, spec, buckets, out, targets);
 }
 
 }  // namespace cephscope

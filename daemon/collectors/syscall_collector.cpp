@@ -44,7 +44,7 @@ const char* direction(unsigned sc) {
 
 using SyscallSkel = Skeleton<syscall_bpf, syscall_bpf__destroy>;
 
-class SyscallCollector final : public BpfCollector {
+class SyscallCollector final : public OpStatsCollector {
  public:
   explicit SyscallCollector(const CollectorContext& ctx) { start(ctx); }
   [[nodiscard]] const char* name() const override { return "syscall"; }
@@ -52,7 +52,6 @@ class SyscallCollector final : public BpfCollector {
 
  private:
   void start(const CollectorContext& ctx);
-  int stats_fd_ = -1;
   std::string buckets_;  // collectors.syscall.buckets
 };
 
@@ -89,8 +88,8 @@ void SyscallCollector::start(const CollectorContext& ctx) {
                 all);
     return;
   }
-  stats_fd_ = bpf_map__fd(skel->maps.syscall_stats);
-  prune_by_target<target_op_key>(stats_fd_);
+  use_maps(skel->maps.syscall_stats, skel->maps.syscall_series_owner, skel->maps.syscall_series,
+           SYS_COUNT);
   syscall_bpf* raw = skel.release();
   adopt(
       raw->obj, [raw] { syscall_bpf__destroy(raw); }, "tracepoint");
@@ -115,12 +114,9 @@ void SyscallCollector::start(const CollectorContext& ctx) {
 }
 
 Status SyscallCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
-  if (stats_fd_ < 0) {
-    return ok_status();
-  }
-  return scrape_op_stats(stats_fd_,
-                         {"cephscope_syscall", "syscalls", "syscall", "syscall", kNames, direction},
-                         buckets_, out, targets);
+  return collect_op_stats(
+      {"cephscope_syscall", "syscalls", "syscall", "syscall", kNames, direction}, buckets_, out,
+      targets);
 }
 
 }  // namespace

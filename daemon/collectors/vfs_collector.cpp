@@ -44,23 +44,19 @@ struct Flavour {
 constexpr Flavour kFentry{"fentry", "fentry", "fexit"};
 constexpr Flavour kKprobe{"kprobe", "kprobe", "kretprobe"};
 
-class VfsCollector final : public BpfCollector {
+class VfsCollector final : public OpStatsCollector {
  public:
   explicit VfsCollector(const CollectorContext& ctx) { start(ctx); }
   [[nodiscard]] const char* name() const override { return "vfs"; }
   Status collect(MetricSink& out, const TargetLabelMap& targets) override {
-    if (stats_fd_ < 0) {
-      return ok_status();
-    }
-    return scrape_op_stats(stats_fd_, {"cephscope_vfs", "vfs calls", "op", "vfs", kOps, direction},
-                           buckets_, out, targets);
+    return collect_op_stats({"cephscope_vfs", "vfs calls", "op", "vfs", kOps, direction}, buckets_,
+                            out, targets);
   }
 
  private:
   void start(const CollectorContext& ctx);
   // Loads one flavour and attaches it.
   Status load(const Flavour& flavour, TrackedMaps tracked_maps);
-  int stats_fd_ = -1;
   std::string buckets_;  // collectors.vfs.buckets
 };
 
@@ -81,8 +77,7 @@ Status VfsCollector::load(const Flavour& flavour, TrackedMaps tracked_maps) {
                       std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
                       -err);
   }
-  stats_fd_ = bpf_map__fd(skel->maps.vfs_stats);
-  prune_by_target<target_op_key>(stats_fd_);
+  use_maps(skel->maps.vfs_stats, skel->maps.vfs_series_owner, skel->maps.vfs_series, VFS_OP_COUNT);
   vfs_bpf* raw = skel.release();
   adopt(
       raw->obj, [raw] { vfs_bpf__destroy(raw); }, flavour.hook);
