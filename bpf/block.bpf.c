@@ -52,6 +52,21 @@ struct {
 	__type(value, struct block_stats);
 } block_stats SEC(".maps");
 
+/* The series slots (block.h): owner words, and BLOCK_OP_COUNT stats per slot. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BLOCK_SERIES_SLOTS);
+	__type(key, __u32);
+	__type(value, __u64);
+} block_series_owner SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, BLOCK_SERIES_SLOTS *BLOCK_OP_COUNT);
+	__type(key, __u32);
+	__type(value, struct block_stats);
+} block_series SEC(".maps");
+
 /* Partition dev_t -> whole-disk dev_t, filled by the daemon from /sys/class/block. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -62,6 +77,24 @@ struct {
 
 static const struct block_stats zero_stats;
 static const struct hist zero_hist;
+
+/*
+ * The stats of series KEY: in its slot where the daemon gave it one (two array lookups),
+ * else in the hash (a hashed key, a bucket and an element: cache lines that a busy host has
+ * evicted since the last request).
+ */
+static __always_inline struct block_stats *stats_of(const struct block_stats_key *key)
+{
+	__u32 slot = block_series_slot(key->target, key->dev);
+	__u64 *owner = bpf_map_lookup_elem(&block_series_owner, &slot);
+
+	if (owner && *owner == block_series_word(key->target, key->dev)) {
+		__u32 index = slot * BLOCK_OP_COUNT + key->op;
+
+		return bpf_map_lookup_elem(&block_series, &index);
+	}
+	return lookup_or_init(&block_stats, key, &zero_stats);
+}
 
 static __always_inline __u32 whole_disk(__u32 dev)
 {
@@ -144,7 +177,7 @@ static __always_inline void take_owner(struct block_rq *rq, __u32 dev, __u64 sec
 static __always_inline void count_issue(const struct block_rq *rq, __u64 bytes)
 {
 	struct block_stats_key skey = {.target = rq->target, .dev = rq->dev, .op = rq->op};
-	struct block_stats *stats = lookup_or_init(&block_stats, &skey, &zero_stats);
+	struct block_stats *stats = stats_of(&skey);
 
 	if (!stats)
 		return;
@@ -158,7 +191,7 @@ static __always_inline struct block_stats *bio_stats(const struct block_bio *bio
 {
 	struct block_stats_key skey = {.target = bio->target, .dev = bio->dev, .op = bio->op};
 
-	return lookup_or_init(&block_stats, &skey, &zero_stats);
+	return stats_of(&skey);
 }
 
 /*
@@ -364,7 +397,7 @@ static __always_inline void on_rq_complete(const struct block_rq_key *key, int e
 	if (!issue_ns)
 		return; /* completed without issue (e.g. merged away): not a device IO */
 
-	stats = lookup_or_init(&block_stats, &skey, &zero_stats);
+	stats = stats_of(&skey);
 	if (!stats)
 		return;
 	hist_add(&stats->device, now - issue_ns);

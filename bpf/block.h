@@ -76,6 +76,26 @@ struct block_freezer_key {
 	char comm[16];
 };
 
+/*
+ * Series slots: the daemon gives a (target, disk) series it found in block_stats a slot of a
+ * per-CPU array, the one at block_series_slot(), while that slot is free; the programs then
+ * find its stats, one per op, by index (block.bpf.c). The slot's owner word names the
+ * series; a series without its slot stays in the hash.
+ */
+#define BLOCK_SERIES_SLOTS 128
+#define BLOCK_SERIES_OWNED (1ULL << 63)
+
+static inline __u64 block_series_word(__u32 target, __u32 dev)
+{
+	return BLOCK_SERIES_OWNED | (__u64)target << 32 | dev;
+}
+
+static inline __u32 block_series_slot(__u32 target, __u32 dev)
+{
+	return (__u32)(((((__u64)target << 32) | dev) * 0x9E3779B97F4A7C15ULL) >> 32) &
+	       (BLOCK_SERIES_SLOTS - 1);
+}
+
 #define BLOCK_FROZEN_MAX 1024
 #define BLOCK_FREEZERS_MAX 1024
 /* Slots of the direct-mapped in-flight tables (block.bpf.c): powers of two. */

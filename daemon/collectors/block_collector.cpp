@@ -15,6 +15,7 @@
 #include "block.skel.h"
 #include "bpf/block.h"
 #include "collectors/block_devices.h"
+#include "collectors/block_series.h"
 #include "collectors/bpf_collector.h"
 #include "core/hist.h"
 #include "core/label_value.h"
@@ -63,6 +64,8 @@ constexpr std::size_t kFreezersPerDevice = 4;
 
 // Partitions rarely come and go, and a rescan walks /sys/class/block.
 constexpr auto kPartitionRescan = std::chrono::seconds(10);
+// How often series found in the hash are given their slots (a walk of the hash's keys).
+constexpr auto kSeriesClaim = std::chrono::seconds(2);
 
 // The bio's way to its request (merges, splits, remaps) is keyed by device and sector in both
 // flavours: classic tracepoints serve both. tp_btf needs neither an insert nor a getrq hook:
@@ -109,6 +112,8 @@ class BlockCollector final : public BpfCollector {
   [[nodiscard]] const char* name() const override { return "block"; }
   Status collect(MetricSink& out, const TargetLabelMap& targets) override;
   void refresh(Clock::time_point now) override;
+  // The maps, and the series slots as a map of BLOCK_SERIES_SLOTS entries, one per owned slot.
+  [[nodiscard]] std::vector<MapUsage> maps() const override;
 
  protected:
   void prune_maps(const TargetIds& live) override;
@@ -128,6 +133,8 @@ class BlockCollector final : public BpfCollector {
 
   BlockDevices devices_;
   int stats_fd_ = -1;
+  std::optional<BlockSeries> series_;
+  Clock::time_point next_series_claim_ = Clock::now();
   // What the entries prune_maps() deleted had counted, per device and op: the per-device
   // series count every request, so they must not go back when a target expires.
   std::map<std::pair<std::uint32_t, std::uint32_t>, block_stats> retired_;
@@ -234,6 +241,8 @@ Status BlockCollector::load_with(const Flavour& flavour, TrackedMaps tracked_map
                       -err);
   }
   stats_fd_ = bpf_map__fd(skel->maps.block_stats);  // pruned by prune_maps()
+  series_.emplace(bpf_map__fd(skel->maps.block_series_owner), bpf_map__fd(skel->maps.block_series),
+                  stats_fd_);
   partitions_fd_ = bpf_map__fd(skel->maps.block_partitions);
   freezers_fd_ = bpf_map__fd(skel->maps.block_freezers);
   frozen_time_fd_ = bpf_map__fd(skel->maps.block_frozen_time);
@@ -287,15 +296,6 @@ void BlockCollector::start(const CollectorContext& ctx) {
   sync_partitions();
 }
 
-void add_stats(block_stats& to, const block_stats& from) {
-  add_hist(to.submit, from.submit);
-  add_hist(to.queue, from.queue);
-  add_hist(to.device, from.device);
-  to.bytes += from.bytes;
-  to.errors += from.errors;
-  to.merges += from.merges;
-}
-
 // Deletes the entries of expired targets, keeping what they counted in retired_. An entry
 // is folded in only once it is deleted; what it gains between the read and the delete was
 // never scraped (scrapes wait for this), so no scrape sees a sum go back.
@@ -311,13 +311,21 @@ void BlockCollector::prune_maps(const TargetIds& live) {
         }
         block_stats sum{};
         for (const auto& c : cpus) {
-          add_stats(sum, c);
+          add_block_stats(sum, c);
         }
         leaving.emplace_back(k, sum);
       });
   if (!walked.ok()) {
     spdlog::warn("block: expired targets' map entries not deleted: {}", walked.error().message);
     return;
+  }
+  if (auto freed = series_->release(live,
+                                    [&](const block_stats_key& k, auto counted) {
+                                      add_block_stats(retired_[{k.dev, k.op}], counted[0]);
+                                    });
+      !freed.ok()) {
+    spdlog::warn("block: series slots of expired targets not taken back: {}",
+                 freed.error().message);
   }
   std::size_t deleted = 0;
   for (const auto& [key, sum] : leaving) {
@@ -326,7 +334,7 @@ void BlockCollector::prune_maps(const TargetIds& live) {
                    std::strerror(errno));
       continue;
     }
-    add_stats(retired_[{key.dev, key.op}], sum);
+    add_block_stats(retired_[{key.dev, key.op}], sum);
     ++deleted;
   }
   if (deleted > 0) {
@@ -339,6 +347,22 @@ void BlockCollector::refresh(Clock::time_point now) {
     next_partition_scan_ = now + kPartitionRescan;
     sync_partitions();  // picks up disks attached since the last pass
   }
+  if (series_ && now >= next_series_claim_) {
+    next_series_claim_ = now + kSeriesClaim;
+    auto lock = maps_lock();  // a scrape reads the owners
+    if (auto given = series_->claim(); !given.ok()) {
+      spdlog::warn("block: series slots not given out (the hash counts instead): {}",
+                   given.error().message);
+    }
+  }
+}
+
+std::vector<MapUsage> BlockCollector::maps() const {
+  std::vector<MapUsage> out = BpfCollector::maps();
+  if (series_) {
+    out.push_back({"block_series", series_->owned(), BLOCK_SERIES_SLOTS});
+  }
+  return out;
 }
 
 Status BlockCollector::write_partitions() {
@@ -419,13 +443,16 @@ Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   collect_freezes(out);
   using Key = std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>;  // target, dev, op
   std::map<Key, block_stats> sums;
-  Status walked = for_each_percpu<block_stats_key, block_stats>(
-      stats_fd_, [&](const block_stats_key& k, std::span<const block_stats> cpus) {
-        auto& s = sums[{k.target, k.dev, k.op}];
-        for (const auto& c : cpus) {
-          add_stats(s, c);
-        }
-      });
+  auto add = [&](const block_stats_key& k, std::span<const block_stats> cpus) {
+    auto& s = sums[{k.target, k.dev, k.op}];
+    for (const auto& c : cpus) {
+      add_block_stats(s, c);
+    }
+  };
+  Status walked = for_each_percpu<block_stats_key, block_stats>(stats_fd_, add);
+  if (walked.ok()) {
+    walked = series_->for_each(add);  // a series counted in the hash, then in its slot
+  }
   if (!walked.ok()) {
     return walked;
   }
@@ -437,7 +464,7 @@ Status BlockCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     if (op >= BLOCK_OP_COUNT) {
       continue;
     }
-    add_stats(per_device[{dev, op}], s);
+    add_block_stats(per_device[{dev, op}], s);
     auto labels = targets.find(target);
     if (target == CEPHSCOPE_UNTRACKED || labels == targets.end()) {
       continue;

@@ -148,6 +148,14 @@ TEST_CASE("counters never go back across SIGHUP reloads, unchanged or changed",
   const IoPattern io{8, 4096, 1, 2};
   run_io(daemon, dir, io);
   const Metrics first = daemon.scrape();
+  // The daemon gives the series it finds in the block hash their slots (every 2 s): the second
+  // run's requests are counted there, and handed over when the target expires.
+  REQUIRE(wait_for(
+      daemon,
+      [](const Metrics& m) {
+        return m.sum("cephscope_map_entries", {{"map", "block_series"}}) > 0;
+      },
+      std::chrono::seconds(5)));
   REQUIRE(first.sum("cephscope_syscall_seconds_count", kPwrite) == io.writes);
   const auto tracked = series_of(first, "process", "io_driver");
 
@@ -187,6 +195,14 @@ TEST_CASE("counters never go back across a target's TTL, and its series go away 
   const IoPattern io{8, 4096, 1, 2};
   run_io(daemon, dir, io);
   const Metrics first = daemon.scrape();
+  // The daemon gives the series it finds in the block hash their slots (every 2 s): the second
+  // run's requests are counted there, and handed over when the target expires.
+  REQUIRE(wait_for(
+      daemon,
+      [](const Metrics& m) {
+        return m.sum("cephscope_map_entries", {{"map", "block_series"}}) > 0;
+      },
+      std::chrono::seconds(5)));
   // Back within the TTL (5 s): the same target, counting on.
   run_io(daemon, dir, io);
   Metrics last = daemon.scrape();
@@ -218,12 +234,13 @@ TEST_CASE("counters never go back across a target's TTL, and its series go away 
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   REQUIRE(gone);
-  // Once the daemon deleted the expired target's map entries, the per-device series, which
-  // counted its requests too, are still no lower.
+  // Once the daemon deleted the expired target's map entries and took back its series slots,
+  // the per-device series, which counted its requests too, are still no lower.
   REQUIRE(wait_for(
       daemon,
       [](const Metrics& m) {
-        return m.sum("cephscope_map_entries", {{"map", "syscall_stats"}}) == 0;
+        return m.sum("cephscope_map_entries", {{"map", "syscall_stats"}}) == 0 &&
+               m.sum("cephscope_map_entries", {{"map", "syscall_series"}}) == 0;
       },
       std::chrono::seconds(5)));
   const Metrics pruned = daemon.scrape();
