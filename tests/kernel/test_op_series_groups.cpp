@@ -55,7 +55,7 @@ struct Filter {
   UniqueFd slots{bpf_map_create(BPF_MAP_TYPE_ARRAY, "test_slots", sizeof(std::uint32_t),
                                 sizeof(std::uint64_t), CEPHSCOPE_TRACKED_SLOTS, nullptr)};
   void track(std::uint32_t target) const {
-    const std::uint32_t tgid = static_cast<std::uint32_t>(getpid());
+    const auto tgid = static_cast<std::uint32_t>(getpid());
     const std::uint32_t slot = tracked_slot(getpid());
     const std::uint64_t word = slot_word({{getpid(), target}});
     REQUIRE(bpf_map_update_elem(tgids.get(), &tgid, &target, BPF_ANY) == 0);
