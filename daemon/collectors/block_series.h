@@ -32,7 +32,7 @@ class BlockSeries {
   // (the per-device series keep it). Untracked series keep their slots.
   Result<std::size_t> release(const TargetIds& live, const SeriesFn& fn);
   // Calls fn for each op counted in a slot, with the values of every CPU.
-  Status for_each(const SeriesFn& fn) const;
+  [[nodiscard]] Status for_each(const SeriesFn& fn) const;
   // Slots owned now; safe to read from any thread.
   [[nodiscard]] std::size_t owned() const { return owned_.load(std::memory_order_relaxed); }
 
@@ -43,7 +43,7 @@ class BlockSeries {
     bool taken = false;
   };
   Status set_owner(std::uint32_t slot, const Owner& owner);
-  Status read_slot(std::uint32_t slot, const SeriesFn& fn) const;
+  [[nodiscard]] Status read_slot(std::uint32_t slot, const SeriesFn& fn) const;
 
   int owner_fd_ = -1;
   int series_fd_ = -1;

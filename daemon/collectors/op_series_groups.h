@@ -33,9 +33,7 @@ class OpSeriesGroups {
   // Takes back the groups of targets not in `live`; returns how many.
   Result<std::size_t> release(const TargetIds& live);
   // Calls fn for each operation counted in an owned group, with the values of every CPU.
-  Status for_each(const SeriesFn& fn) const;
-  // The target that owns GROUP (CEPHSCOPE_UNTRACKED: free).
-  [[nodiscard]] std::uint32_t owner(std::uint32_t group) const { return owners_.at(group); }
+  [[nodiscard]] Status for_each(const SeriesFn& fn) const;
   // Groups owned now; safe to read from any thread.
   [[nodiscard]] std::size_t owned() const { return owned_.load(std::memory_order_relaxed); }
 
