@@ -49,7 +49,6 @@ Result<std::size_t> BlockSeries::claim() {
     return walked.error();
   }
   std::size_t given = 0;
-  const std::vector<block_stats> zero(static_cast<std::size_t>(possible_cpus()));
   for (const Owner& owner : wanted) {
     const std::uint32_t slot = block_series_slot(owner.target, owner.dev);
     if (owners_.at(slot).taken) {
@@ -57,11 +56,10 @@ Result<std::size_t> BlockSeries::claim() {
     }
     // Zeroed before the owner word names the series, so none of its requests adds to an
     // old count (the slot's last owner expired a TTL ago).
-    for (std::uint32_t op = 0; op < BLOCK_OP_COUNT; ++op) {
-      const std::uint32_t index = slot * BLOCK_OP_COUNT + op;
-      if (bpf_map_update_elem(series_fd_, &index, zero.data(), BPF_ANY) != 0) {
-        return map_error("bpf_map_update_elem", series_fd_);
-      }
+    if (Status zeroed =
+            zero_percpu(series_fd_, slot * BLOCK_OP_COUNT, BLOCK_OP_COUNT, sizeof(block_stats));
+        !zeroed.ok()) {
+      return zeroed.error();
     }
     if (Status named = set_owner(slot, owner); !named.ok()) {
       return named.error();
@@ -73,25 +71,21 @@ Result<std::size_t> BlockSeries::claim() {
 
 Status BlockSeries::read_slot(std::uint32_t slot, const SeriesFn& fn) const {
   const Owner& owner = owners_.at(slot);
-  std::vector<block_stats> cpus(static_cast<std::size_t>(possible_cpus()));
-  for (std::uint32_t op = 0; op < BLOCK_OP_COUNT; ++op) {
-    const std::uint32_t index = slot * BLOCK_OP_COUNT + op;
-    if (bpf_map_lookup_elem(series_fd_, &index, cpus.data()) != 0) {
-      return map_error("bpf_map_lookup_elem", series_fd_);
-    }
-    std::uint64_t seen = 0;
-    for (const auto& c : cpus) {
-      seen += hist_count(c.device) + hist_count(c.submit) + c.bytes + c.merges + c.errors;
-    }
-    if (seen != 0) {
-      block_stats_key k{};
-      k.target = owner.target;
-      k.dev = owner.dev;
-      k.op = op;
-      fn(k, cpus);
-    }
-  }
-  return ok_status();
+  return for_each_percpu_index<block_stats>(
+      series_fd_, slot * BLOCK_OP_COUNT, BLOCK_OP_COUNT,
+      [&](std::uint32_t op, std::span<const block_stats> cpus) {
+        std::uint64_t seen = 0;
+        for (const auto& c : cpus) {
+          seen += hist_count(c.device) + hist_count(c.submit) + c.bytes + c.merges + c.errors;
+        }
+        if (seen != 0) {
+          block_stats_key k{};
+          k.target = owner.target;
+          k.dev = owner.dev;
+          k.op = op;
+          fn(k, cpus);
+        }
+      });
 }
 
 Result<std::size_t> BlockSeries::release(const TargetIds& live, const SeriesFn& fn) {

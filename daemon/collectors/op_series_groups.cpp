@@ -24,7 +24,6 @@ Status OpSeriesGroups::set_owner(std::uint32_t group, std::uint32_t target) {
 
 Result<std::size_t> OpSeriesGroups::claim(const std::vector<std::uint32_t>& targets) {
   std::size_t given = 0;
-  const std::vector<op_stats> zero(static_cast<std::size_t>(possible_cpus()));
   for (const std::uint32_t target : targets) {
     const std::uint32_t group = op_series_group(target);
     if (target == CEPHSCOPE_UNTRACKED || owners_.at(group) != CEPHSCOPE_UNTRACKED) {
@@ -32,11 +31,9 @@ Result<std::size_t> OpSeriesGroups::claim(const std::vector<std::uint32_t>& targ
     }
     // Zeroed before its owner is named, so no program of the new owner adds to an old count
     // (a program of the last owner, expired for a TTL, has long finished).
-    for (std::uint32_t op = 0; op < ops_; ++op) {
-      const std::uint32_t index = group * ops_ + op;
-      if (bpf_map_update_elem(series_fd_, &index, zero.data(), BPF_ANY) != 0) {
-        return map_error("bpf_map_update_elem", series_fd_);
-      }
+    if (Status zeroed = zero_percpu(series_fd_, group * ops_, ops_, sizeof(op_stats));
+        !zeroed.ok()) {
+      return zeroed.error();
     }
     if (Status named = set_owner(group, target); !named.ok()) {
       return named.error();
@@ -62,24 +59,23 @@ Result<std::size_t> OpSeriesGroups::release(const TargetIds& live) {
 }
 
 Status OpSeriesGroups::for_each(const SeriesFn& fn) const {
-  std::vector<op_stats> cpus(static_cast<std::size_t>(possible_cpus()));
   for (std::uint32_t group = 0; group < OP_SERIES_GROUPS; ++group) {
     const std::uint32_t target = owners_.at(group);
     if (target == CEPHSCOPE_UNTRACKED) {
       continue;
     }
-    for (std::uint32_t op = 0; op < ops_; ++op) {
-      const std::uint32_t index = group * ops_ + op;
-      if (bpf_map_lookup_elem(series_fd_, &index, cpus.data()) != 0) {
-        return map_error("bpf_map_lookup_elem", series_fd_);
-      }
-      std::uint64_t calls = 0;
-      for (const auto& c : cpus) {
-        calls += hist_count(c.latency);  // every call adds to its latency
-      }
-      if (calls != 0) {
-        fn(target, op, cpus);
-      }
+    Status read = for_each_percpu_index<op_stats>(
+        series_fd_, group * ops_, ops_, [&](std::uint32_t op, std::span<const op_stats> cpus) {
+          std::uint64_t calls = 0;
+          for (const auto& c : cpus) {
+            calls += hist_count(c.latency);  // every call adds to its latency
+          }
+          if (calls != 0) {
+            fn(target, op, cpus);
+          }
+        });
+    if (!read.ok()) {
+      return read;
     }
   }
   return ok_status();

@@ -36,12 +36,9 @@ Result<std::uint32_t> OsdStatsSlots::take(std::uint32_t target) {
   const std::uint32_t slot = free_.front();
   // Zeroed here, not at release: a program that read the old layout just before it changed
   // has long finished by the time the slot comes round again.
-  const std::vector<osd_stats> zero(static_cast<std::size_t>(possible_cpus()));
-  for (std::uint32_t i = 0; i < OSD_SLOT_SERIES; ++i) {
-    const std::uint32_t index = slot * OSD_SLOT_SERIES + i;
-    if (bpf_map_update_elem(fd_, &index, zero.data(), BPF_ANY) != 0) {
-      return map_error("bpf_map_update_elem", fd_);
-    }
+  if (Status zeroed = zero_percpu(fd_, slot * OSD_SLOT_SERIES, OSD_SLOT_SERIES, sizeof(osd_stats));
+      !zeroed.ok()) {
+    return zeroed.error();
   }
   free_.pop_front();
   taken_[slot] = target;
@@ -50,21 +47,17 @@ Result<std::uint32_t> OsdStatsSlots::take(std::uint32_t target) {
 
 Status OsdStatsSlots::read_slot(std::uint32_t slot, std::uint32_t target,
                                 const SeriesFn& fn) const {
-  std::vector<osd_stats> cpus(static_cast<std::size_t>(possible_cpus()));
-  for (std::uint32_t i = 0; i < OSD_SLOT_SERIES; ++i) {
-    const std::uint32_t index = slot * OSD_SLOT_SERIES + i;
-    if (bpf_map_lookup_elem(fd_, &index, cpus.data()) != 0) {
-      return map_error("bpf_map_lookup_elem", fd_);
-    }
-    std::uint64_t hits = 0;
-    for (const auto& c : cpus) {
-      hits += hist_count(c.latency[OSD_STAGE_WHOLE]);  // every fold adds the whole op
-    }
-    if (hits != 0) {
-      fn(series_key(target, i), cpus);
-    }
-  }
-  return ok_status();
+  return for_each_percpu_index<osd_stats>(
+      fd_, slot * OSD_SLOT_SERIES, OSD_SLOT_SERIES,
+      [&](std::uint32_t i, std::span<const osd_stats> cpus) {
+        std::uint64_t hits = 0;
+        for (const auto& c : cpus) {
+          hits += hist_count(c.latency[OSD_STAGE_WHOLE]);  // every fold adds the whole op
+        }
+        if (hits != 0) {
+          fn(series_key(target, i), cpus);
+        }
+      });
 }
 
 Status OsdStatsSlots::release(std::uint32_t stats_slot) {

@@ -40,6 +40,19 @@ Result<std::size_t> count_entries(const bpf_map* map) {
   return n;
 }
 
+Status zero_percpu(int map_fd, std::uint32_t first, std::uint32_t count, std::size_t value_size) {
+  // the kernel copies each CPU's value at an 8-byte stride
+  const std::size_t stride = (value_size + 7) / 8;
+  const std::vector<std::uint64_t> zero(stride * static_cast<std::size_t>(possible_cpus()));
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint32_t index = first + i;
+    if (bpf_map_update_elem(map_fd, &index, zero.data(), BPF_ANY) != 0) {
+      return map_error("bpf_map_update_elem", map_fd);
+    }
+  }
+  return ok_status();
+}
+
 Result<std::uint64_t> sum_percpu_u64(int map_fd, std::uint32_t index) {
   std::vector<std::uint64_t> values(static_cast<std::size_t>(possible_cpus()));
   if (bpf_map_lookup_elem(map_fd, &index, values.data()) != 0) {

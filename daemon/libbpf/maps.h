@@ -102,6 +102,26 @@ Result<std::size_t> prune_keys(int map_fd, const std::function<bool(const Key&)>
 // Number of entries, counted by walking keys (bounded by the map's capacity).
 Result<std::size_t> count_entries(const bpf_map* map);
 
+// Calls fn(i, values of all CPUs) for the `count` entries of a per-CPU array from `first` on
+// (i counts from 0): a slot of several series.
+template <typename Value>
+Status for_each_percpu_index(int map_fd, std::uint32_t first, std::uint32_t count,
+                             const std::function<void(std::uint32_t, std::span<const Value>)>& fn) {
+  static_assert(sizeof(Value) % 8 == 0, "per-CPU values are 8-byte aligned");
+  std::vector<Value> values(static_cast<std::size_t>(possible_cpus()));
+  for (std::uint32_t i = 0; i < count; ++i) {
+    const std::uint32_t index = first + i;
+    if (bpf_map_lookup_elem(map_fd, &index, values.data()) != 0) {
+      return map_error("bpf_map_lookup_elem", map_fd);
+    }
+    fn(i, std::span<const Value>(values));
+  }
+  return ok_status();
+}
+
+// Zeroes the `count` entries of a per-CPU array of `value_size` from `first` on, on every CPU.
+Status zero_percpu(int map_fd, std::uint32_t first, std::uint32_t count, std::size_t value_size);
+
 // Sums slot `index` of a per-CPU array of u64 counters.
 Result<std::uint64_t> sum_percpu_u64(int map_fd, std::uint32_t index);
 
