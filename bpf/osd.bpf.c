@@ -97,10 +97,13 @@ struct {
 	__type(value, struct txc_state);
 } osd_txcs SEC(".maps");
 
-/* Not preallocated: a value holds every stage's histogram (3 KiB per CPU), keys are few. */
+/*
+ * The series of OSDs without a slot. A value holds every stage's histogram (3 KiB per CPU):
+ * the daemon sets this hash, like every per-CPU hash, to allocate as entries come where the
+ * kernel allows it, else to a small preallocation (size_percpu_hashes, daemon/libbpf/maps.h).
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, OSD_STATS_MAX);
 	__type(key, struct osd_stats_key);
 	__type(value, struct osd_stats);

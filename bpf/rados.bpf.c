@@ -66,9 +66,9 @@ struct {
 	__type(value, struct rados_reply);
 } rados_replies SEC(".maps");
 
+/* Allocated as entries come, or preallocated on old kernels (size_percpu_hashes). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, RADOS_STATS_MAX);
 	__type(key, struct rados_stats_key);
 	__type(value, struct rados_stats);

@@ -123,8 +123,8 @@ class BlockCollector final : public BpfCollector {
   // Loads one flavour where the kernel offers its hook, and attaches it; with the freeze
   // programs where fentry and the functions are there (else they are reported unavailable).
   Status load(const Flavour& flavour, const Feature& feature, const FreezeHooks& hooks,
-              TrackedMaps tracked_maps);
-  Status load_with(const Flavour& flavour, TrackedMaps tracked_maps,
+              const CollectorContext& ctx);
+  Status load_with(const Flavour& flavour, const CollectorContext& ctx,
                    const std::vector<bool>& freeze, const FreezePrograms& freeze_programs);
   void collect_freezes(MetricSink& out);
   // Mirrors the partition -> disk map of /sys into the BPF map.
@@ -147,7 +147,7 @@ class BlockCollector final : public BpfCollector {
 };
 
 Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
-                            const FreezeHooks& hooks, TrackedMaps tracked_maps) {
+                            const FreezeHooks& hooks, const CollectorContext& ctx) {
   if (!feature.available) {
     return error_with(feature.why.reason, ErrorKind::kUnsupported,
                       std::string(flavour.hook) + ": " + feature.why.detail);
@@ -180,7 +180,7 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
       break;
     }
     freeze = {true, has[1], !has[1], has[3], !has[3] && has[4]};
-    Status loaded = load_with(flavour, tracked_maps, freeze, kind.programs);
+    Status loaded = load_with(flavour, ctx, freeze, kind.programs);
     if (loaded.ok()) {
       spdlog::info("block: queue freezes through {}", kind.name);
       if (!freeze[3] && !freeze[4]) {
@@ -198,7 +198,7 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
     no_freeze = either_failed(no_freeze, failed);
     freeze = none;
   }
-  Status loaded = load_with(flavour, tracked_maps, none, kFreezePrograms);
+  Status loaded = load_with(flavour, ctx, none, kFreezePrograms);
   if (loaded.ok()) {
     // The rest of the collector works: only the freeze probes are reported missing.
     const Cause why = no_freeze.value_or(
@@ -211,11 +211,11 @@ Status BlockCollector::load(const Flavour& flavour, const Feature& feature,
   return loaded;
 }
 
-Status BlockCollector::load_with(const Flavour& flavour, TrackedMaps tracked_maps,
+Status BlockCollector::load_with(const Flavour& flavour, const CollectorContext& ctx,
                                  const std::vector<bool>& freeze,
                                  const FreezePrograms& freeze_programs) {
   BlockSkel skel;
-  if (auto opened = open_skeleton(skel, block_bpf__open, tracked_maps); !opened.ok()) {
+  if (auto opened = open_skeleton(skel, block_bpf__open, ctx); !opened.ok()) {
     return opened;
   }
   // The in-flight tables' hash seed: no process can aim its IO at the slots of another's.
@@ -274,7 +274,7 @@ void BlockCollector::start(const CollectorContext& ctx) {
                                  ctx.config.collectors.block_freeze_hook};
   std::optional<Cause> first;  // why tp_btf failed, when it was tried
   if (wanted != "tracepoint") {
-    const Status tp_btf = load(kTpBtf, ctx.features.tp_btf, freeze_hooks, ctx.tracked_maps);
+    const Status tp_btf = load(kTpBtf, ctx.features.tp_btf, freeze_hooks, ctx);
     if (tp_btf.ok() || wanted == "tp_btf") {
       if (!tp_btf.ok()) {
         unavailable(cause_of(tp_btf.error(), Reason::kLoadFailed), kProbes);
@@ -286,7 +286,7 @@ void BlockCollector::start(const CollectorContext& ctx) {
     first = cause_of(tp_btf.error(), Reason::kLoadFailed);
     spdlog::info("block: falling back to classic tracepoints ({})", first->detail);
   }
-  if (auto tracepoint = load(kTracepoint, ctx.features.tracefs, freeze_hooks, ctx.tracked_maps);
+  if (auto tracepoint = load(kTracepoint, ctx.features.tracefs, freeze_hooks, ctx);
       !tracepoint.ok()) {
     const Cause why = either_failed(first, cause_of(tracepoint.error(), Reason::kLoadFailed));
     unavailable(why, kProbes);

@@ -149,16 +149,22 @@ std::int64_t realtime_offset_ns();
 // Makes a skeleton's filter maps the shared ones (a no-op without them, in tests).
 Status reuse_tracked_maps(bpf_map* tgids, bpf_map* slots, TrackedMaps shared);
 
-// Opens a collector's skeleton with the shared tracked-process map.
+// Opens a collector's skeleton with the shared tracked-process map, its per-CPU hashes sized
+// for this kernel (size_percpu_hashes).
 template <typename Skel, void (*Destroy)(Skel*)>
-Status open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), TrackedMaps tracked_maps) {
+Status open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), const CollectorContext& ctx) {
   skel.reset(open());
   if (!skel) {
     const int err = errno;
     return error_with(reason_of_errno(err, Reason::kLoadFailed), ErrorKind::kSystem,
                       std::string("cannot open the BPF object: ") + std::strerror(err), err);
   }
-  return reuse_tracked_maps(skel->maps.tracked_tgids, skel->maps.tracked_slots, tracked_maps);
+  if (auto shared =
+          reuse_tracked_maps(skel->maps.tracked_tgids, skel->maps.tracked_slots, ctx.tracked_maps);
+      !shared.ok()) {
+    return shared;
+  }
+  return size_percpu_hashes(skel->obj, ctx.features.percpu_hash_on_demand.available);
 }
 
 }  // namespace cephscope

@@ -103,7 +103,7 @@ std::vector<std::string> probe_names(unsigned modules) {
 Status KclientProbes::load(const char* hook, const CollectorContext& ctx, unsigned modules,
                            const KclientMaps* kept) {
   KclientSkel skel;
-  if (auto opened = open_skeleton(skel, kclient_bpf__open, ctx.tracked_maps); !opened.ok()) {
+  if (auto opened = open_skeleton(skel, kclient_bpf__open, ctx); !opened.ok()) {
     return opened;
   }
   if (kept != nullptr) {

@@ -192,7 +192,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
     }
   }
   OsdSkel skel;
-  if (auto opened = open_skeleton(skel, osd_bpf__open, ctx.tracked_maps); !opened.ok()) {
+  if (auto opened = open_skeleton(skel, osd_bpf__open, ctx); !opened.ok()) {
     unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
     return;
   }

@@ -127,7 +127,7 @@ void RadosCollector::start(const CollectorContext& ctx) {
     all.emplace_back(u.function);
   }
   RadosSkel skel;
-  if (auto opened = open_skeleton(skel, rados_bpf__open, ctx.tracked_maps); !opened.ok()) {
+  if (auto opened = open_skeleton(skel, rados_bpf__open, ctx); !opened.ok()) {
     unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
     return;
   }

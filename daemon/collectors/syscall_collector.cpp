@@ -64,7 +64,7 @@ void SyscallCollector::start(const CollectorContext& ctx) {
     return;
   }
   SyscallSkel skel;
-  if (auto opened = open_skeleton(skel, syscall_bpf__open, ctx.tracked_maps); !opened.ok()) {
+  if (auto opened = open_skeleton(skel, syscall_bpf__open, ctx); !opened.ok()) {
     unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
     return;
   }

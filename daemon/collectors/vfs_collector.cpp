@@ -56,13 +56,13 @@ class VfsCollector final : public OpStatsCollector {
  private:
   void start(const CollectorContext& ctx);
   // Loads one flavour and attaches it.
-  Status load(const Flavour& flavour, TrackedMaps tracked_maps);
+  Status load(const Flavour& flavour, const CollectorContext& ctx);
   std::string buckets_;  // collectors.vfs.buckets
 };
 
-Status VfsCollector::load(const Flavour& flavour, TrackedMaps tracked_maps) {
+Status VfsCollector::load(const Flavour& flavour, const CollectorContext& ctx) {
   VfsSkel skel;
-  if (auto opened = open_skeleton(skel, vfs_bpf__open, tracked_maps); !opened.ok()) {
+  if (auto opened = open_skeleton(skel, vfs_bpf__open, ctx); !opened.ok()) {
     return opened;
   }
   const std::string entry = std::string(flavour.entry_prefix) + "_";
@@ -92,7 +92,7 @@ void VfsCollector::start(const CollectorContext& ctx) {
   buckets_ = ctx.config.collectors.vfs.buckets;
   const Cause why = load_fentry_or_kprobe(
       "vfs", ctx.config.collectors.vfs.hook, ctx.features, [&](const char* hook) {
-        return load(std::string(hook) == "fentry" ? kFentry : kKprobe, ctx.tracked_maps);
+        return load(std::string(hook) == "fentry" ? kFentry : kKprobe, ctx);
       });
   if (!why.ok()) {
     unavailable(why, std::vector<std::string>(kFunctions.begin(), kFunctions.end()));

@@ -1,7 +1,10 @@
 #include "libbpf/maps.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
+
+#include "core/reason.h"
 
 namespace cephscope {
 
@@ -13,6 +16,36 @@ std::uint64_t random_seed() {
 int possible_cpus() {
   static const int n = libbpf_num_possible_cpus();
   return n > 0 ? n : 1;
+}
+
+Status size_percpu_hashes(bpf_object* obj, bool on_demand) {
+  bpf_map* map = nullptr;
+  bpf_object__for_each_map(map, obj) {
+    if (bpf_map__type(map) != BPF_MAP_TYPE_PERCPU_HASH || bpf_map__fd(map) >= 0) {
+      continue;
+    }
+    const std::uint32_t flags = bpf_map__map_flags(map);
+    int err = 0;
+    if (on_demand) {
+      err = bpf_map__set_map_flags(map, flags | BPF_F_NO_PREALLOC);
+    } else {
+      const auto fit = static_cast<std::uint32_t>(kPreallocatedHashBytesPerCpu /
+                                                  std::max<std::uint32_t>(bpf_map__value_size(map), 1));
+      const std::uint32_t entries =
+          std::min(bpf_map__max_entries(map), std::max(fit, kPreallocatedHashMinEntries));
+      err = bpf_map__set_map_flags(map, flags & ~static_cast<std::uint32_t>(BPF_F_NO_PREALLOC));
+      if (err == 0) {
+        err = bpf_map__set_max_entries(map, entries);
+      }
+    }
+    if (err != 0) {
+      return error_with(Reason::kInternal, ErrorKind::kSystem,
+                        std::string("cannot size the per-CPU hash ") + bpf_map__name(map) + ": " +
+                            std::strerror(-err),
+                        -err);
+    }
+  }
+  return ok_status();
 }
 
 Error map_error(const char* call, int map_fd) {

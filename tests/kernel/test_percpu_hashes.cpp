@@ -1,0 +1,155 @@
+// How the collectors' per-CPU hashes get kernel memory (size_percpu_hashes in
+// daemon/libbpf/maps.h), loaded into the running kernel through the collectors' own
+// open_skeleton: allocated as entries come where the kernel allows it in tracing programs,
+// else preallocated within kPreallocatedHashBytesPerCpu per CPU. Loading with this kernel's own
+// answer must never set off the verifier's warning of old kernels ("trace type BPF program uses
+// run-time allocation"), which the 5.10 guest checks.
+#include <bpf/bpf.h>
+#include <sys/klog.h>
+#include <sys/utsname.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "collectors/bpf_collector.h"
+#include "config/config.h"
+#include "libbpf/features.h"
+#include "libbpf/maps.h"
+#include "libbpf/tracefs.h"
+#include "osd.skel.h"
+#include "rados.skel.h"
+#include "syscall.skel.h"
+
+namespace cephscope {
+namespace {
+
+struct HashFacts {
+  std::uint32_t flags = 0;
+  std::uint32_t max_entries = 0;
+  std::uint32_t value_size = 0;
+  long long memlock = -1;  // bytes, from the map's fdinfo
+};
+
+HashFacts facts_of(int fd) {
+  bpf_map_info info{};
+  std::uint32_t len = sizeof(info);
+  REQUIRE(bpf_obj_get_info_by_fd(fd, &info, &len) == 0);
+  HashFacts out{info.map_flags, info.max_entries, info.value_size, -1};
+  std::ifstream fdinfo("/proc/self/fdinfo/" + std::to_string(fd));
+  std::string key;
+  while (fdinfo >> key) {
+    if (key == "memlock:") {
+      fdinfo >> out.memlock;
+    }
+  }
+  return out;
+}
+
+// Opens an object as a collector does, loads all its programs, and reads its hash MAP.
+template <typename Skel, void (*Destroy)(Skel*)>
+HashFacts load_object(Skel* (*open)(), int (*load)(Skel*), const char* map,
+                      const CollectorContext& ctx) {
+  Skeleton<Skel, Destroy> skel;
+  const Status opened = open_skeleton(skel, open, ctx);
+  REQUIRE(opened.ok());
+  REQUIRE(load(skel.get()) == 0);
+  const bpf_map* hash = bpf_object__find_map_by_name(skel->obj, map);
+  REQUIRE(hash != nullptr);
+  return facts_of(bpf_map__fd(hash));
+}
+
+std::vector<std::pair<std::string, HashFacts>> load_all(const CollectorContext& ctx) {
+  return {
+      {"syscall_stats", load_object<syscall_bpf, syscall_bpf__destroy>(
+                            syscall_bpf__open, syscall_bpf__load, "syscall_stats", ctx)},
+      {"osd_stats",
+       load_object<osd_bpf, osd_bpf__destroy>(osd_bpf__open, osd_bpf__load, "osd_stats", ctx)},
+      {"rados_stats", load_object<rados_bpf, rados_bpf__destroy>(rados_bpf__open, rados_bpf__load,
+                                                                 "rados_stats", ctx)},
+  };
+}
+
+std::string kernel_log() {
+  const int size = klogctl(10 /* SYSLOG_ACTION_SIZE_BUFFER */, nullptr, 0);
+  REQUIRE(size > 0);
+  std::string buf(static_cast<std::size_t>(size), '\0');
+  const int n = klogctl(3 /* SYSLOG_ACTION_READ_ALL */, buf.data(), size);
+  REQUIRE(n >= 0);
+  buf.resize(static_cast<std::size_t>(n));
+  return buf;
+}
+
+bool release_at_least(int major, int minor) {
+  utsname u{};
+  REQUIRE(uname(&u) == 0);
+  int have_major = 0;
+  int have_minor = 0;
+  REQUIRE(std::sscanf(u.release, "%d.%d", &have_major, &have_minor) == 2);
+  return have_major > major || (have_major == major && have_minor >= minor);
+}
+
+TEST_CASE("per-CPU hashes: allocated as entries come where the kernel allows, else capped",
+          "[kernel][maps]") {
+  const auto tracefs = ensure_tracefs(true);
+  REQUIRE(tracefs.ok());
+  const KernelFeatures probed = KernelFeatures::probe(*tracefs);
+  INFO("kernel " << probed.kernel_release << ": " << probed.percpu_hash_on_demand.why.detail);
+  if (release_at_least(6, 1)) {
+    CHECK(probed.percpu_hash_on_demand.available);  // bpf_htab.pcpu_ma came with 6.1
+  }
+  const Config config;
+  const CollectorContext probed_ctx{probed, config, TrackedMaps{}, *tracefs};
+  const auto cpus = static_cast<long long>(possible_cpus());
+
+  SECTION("with this kernel's own answer, and no warning in the kernel log") {
+    const std::string marker = "uses run-time allocation";
+    const bool warned_before = kernel_log().find(marker) != std::string::npos;
+    REQUIRE_FALSE(warned_before);  // WARN_ONCE: an earlier warning would hide ours
+    for (const auto& [name, facts] : load_all(probed_ctx)) {
+      INFO(name);
+      CHECK(((facts.flags & BPF_F_NO_PREALLOC) != 0) == probed.percpu_hash_on_demand.available);
+    }
+    CHECK(kernel_log().find(marker) == std::string::npos);
+  }
+
+  SECTION("preallocated: each hash within its budget per CPU") {
+    KernelFeatures old = probed;
+    old.percpu_hash_on_demand.available = false;
+    const CollectorContext ctx{old, config, TrackedMaps{}, *tracefs};
+    for (const auto& [name, facts] : load_all(ctx)) {
+      INFO(name << ": " << facts.max_entries << " entries of " << facts.value_size << " bytes, "
+                << facts.memlock << " bytes of memlock on " << cpus << " CPUs");
+      CHECK((facts.flags & BPF_F_NO_PREALLOC) == 0);
+      CHECK(facts.max_entries >= kPreallocatedHashMinEntries);
+      const auto values = static_cast<long long>(facts.max_entries) * facts.value_size;
+      CHECK((values <= static_cast<long long>(kPreallocatedHashBytesPerCpu) ||
+             facts.max_entries == kPreallocatedHashMinEntries));
+      // the values per CPU, plus each entry's key, bucket and element header
+      CHECK(facts.memlock > 0);
+      CHECK(facts.memlock <= values * cpus + 256LL * facts.max_entries + 65536);
+    }
+  }
+
+  SECTION("on demand: the declared caps, and no memory for entries not yet there") {
+    if (!probed.percpu_hash_on_demand.available) {
+      SUCCEED("this kernel preallocates per-CPU hashes for tracing programs");
+      return;
+    }
+    for (const auto& [name, facts] : load_all(probed_ctx)) {
+      INFO(name << ": " << facts.memlock << " bytes of memlock for " << facts.max_entries
+                << " entries of " << facts.value_size << " bytes on " << cpus << " CPUs");
+      CHECK((facts.flags & BPF_F_NO_PREALLOC) != 0);
+      CHECK(facts.max_entries >= 4096);
+      if (release_at_least(6, 4)) {  // fdinfo's memlock is the memory in use (map_mem_usage)
+        CHECK(facts.memlock < static_cast<long long>(facts.max_entries) * facts.value_size);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cephscope
