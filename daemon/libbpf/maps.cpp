@@ -29,8 +29,8 @@ Status size_percpu_hashes(bpf_object* obj, bool on_demand) {
     if (on_demand) {
       err = bpf_map__set_map_flags(map, flags | BPF_F_NO_PREALLOC);
     } else {
-      const auto fit = static_cast<std::uint32_t>(kPreallocatedHashBytesPerCpu /
-                                                  std::max<std::uint32_t>(bpf_map__value_size(map), 1));
+      const auto fit = static_cast<std::uint32_t>(
+          kPreallocatedHashBytesPerCpu / std::max<std::uint32_t>(bpf_map__value_size(map), 1));
       const std::uint32_t entries =
           std::min(bpf_map__max_entries(map), std::max(fit, kPreallocatedHashMinEntries));
       err = bpf_map__set_map_flags(map, flags & ~static_cast<std::uint32_t>(BPF_F_NO_PREALLOC));

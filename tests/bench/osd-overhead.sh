@@ -19,7 +19,8 @@
 # A benchmark: it prints figures and asserts nothing about time (MACHINE.md: noisy 2 cores).
 #   usage: tests/bench/osd-overhead.sh BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]
 #   THREADS=N sets rados bench -t of parts 1, 2 and 4 (default 16); PARTS="1 4" runs only
-#   those parts (default all). Needs root, bpftrace, bpftool.
+#   those parts (default all); COLLECTORS="syscall block" turns the shipped config's other
+#   collectors off in part 4, to see what each one costs. Needs root, bpftrace, bpftool.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
 cluster=${2:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
@@ -54,6 +55,7 @@ launch_daemon() {
   CEPHSCOPE_BENCH_OSD_CUT=${bench_cut:-} "$bin" --config "$config" 2>> "$work/daemon.log" &
   runner=$!
   for _ in $(seq 600); do
+    curl -sf -o /dev/null "localhost:$port/metrics" || { sleep 0.2; continue; }  # not ready yet
     n=$(curl -s "localhost:$port/metrics" 2>/dev/null | grep '^cephscope_probe_attached{' |
       grep 'collector="osd"' | grep 'reason="ok"' | grep -c ' 1$' || true)
     if [ "${n:-0}" -ge "$want" ]; then
@@ -84,7 +86,18 @@ CONF
 start_default_daemon() {
   sed "s/^listen: .*/listen: \"127.0.0.1:$port\"/" "$(dirname "$0")/../../config/cephscope.yaml" > "$work/default.yaml"
   grep -q "^listen: \"127.0.0.1:$port\"" "$work/default.yaml" || { echo "no listen line in config/cephscope.yaml" >&2; exit 1; }
-  launch_daemon "$work/default.yaml" 6
+  local want=6
+  if [ -n "${COLLECTORS:-}" ]; then
+    awk -v keep=" $COLLECTORS " '
+      /^collectors:/ { in_collectors = 1; print; next }
+      in_collectors && /^[^ ]/ { in_collectors = 0 }
+      in_collectors && match($0, /^  [a-z]+:/) { name = substr($0, 3, RLENGTH - 3) }
+      in_collectors && index(keep, " " name " ") == 0 { sub(/enabled: true/, "enabled: false") }
+      { print }' "$work/default.yaml" > "$work/some.yaml"
+    mv "$work/some.yaml" "$work/default.yaml"
+    case " $COLLECTORS " in *" osd "*) ;; *) want=0 ;; esac
+  fi
+  launch_daemon "$work/default.yaml" "$want"
 }
 
 # collector -> "runs ns", from the daemon's own bpf_stats series
