@@ -6,6 +6,7 @@
 #include <bpf/libbpf.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -26,7 +27,7 @@ std::uint64_t random_seed();
 // KernelFeatures::percpu_hash_on_demand) gets at most this many bytes of values per CPU: its
 // entries are capped below what the object declares. The hot series sit in per-CPU arrays;
 // these hashes hold the rest, and an event that finds one full is counted stats_full.
-inline constexpr std::size_t kPreallocatedHashBytesPerCpu = 256 * 1024;
+inline constexpr std::size_t kPreallocatedHashBytesPerCpu = std::size_t{256} * 1024;
 inline constexpr std::uint32_t kPreallocatedHashMinEntries = 64;
 
 // Before OBJ loads, sets how each of its per-CPU hashes gets memory: allocated as entries come

@@ -15,12 +15,15 @@
 #      alternating; the median of the with-minus-without differences;
 #   4. the whole daemon with the shipped config (config/cephscope.yaml: every collector): the
 #      runs and BPF run time of every program it loads per client write, by collector, and
-#      IOPS with and without it in alternating pairs (THREADS threads).
+#      IOPS with and without it in alternating pairs (THREADS threads);
+#   5. the same daemon's IOPS cost in one long write (THREADS threads) that it joins and leaves
+#      in turn, each phase with it against the phases just before and after (PHASE seconds
+#      each, default 15; ROUNDS phases with it). Not in the default PARTS.
 # A benchmark: it prints figures and asserts nothing about time (MACHINE.md: noisy 2 cores).
 #   usage: tests/bench/osd-overhead.sh BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]
-#   THREADS=N sets rados bench -t of parts 1, 2 and 4 (default 16); PARTS="1 4" runs only
-#   those parts (default all); COLLECTORS="syscall block" turns the shipped config's other
-#   collectors off in part 4, to see what each one costs. Needs root, bpftrace, bpftool.
+#   THREADS=N sets rados bench -t of parts 1, 2, 4 and 5 (default 16); PARTS="1 4" runs only
+#   those parts (default 1-4); COLLECTORS="syscall block" turns the shipped config's other
+#   collectors off in parts 4 and 5, to see what each one costs. Needs root, bpftrace, bpftool.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
 cluster=${2:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
@@ -273,7 +276,7 @@ echo "  added latency per client write, us: tier 1 $(cut -d' ' -f1 "$work/lat" |
 echo "  added OSD CPU per client write (3 OSDs), us: tier 1 $(cut -d' ' -f1 "$work/cpu" | median), tier 2 $(cut -d' ' -f2 "$work/cpu" | median)"
 fi
 
-part 4 || exit 0
+if part 4; then
 echo "== 4. the whole daemon, shipped config: every program per client write, $secs s, ${THREADS:-16} threads"
 start_default_daemon
 collector_totals > "$work/c0"
@@ -307,3 +310,56 @@ for i in $(seq "$rounds"); do
   echo "  pair $i ($( ((i % 2)) && echo "without first" || echo "with first")): without $base IOPS, with $with IOPS, ratio $r"
 done
 echo "  IOPS with/without the daemon, median (min-max): $(median < "$work/ratios")"
+fi
+
+part 5 || exit 0
+# Pairs of separate benches drift apart by more than the daemon costs: each bench starts on a
+# cluster still trimming the last one's deletes, and a pair of 10 s benches differs by 5-25%
+# with no daemon at all. Here one write runs throughout and the daemon comes and goes, so each
+# phase with it is compared with the phases just before and after it, on the same cluster state.
+phase=${PHASE:-15}
+echo "== 5. IOPS in one ${THREADS:-16}-thread write, the daemon (shipped config${COLLECTORS:+, only: $COLLECTORS}) started and stopped in turn: $rounds phases with it, $((rounds + 1)) without, $phase s each"
+# "second writes-finished" of the bench's last per-second line
+bench_at() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { s = $1; f = $4 } END { print s + 0, f + 0 }' "$work/long"; }
+# "IOPS osd_cpu_us_per_write daemon_cpu_percent" over the next PHASE seconds of the running
+# bench (the daemon's share when one runs, else 0)
+phase_iops() {
+  local s0 f0 s1 f1 c0 c1 d0=0 d1=0
+  read -r s0 f0 < <(bench_at)
+  c0=$(osd_ticks)
+  [ -n "$runner" ] && d0=$(awk '{ print $14 + $15 }' "/proc/$runner/stat")
+  sleep "$phase"
+  read -r s1 f1 < <(bench_at)
+  c1=$(osd_ticks)
+  [ -n "$runner" ] && d1=$(awk '{ print $14 + $15 }' "/proc/$runner/stat")
+  [ $((s1 - s0)) -gt 0 ] && [ $((f1 - f0)) -gt 0 ] || { echo "the long bench printed nothing for $phase s" >&2; exit 1; }
+  awk -v f=$((f1 - f0)) -v s=$((s1 - s0)) -v c=$((c1 - c0)) -v d=$((d1 - d0)) -v p="$phase" \
+    -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%d %.0f %.1f\n", f / s, c * 1e6 / hz / f, d * 100 / hz / p }'
+}
+stdbuf -oL rados -p "$pool" bench $((rounds * (2 * phase + 30) + phase + 30)) write \
+  -t "${THREADS:-16}" -b 4096 --no-cleanup > "$work/long" 2>&1 &
+long=$!
+sleep 5
+read -r before cpu_before _ < <(phase_iops)
+for i in $(seq "$rounds"); do
+  start_default_daemon
+  sleep 2  # its start-up's own work done
+  read -r with cpu_with daemon_cpu < <(phase_iops)
+  stop_runner
+  sleep 2
+  read -r after cpu_after _ < <(phase_iops)
+  r=$(awk -v w="$with" -v a="$before" -v b="$after" 'BEGIN { printf "%.3f", 2 * w / (a + b) }')
+  echo "$r" >> "$work/phase_ratios"
+  awk -v w="$cpu_with" -v a="$cpu_before" -v b="$cpu_after" 'BEGIN { printf "%.3f\n", 2 * w / (a + b) }' >> "$work/cpu_ratios"
+  echo "  phase $i: without $before IOPS ($cpu_before us OSD CPU per write), with $with ($cpu_with us; daemon $daemon_cpu% of a CPU), without $after ($cpu_after us): ratio $r"
+  before=$after
+  cpu_before=$cpu_after
+done
+kill "$long" 2> /dev/null || true
+wait "$long" 2> /dev/null || true
+clean_pool
+ratio_summary() { sort -n | awk '{ v[NR] = $1; t += $1 } END {
+  m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+  printf "median %.3f, mean %.3f (%.3f-%.3f), %d phases", m, t / NR, v[1], v[NR], NR }'; }
+echo "  IOPS with/without the daemon, each phase against its neighbours: $(ratio_summary < "$work/phase_ratios")"
+echo "  OSD CPU per client write, with/without: $(ratio_summary < "$work/cpu_ratios")"
