@@ -99,8 +99,8 @@ struct {
 
 /*
  * The series of OSDs without a slot. A value holds every stage's histogram (3 KiB per CPU):
- * the daemon sets this hash, like every per-CPU hash, to allocate as entries come where the
- * kernel allows it, else to a small preallocation (size_percpu_hashes, daemon/libbpf/maps.h).
+ * the daemon preallocates this hash, like every per-CPU hash, within a budget per CPU
+ * (size_percpu_hashes, daemon/libbpf/maps.h).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);

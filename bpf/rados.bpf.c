@@ -66,7 +66,7 @@ struct {
 	__type(value, struct rados_reply);
 } rados_replies SEC(".maps");
 
-/* Allocated as entries come, or preallocated on old kernels (size_percpu_hashes). */
+/* Preallocated within a budget per CPU by the daemon (size_percpu_hashes). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
 	__uint(max_entries, RADOS_STATS_MAX);

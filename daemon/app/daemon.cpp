@@ -137,9 +137,7 @@ int run_check(const Config& config) {
             << "feature fentry: " << describe(features.fentry) << "\n"
             << "feature kprobe: " << describe(features.kprobe) << "\n"
             << "feature bpf_stats: " << describe(features.bpf_stats) << "\n"
-            << "feature bpf_memory: " << describe(features.bpf_memory) << "\n"
-            << "feature percpu_hash_on_demand: " << describe(features.percpu_hash_on_demand)
-            << "\n";
+            << "feature bpf_memory: " << describe(features.bpf_memory) << "\n";
   const CapabilityMask held = effective_capabilities();
   const CapabilityMask keep = capabilities_to_keep();
   std::cout << "capabilities held=" << capability_names(held)
@@ -191,9 +189,6 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
                features.kprobe.available ? "yes" : "no");
   if (!features.bpf_memory.available) {
     spdlog::warn("{}", features.bpf_memory.why.detail);
-  }
-  if (!features.percpu_hash_on_demand.available) {
-    spdlog::info("{}", features.percpu_hash_on_demand.why.detail);
   }
   auto dropped = drop_to(capabilities_to_keep());
   if (!dropped.ok()) {

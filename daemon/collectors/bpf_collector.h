@@ -164,7 +164,7 @@ Status open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), const Colle
       !shared.ok()) {
     return shared;
   }
-  return size_percpu_hashes(skel->obj, ctx.features.percpu_hash_on_demand.available);
+  return size_percpu_hashes(skel->obj);
 }
 
 }  // namespace cephscope

@@ -14,7 +14,6 @@
 #include "core/fs.h"
 #include "features.skel.h"
 #include "libbpf/handles.h"
-#include "libbpf/maps.h"
 
 namespace cephscope {
 namespace {
@@ -93,31 +92,6 @@ Feature bpf_memory_feature() {
                " KiB and cannot be raised: needs CAP_SYS_RESOURCE or LimitMEMLOCK=infinity"}};
 }
 
-// The kernel's hash map has a per-CPU bpf_mem_alloc (bpf_htab::pcpu_ma) since Linux 6.1, in
-// the same series that let tracing programs use hashes that are not preallocated (Alexei
-// Starovoitov, lore.kernel.org/bpf/20220902211058.60789-1-alexei.starovoitov@gmail.com). Read
-// from BTF: loading a probe program would itself set off the old kernels' warning.
-Feature percpu_hash_on_demand_feature() {
-  std::unique_ptr<btf, decltype(&btf__free)> vmlinux(btf__load_vmlinux_btf(), btf__free);
-  if (vmlinux) {
-    const int id = btf__find_by_name_kind(vmlinux.get(), "bpf_htab", BTF_KIND_STRUCT);
-    const btf_type* htab = id < 0 ? nullptr : btf__type_by_id(vmlinux.get(), id);
-    if (htab != nullptr) {
-      const btf_member* member = btf_members(htab);
-      for (int i = 0; i < btf_vlen(htab); ++i, ++member) {
-        if (std::strcmp(btf__name_by_offset(vmlinux.get(), member->name_off), "pcpu_ma") == 0) {
-          return {true, {}};
-        }
-      }
-    }
-  }
-  return {false,
-          {Reason::kKernelFeatureMissing,
-           "the kernel's per-CPU hashes have no run-time allocator for tracing programs "
-           "(bpf_htab.pcpu_ma, Linux 6.1): they are preallocated, each capped at " +
-               std::to_string(kPreallocatedHashBytesPerCpu / 1024) + " KiB per CPU"}};
-}
-
 }  // namespace
 
 KernelFeatures KernelFeatures::probe(const std::string& tracefs_dir) {
@@ -145,7 +119,6 @@ KernelFeatures KernelFeatures::probe(const std::string& tracefs_dir) {
                  "the kernel has no kprobes (no kprobe PMU, no kprobe_events)"}};
   }
   f.bpf_memory = bpf_memory_feature();
-  f.percpu_hash_on_demand = percpu_hash_on_demand_feature();
   std::ifstream stats("/proc/sys/kernel/bpf_stats_enabled");
   int enabled = 0;
   if (stats >> enabled && enabled == 1) {

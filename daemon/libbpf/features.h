@@ -24,10 +24,6 @@ struct KernelFeatures {
   // Room for BPF maps and programs: charged to the memory cgroup (5.11 and later), or to an
   // RLIMIT_MEMLOCK that is unlimited or could be raised (earlier kernels).
   Feature bpf_memory;
-  // Per-CPU hashes that tracing programs may use without preallocation: the kernel's hash map
-  // allocates per-CPU values through bpf_mem_alloc (Linux 6.1). Before, the verifier warns
-  // (WARN_ONCE) or, on PREEMPT_RT, refuses; such hashes are preallocated there.
-  Feature percpu_hash_on_demand;
 
   static KernelFeatures probe(const std::string& tracefs_dir);
 };

@@ -18,25 +18,20 @@ int possible_cpus() {
   return n > 0 ? n : 1;
 }
 
-Status size_percpu_hashes(bpf_object* obj, bool on_demand) {
+Status size_percpu_hashes(bpf_object* obj) {
   bpf_map* map = nullptr;
   bpf_object__for_each_map(map, obj) {
     if (bpf_map__type(map) != BPF_MAP_TYPE_PERCPU_HASH || bpf_map__fd(map) >= 0) {
       continue;
     }
-    const std::uint32_t flags = bpf_map__map_flags(map);
-    int err = 0;
-    if (on_demand) {
-      err = bpf_map__set_map_flags(map, flags | BPF_F_NO_PREALLOC);
-    } else {
-      const auto fit = static_cast<std::uint32_t>(
-          kPreallocatedHashBytesPerCpu / std::max<std::uint32_t>(bpf_map__value_size(map), 1));
-      const std::uint32_t entries =
-          std::min(bpf_map__max_entries(map), std::max(fit, kPreallocatedHashMinEntries));
-      err = bpf_map__set_map_flags(map, flags & ~static_cast<std::uint32_t>(BPF_F_NO_PREALLOC));
-      if (err == 0) {
-        err = bpf_map__set_max_entries(map, entries);
-      }
+    const auto fit = static_cast<std::uint32_t>(
+        kPreallocatedHashBytesPerCpu / std::max<std::uint32_t>(bpf_map__value_size(map), 1));
+    const std::uint32_t entries =
+        std::min(bpf_map__max_entries(map), std::max(fit, kPreallocatedHashMinEntries));
+    int err = bpf_map__set_map_flags(
+        map, bpf_map__map_flags(map) & ~static_cast<std::uint32_t>(BPF_F_NO_PREALLOC));
+    if (err == 0) {
+      err = bpf_map__set_max_entries(map, entries);
     }
     if (err != 0) {
       return error_with(Reason::kInternal, ErrorKind::kSystem,

@@ -23,17 +23,19 @@ int possible_cpus();
 // each load from the kernel's random pool: no process can aim its keys at another's slots.
 std::uint64_t random_seed();
 
-// A per-CPU hash that must be preallocated (kernels before 6.1, see
-// KernelFeatures::percpu_hash_on_demand) gets at most this many bytes of values per CPU: its
-// entries are capped below what the object declares. The hot series sit in per-CPU arrays;
-// these hashes hold the rest, and an event that finds one full is counted stats_full.
+// Every per-CPU hash is preallocated, within this many bytes of values per CPU: its entries are
+// capped below what the object declares. Before 6.1 a tracing program's hash must be
+// preallocated (the verifier warns, WARN_ONCE, or refuses on PREEMPT_RT). From 6.1 on, the
+// run-time allocator (bpf_mem_alloc) refills its per-CPU caches later, from irq_work, so a burst
+// of new series can fail to insert: the 6.1 guest lost one bio of 20 on a new md member's series.
+// The hot series sit in per-CPU arrays; these hashes hold the rest, and an event that finds one
+// full is counted stats_full.
 inline constexpr std::size_t kPreallocatedHashBytesPerCpu = std::size_t{256} * 1024;
 inline constexpr std::uint32_t kPreallocatedHashMinEntries = 64;
 
-// Before OBJ loads, sets how each of its per-CPU hashes gets memory: allocated as entries come
-// (BPF_F_NO_PREALLOC) where ON_DEMAND, else preallocated within kPreallocatedHashBytesPerCpu.
+// Before OBJ loads, preallocates each of its per-CPU hashes within kPreallocatedHashBytesPerCpu.
 // Maps another object already created (reused) keep theirs.
-Status size_percpu_hashes(bpf_object* obj, bool on_demand);
+Status size_percpu_hashes(bpf_object* obj);
 
 // The error of a failed bpf(2) call on a map; errno is read at once.
 Error map_error(const char* call, int map_fd);

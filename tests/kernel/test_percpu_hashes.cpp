@@ -1,16 +1,13 @@
 // How the collectors' per-CPU hashes get kernel memory (size_percpu_hashes in
 // daemon/libbpf/maps.h), loaded into the running kernel through the collectors' own
-// open_skeleton: allocated as entries come where the kernel allows it in tracing programs,
-// else preallocated within kPreallocatedHashBytesPerCpu per CPU. Loading with this kernel's own
-// answer must never set off the verifier's warning of old kernels ("trace type BPF program uses
-// run-time allocation"), which the 5.10 guest checks.
+// open_skeleton: preallocated within kPreallocatedHashBytesPerCpu per CPU each, whatever the
+// object declares, and never setting off the verifier's warning of old kernels ("trace type BPF
+// program uses run-time allocation"), which the 5.10 guest checks.
 #include <bpf/bpf.h>
 #include <sys/klog.h>
-#include <sys/utsname.h>
 
 #include <catch2/catch.hpp>
 #include <cstdint>
-#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -83,72 +80,31 @@ std::string kernel_log() {
   return buf;
 }
 
-bool release_at_least(int major, int minor) {
-  utsname u{};
-  REQUIRE(uname(&u) == 0);
-  int have_major = 0;
-  int have_minor = 0;
-  REQUIRE(std::sscanf(u.release, "%d.%d", &have_major, &have_minor) == 2);
-  return have_major > major || (have_major == major && have_minor >= minor);
-}
-
-TEST_CASE("per-CPU hashes: allocated as entries come where the kernel allows, else capped",
+TEST_CASE("per-CPU hashes: preallocated within a budget per CPU, and no verifier warning",
           "[kernel][maps]") {
   const auto tracefs = ensure_tracefs(true);
   REQUIRE(tracefs.ok());
-  const KernelFeatures probed = KernelFeatures::probe(*tracefs);
-  INFO("kernel " << probed.kernel_release << ": " << probed.percpu_hash_on_demand.why.detail);
-  if (release_at_least(6, 1)) {
-    CHECK(probed.percpu_hash_on_demand.available);  // bpf_htab.pcpu_ma came with 6.1
-  }
+  const KernelFeatures features = KernelFeatures::probe(*tracefs);
   const Config config;
-  const CollectorContext probed_ctx{probed, config, TrackedMaps{}, *tracefs};
+  const CollectorContext ctx{features, config, TrackedMaps{}, *tracefs};
   const auto cpus = static_cast<long long>(possible_cpus());
 
-  SECTION("with this kernel's own answer, and no warning in the kernel log") {
-    const std::string marker = "uses run-time allocation";
-    const bool warned_before = kernel_log().find(marker) != std::string::npos;
-    REQUIRE_FALSE(warned_before);  // WARN_ONCE: an earlier warning would hide ours
-    for (const auto& [name, facts] : load_all(probed_ctx)) {
-      INFO(name);
-      CHECK(((facts.flags & BPF_F_NO_PREALLOC) != 0) == probed.percpu_hash_on_demand.available);
-    }
-    CHECK(kernel_log().find(marker) == std::string::npos);
+  const std::string marker = "uses run-time allocation";
+  REQUIRE(kernel_log().find(marker) == std::string::npos);  // WARN_ONCE: one before hides ours
+  for (const auto& [name, facts] : load_all(ctx)) {
+    INFO(name << ": " << facts.max_entries << " entries of " << facts.value_size << " bytes, "
+              << facts.memlock << " bytes of memlock on " << cpus << " CPUs, kernel "
+              << features.kernel_release);
+    CHECK((facts.flags & BPF_F_NO_PREALLOC) == 0);
+    CHECK(facts.max_entries >= kPreallocatedHashMinEntries);
+    const auto values = static_cast<long long>(facts.max_entries) * facts.value_size;
+    CHECK((values <= static_cast<long long>(kPreallocatedHashBytesPerCpu) ||
+           facts.max_entries == kPreallocatedHashMinEntries));
+    // the values per CPU, plus each entry's key, bucket and element header
+    CHECK(facts.memlock > 0);
+    CHECK(facts.memlock <= values * cpus + 256LL * facts.max_entries + 65536);
   }
-
-  SECTION("preallocated: each hash within its budget per CPU") {
-    KernelFeatures old = probed;
-    old.percpu_hash_on_demand.available = false;
-    const CollectorContext ctx{old, config, TrackedMaps{}, *tracefs};
-    for (const auto& [name, facts] : load_all(ctx)) {
-      INFO(name << ": " << facts.max_entries << " entries of " << facts.value_size << " bytes, "
-                << facts.memlock << " bytes of memlock on " << cpus << " CPUs");
-      CHECK((facts.flags & BPF_F_NO_PREALLOC) == 0);
-      CHECK(facts.max_entries >= kPreallocatedHashMinEntries);
-      const auto values = static_cast<long long>(facts.max_entries) * facts.value_size;
-      CHECK((values <= static_cast<long long>(kPreallocatedHashBytesPerCpu) ||
-             facts.max_entries == kPreallocatedHashMinEntries));
-      // the values per CPU, plus each entry's key, bucket and element header
-      CHECK(facts.memlock > 0);
-      CHECK(facts.memlock <= values * cpus + 256LL * facts.max_entries + 65536);
-    }
-  }
-
-  SECTION("on demand: the declared caps, and no memory for entries not yet there") {
-    if (!probed.percpu_hash_on_demand.available) {
-      SUCCEED("this kernel preallocates per-CPU hashes for tracing programs");
-      return;
-    }
-    for (const auto& [name, facts] : load_all(probed_ctx)) {
-      INFO(name << ": " << facts.memlock << " bytes of memlock for " << facts.max_entries
-                << " entries of " << facts.value_size << " bytes on " << cpus << " CPUs");
-      CHECK((facts.flags & BPF_F_NO_PREALLOC) != 0);
-      CHECK(facts.max_entries >= 4096);
-      if (release_at_least(6, 4)) {  // fdinfo's memlock is the memory in use (map_mem_usage)
-        CHECK(facts.memlock < static_cast<long long>(facts.max_entries) * facts.value_size);
-      }
-    }
-  }
+  CHECK(kernel_log().find(marker) == std::string::npos);
 }
 
 }  // namespace
