@@ -269,15 +269,22 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
     const auto mid_bench = all_osds(cluster, daemon.scrape());
     const bool client_tracked =
         !daemon.scrape().find("cephscope_target_info", {{"process", "rados"}}).empty();
-    finish_bench(*bench, log, kSeconds);
+    const BenchSummary summary = finish_bench(*bench, log, kSeconds);
     const auto m_after = daemon.scrape();
     rados_cleanup(cluster);  // cleanup removes only the last run's objects
     after_bench = all_osds(cluster, m_after);
     print_osd_deltas("4 KiB write bench", cluster, before_bench, after_bench);
 
-    // the client is tracked; its syscalls are the messenger's, which the default set leaves out
+    // The client is tracked. Its IO is the messenger's socket calls, which the default set
+    // leaves out: what it may count is the dynamic loader's pread64 of libraries mapped after
+    // discovery found librados, a few per process, never calls that grow with its writes.
     CHECK(client_tracked);
-    CHECK(m_after.find("cephscope_syscall_seconds_count", {{"process", "rados"}}).empty());
+    const double client_calls =
+        m_after.sum("cephscope_syscall_seconds_count", {{"process", "rados"}});
+    INFO(client_calls << " syscalls counted for the client over " << summary.total_ops
+                      << " writes");
+    CHECK(summary.total_ops > 1000);
+    CHECK(client_calls < static_cast<double>(summary.total_ops) / 100);
 
     for (const auto& osd : cluster.osds) {
       const auto& a = before_bench.at(osd.id);
