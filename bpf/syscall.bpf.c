@@ -2,6 +2,11 @@
 /*
  * syscall collector: latency, bytes and errors per tracked process and syscall, folded into
  * per-CPU histograms. Untracked processes cost one array read at entry and one at exit.
+ *
+ * Two flavours of the same pair per syscall. fentry/fexit on the syscall's entry function
+ * (`__x64_sys_pwrite64`, its attach target set by the daemon) run for that syscall only.
+ * Syscall tracepoints put every syscall of every process on the kernel's slow path while any
+ * of them is enabled; they are the fallback where fentry is refused.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -46,7 +51,7 @@ static __always_inline int syscall_exit(long ret)
 	return op_finish(&maps, ret);
 }
 
-/* One enter/exit pair per syscall: only the traced syscalls wake a program. */
+/* One enter/exit pair per syscall and flavour: only the traced syscalls wake a program. */
 #define TRACE_SYSCALL(name, sc)                                                                    \
 	SEC("tracepoint/syscalls/sys_enter_" #name)                                                \
 	int enter_##name(void *ctx)                                                                \
@@ -57,6 +62,16 @@ static __always_inline int syscall_exit(long ret)
 	int exit_##name(struct trace_event_raw_sys_exit *ctx)                                      \
 	{                                                                                          \
 		return syscall_exit(ctx->ret);                                                     \
+	}                                                                                          \
+	SEC("fentry")                                                                              \
+	int fentry_##name(void *ctx)                                                               \
+	{                                                                                          \
+		return op_begin(&syscall_inflight, sc);                                            \
+	}                                                                                          \
+	SEC("fexit")                                                                               \
+	int BPF_PROG(fexit_##name, const struct pt_regs *regs, long ret)                           \
+	{                                                                                          \
+		return syscall_exit(ret);                                                          \
 	}
 
 TRACE_SYSCALL(read, SYS_READ)

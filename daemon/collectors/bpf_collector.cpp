@@ -150,27 +150,31 @@ Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback
   return {preferred->reason, preferred->detail + "; " + fallback.detail};
 }
 
-Cause load_fentry_or_kprobe(const char* collector, const std::string& wanted,
-                            const KernelFeatures& features,
-                            const std::function<Status(const char* hook)>& load) {
-  auto try_hook = [&](const char* hook, const Feature& feature) -> Cause {
-    if (!feature.available) {
-      return {feature.why.reason, std::string(hook) + ": " + feature.why.detail};
+Cause load_first_hook(const char* collector, const std::string& wanted,
+                      std::initializer_list<HookOption> options,
+                      const std::function<Status(const char* hook)>& load) {
+  std::optional<Cause> failed;  // why the hooks tried so far did not load
+  const char* last_tried = nullptr;
+  for (const HookOption& option : options) {
+    if (wanted != "auto" && wanted != option.hook) {
+      continue;
     }
-    const Status loaded = load(hook);
-    return loaded.ok() ? Cause{} : cause_of(loaded.error(), Reason::kLoadFailed);
-  };
-  std::optional<Cause> first;  // why fentry failed, when it was tried
-  if (wanted != "kprobe") {
-    Cause fentry = try_hook("fentry", features.fentry);
-    if (fentry.ok() || wanted == "fentry") {
-      return fentry;
+    if (last_tried != nullptr) {
+      spdlog::info("{}: {} unusable ({}), trying {}", collector, last_tried, failed->detail,
+                   option.hook);
     }
-    spdlog::info("{}: fentry unusable ({}), trying kprobes", collector, fentry.detail);
-    first = std::move(fentry);
+    Cause why;
+    if (!option.feature.available) {
+      why = {option.feature.why.reason, std::string(option.hook) + ": " + option.feature.why.detail};
+    } else if (const Status loaded = load(option.hook); !loaded.ok()) {
+      why = cause_of(loaded.error(), Reason::kLoadFailed);
+    } else {
+      return {};
+    }
+    failed = either_failed(failed, why);
+    last_tried = option.hook;
   }
-  const Cause kprobe = try_hook("kprobe", features.kprobe);
-  return kprobe.ok() ? kprobe : either_failed(first, kprobe);
+  return failed ? *failed : Cause{Reason::kInternal, "no hook named " + wanted};
 }
 
 Status reuse_tracked_maps(bpf_map* tgids, bpf_map* slots, TrackedMaps shared) {

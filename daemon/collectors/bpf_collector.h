@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
@@ -82,12 +83,26 @@ class BpfCollector : public Collector {
 // failed: the preferred hook's reason, both details.
 Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback);
 
-// Loads a collector through fentry, else kprobes, as its `hook` setting allows (auto, fentry,
-// kprobe): load(hook) for each allowed hook whose kernel feature is there, until one loads.
-// Ok, or why neither did (the preferred hook's reason, both details).
-Cause load_fentry_or_kprobe(const char* collector, const std::string& wanted,
-                            const KernelFeatures& features,
-                            const std::function<Status(const char* hook)>& load);
+// One hook a collector can load through, and the kernel feature it needs.
+struct HookOption {
+  const char* hook;
+  const Feature& feature;
+};
+
+// Loads a collector through the hooks its `hook` setting allows (auto: each of `options` in
+// turn; else that one only): load(hook) for each whose kernel feature is there, until one
+// loads. Ok, or why none did (the first tried hook's reason, every detail).
+Cause load_first_hook(const char* collector, const std::string& wanted,
+                      std::initializer_list<HookOption> options,
+                      const std::function<Status(const char* hook)>& load);
+
+// load_first_hook through fentry, else kprobes.
+inline Cause load_fentry_or_kprobe(const char* collector, const std::string& wanted,
+                                   const KernelFeatures& features,
+                                   const std::function<Status(const char* hook)>& load) {
+  return load_first_hook(collector, wanted,
+                         {{"fentry", features.fentry}, {"kprobe", features.kprobe}}, load);
+}
 
 // The statuses of a uprobe collector's processes, one per probe, target and fsid: a target can
 // have several processes, and a probe counts as attached only when it is in all of them.

@@ -2,6 +2,7 @@
 #include "collectors/syscall_collector.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "collectors/op_stats.h"
 #include "config/syscall_names.h"
 #include "core/fs.h"
+#include "libbpf/features.h"
 #include "syscall.skel.h"
 
 namespace cephscope {
@@ -44,6 +46,25 @@ const char* direction(unsigned sc) {
 
 using SyscallSkel = Skeleton<syscall_bpf, syscall_bpf__destroy>;
 
+// The kernel function behind each syscall, as fentry sees it: the architecture's wrapper.
+#if defined(__x86_64__)
+constexpr const char* kSyscallFunctionPrefix = "__x64_sys_";
+#elif defined(__aarch64__)
+constexpr const char* kSyscallFunctionPrefix = "__arm64_sys_";
+#else
+constexpr const char* kSyscallFunctionPrefix = nullptr;  // fentry: no known wrapper names
+#endif
+
+// One way of hooking a syscall's entry and exit: the programs (<prefix><syscall>) and the
+// probes they are reported as (<probe prefix><syscall>).
+struct Flavour {
+  const char* hook;
+  std::array<const char*, 2> programs;
+  std::array<const char*, 2> probes;
+};
+constexpr Flavour kFentry{"fentry", {"fentry_", "fexit_"}, {"fentry_sys_", "fexit_sys_"}};
+constexpr Flavour kTracepoint{"tracepoint", {"enter_", "exit_"}, {"sys_enter_", "sys_exit_"}};
+
 class SyscallCollector final : public OpStatsCollector {
  public:
   explicit SyscallCollector(const CollectorContext& ctx) { start(ctx); }
@@ -52,64 +73,110 @@ class SyscallCollector final : public OpStatsCollector {
 
  private:
   void start(const CollectorContext& ctx);
+  // Loads FLAVOUR's programs for the syscalls the config asks for and attaches them.
+  Status load(const Flavour& flavour, const CollectorContext& ctx);
+  // Which of the asked syscalls this kernel has, as FLAVOUR hooks them.
+  static std::vector<bool> present(const Flavour& flavour, const CollectorContext& ctx,
+                                   const std::vector<bool>& asked);
   std::string buckets_;  // collectors.syscall.buckets
 };
 
-void SyscallCollector::start(const CollectorContext& ctx) {
-  buckets_ = ctx.config.collectors.syscall.buckets;
+std::vector<bool> SyscallCollector::present(const Flavour& flavour, const CollectorContext& ctx,
+                                            const std::vector<bool>& asked) {
+  std::vector<bool> out(SYS_COUNT);
+  if (&flavour == &kTracepoint) {
+    for (unsigned i = 0; i < SYS_COUNT; ++i) {
+      out[i] =
+          asked[i] && path_exists(ctx.tracefs_dir + "/events/syscalls/sys_enter_" + kNames[i]);
+    }
+    return out;
+  }
+  std::vector<std::string> functions;
+  for (const char* n : kNames) {
+    functions.push_back(std::string(kSyscallFunctionPrefix) + n);
+  }
+  const std::vector<bool> in_btf = kernel_has_functions(functions);
+  for (unsigned i = 0; i < SYS_COUNT; ++i) {
+    out[i] = asked[i] && in_btf[i];
+  }
+  return out;
+}
+
+Status SyscallCollector::load(const Flavour& flavour, const CollectorContext& ctx) {
   const auto& wanted = ctx.config.collectors.syscalls;  // collectors.syscall.syscalls
-  const std::vector<std::string> all(wanted.begin(), wanted.end());
-  if (!ctx.features.tracefs.available) {
-    unavailable(ctx.features.tracefs.why, all);
-    return;
+  if (&flavour == &kFentry && kSyscallFunctionPrefix == nullptr) {
+    return error_with(Reason::kKernelFeatureMissing, ErrorKind::kUnsupported,
+                      "fentry: this build knows no syscall function names on its architecture");
   }
-  SyscallSkel skel;
-  if (auto opened = open_skeleton(skel, syscall_bpf__open, ctx); !opened.ok()) {
-    unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
-    return;
-  }
-  // A syscall this kernel does not have (or has no tracepoint for) is left out, not fatal;
-  // one the config does not ask for is not loaded.
-  std::vector<bool> present(SYS_COUNT);
   std::vector<bool> asked(SYS_COUNT);
   for (unsigned i = 0; i < SYS_COUNT; ++i) {
     asked[i] = std::find(wanted.begin(), wanted.end(), kNames[i]) != wanted.end();
-    present[i] =
-        asked[i] && path_exists(ctx.tracefs_dir + "/events/syscalls/sys_enter_" + kNames[i]);
-    for (const char* side : {"enter_", "exit_"}) {
-      auto* prog =
-          bpf_object__find_program_by_name(skel->obj, (std::string(side) + kNames[i]).c_str());
-      bpf_program__set_autoload(prog, present[i]);
+  }
+  const std::vector<bool> have = present(flavour, ctx, asked);
+  SyscallSkel skel;
+  if (auto opened = open_skeleton(skel, syscall_bpf__open, ctx); !opened.ok()) {
+    return opened;
+  }
+  // Only the asked syscalls this kernel has are loaded, in this flavour only.
+  bpf_program* prog = nullptr;
+  bpf_object__for_each_program(prog, skel->obj) { bpf_program__set_autoload(prog, false); }
+  for (unsigned i = 0; i < SYS_COUNT; ++i) {
+    for (const char* side : flavour.programs) {
+      prog = bpf_object__find_program_by_name(skel->obj, (std::string(side) + kNames[i]).c_str());
+      bpf_program__set_autoload(prog, have[i]);
+      if (have[i] && &flavour == &kFentry) {
+        const std::string fn = std::string(kSyscallFunctionPrefix) + kNames[i];
+        if (const int err = bpf_program__set_attach_target(prog, 0, fn.c_str()); err != 0) {
+          return error_with(Reason::kLoadFailed, ErrorKind::kSystem,
+                            fn + ": " + std::strerror(-err), -err);
+        }
+      }
     }
   }
   if (const int err = syscall_bpf__load(skel.get()); err != 0) {
-    unavailable({reason_of_errno(-err, Reason::kLoadFailed),
-                 std::string("BPF load failed: ") + std::strerror(-err)},
-                all);
-    return;
+    return error_with(reason_of_errno(-err, Reason::kLoadFailed), ErrorKind::kSystem,
+                      std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
+                      -err);
   }
   use_maps(skel->maps.syscall_stats, skel->maps.syscall_series_owner, skel->maps.syscall_series,
            SYS_COUNT);
   syscall_bpf* raw = skel.release();
   adopt(
-      raw->obj, [raw] { syscall_bpf__destroy(raw); }, "tracepoint");
+      raw->obj, [raw] { syscall_bpf__destroy(raw); }, flavour.hook);
   for (unsigned i = 0; i < SYS_COUNT; ++i) {
     if (!asked[i]) {
       continue;
     }
-    if (!present[i]) {
-      ProbeStatus missing{std::string("sys_enter_") + kNames[i],
+    if (!have[i]) {
+      ProbeStatus missing{std::string(flavour.probes[0]) + kNames[i],
                           "",
                           false,
-                          {Reason::kKernelFeatureMissing, "no such tracepoint on this kernel"}};
+                          {Reason::kKernelFeatureMissing,
+                           &flavour == &kFentry ? "no such function in this kernel's BTF"
+                                                : "no such tracepoint on this kernel"}};
       unavailable_probe(missing);
       continue;
     }
-    for (const char* side : {"enter_", "exit_"}) {
-      const std::string prog_name = std::string(side) + kNames[i];
-      attach(bpf_object__find_program_by_name(raw->obj, prog_name.c_str()),
-             std::string("sys_") + prog_name);
+    for (std::size_t side = 0; side < 2; ++side) {
+      attach(bpf_object__find_program_by_name(
+                 raw->obj, (std::string(flavour.programs[side]) + kNames[i]).c_str()),
+             std::string(flavour.probes[side]) + kNames[i]);
     }
+  }
+  return ok_status();
+}
+
+void SyscallCollector::start(const CollectorContext& ctx) {
+  buckets_ = ctx.config.collectors.syscall.buckets;
+  const Cause why = load_first_hook(
+      "syscall", ctx.config.collectors.syscall.hook,
+      {{"fentry", ctx.features.fentry}, {"tracepoint", ctx.features.tracefs}},
+      [&](const char* hook) {
+        return load(std::string(hook) == "fentry" ? kFentry : kTracepoint, ctx);
+      });
+  if (!why.ok()) {
+    const auto& wanted = ctx.config.collectors.syscalls;
+    unavailable(why, std::vector<std::string>(wanted.begin(), wanted.end()));
   }
 }
 

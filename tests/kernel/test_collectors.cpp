@@ -9,7 +9,9 @@
 #include <fstream>
 #include <set>
 
+#include "config/syscall_names.h"
 #include "kernel/io_workload.h"
+#include "kernel/vfs_hook_probe.h"
 
 using namespace cephscope::test;
 using Labels = std::map<std::string, std::string>;
@@ -60,10 +62,63 @@ TEST_CASE("the syscall collector's default set is the storage syscalls", "[kerne
   CHECK(count("pwrite64") == io.writes);
   CHECK(count("fdatasync") == io.syncs);
   CHECK(m.find("cephscope_syscall_seconds_count", {{"syscall", "read"}}).empty());
-  CHECK(m.sum("cephscope_probe_attached",
-              {{"collector", "syscall"}, {"probe", "sys_enter_pwrite64"}}) == 1);
-  CHECK(m.find("cephscope_probe_attached", {{"collector", "syscall"}, {"probe", "sys_enter_read"}})
-            .empty());
+  const auto attached = m.find("cephscope_probe_attached", {{"collector", "syscall"}});
+  REQUIRE(attached.size() == 2 * cephscope::kStorageSyscalls.size());
+  for (const auto& p : attached) {
+    CHECK_FALSE(p.labels.at("probe").ends_with("_read"));  // the entry and exit of read(2)
+  }
+}
+
+// Both hooks, forced. fentry/fexit run for the traced syscalls only; syscall tracepoints put
+// every syscall of every process on the slow path, so `hook: auto` takes fentry where the
+// kernel allows it (probed here with the test's own programs, vfs_hook_probe.h).
+TEST_CASE("the syscall collector counts exactly through fentry and through tracepoints",
+          "[kernel][syscall]") {
+  const std::string dir = fresh_dir();
+  const VfsHookProbe fentry = probe_vfs_hook("fentry", dir);
+  INFO("fentry here: " << (fentry.works ? "works" : fentry.reason));
+  for (const std::string hook : {"auto", "fentry", "tracepoint"}) {
+    DYNAMIC_SECTION("hook: " << hook) {
+      Daemon daemon(dir, tracking_config("  syscall: {hook: " + hook + "}\n"));
+      REQUIRE(daemon.wait_ready());
+      const IoPattern io;
+      run_io(daemon, dir, io);
+      const Metrics m = daemon.scrape();
+      INFO("daemon log:\n" << daemon.log());
+      const std::string used = hook != "auto" ? hook : fentry.works ? "fentry" : "tracepoint";
+      if (used == "fentry" && !fentry.works) {
+        // Forced and refused: unavailable with the reason, and the rest of the daemon runs on.
+        CHECK(m.sum("cephscope_collector_up", {{"collector", "syscall"}, {"hook", "unavailable"}}) ==
+              0);
+        const auto probes = m.find("cephscope_probe_attached", {{"collector", "syscall"}});
+        REQUIRE_FALSE(probes.empty());
+        for (const auto& p : probes) {
+          CHECK(p.value == 0);
+          CHECK(p.labels.at("reason") != "ok");
+        }
+        CHECK(m.find("cephscope_syscall_seconds_count", {{"process", kTracked}}).empty());
+        CHECK(m.sum("cephscope_collector_up", {{"collector", "block"}}) == 1);
+        continue;
+      }
+      CHECK(m.sum("cephscope_collector_up", {{"collector", "syscall"}, {"hook", used}}) == 1);
+      auto count = [&](const std::string& syscall) {
+        return m.sum("cephscope_syscall_seconds_count",
+                     {{"process", kTracked}, {"syscall", syscall}});
+      };
+      CHECK(count("pwrite64") == io.writes);
+      CHECK(m.sum("cephscope_syscall_bytes_total", {{"process", kTracked}, {"syscall", "pwrite64"}}) ==
+            io.writes * io.size);
+      CHECK(count("fdatasync") == io.syncs);
+      CHECK(m.sum("cephscope_syscall_errors_total", {{"process", kTracked}}) == 0);
+      CHECK_FALSE(m.any_with_label("process", "io_other"));
+      const std::string entry = used == "fentry" ? "fentry_sys_" : "sys_enter_";
+      const std::string exit = used == "fentry" ? "fexit_sys_" : "sys_exit_";
+      for (const std::string& probe : {entry + "pwrite64", exit + "pwrite64", entry + "fdatasync"}) {
+        INFO(probe);
+        CHECK(m.sum("cephscope_probe_attached", {{"collector", "syscall"}, {"probe", probe}}) == 1);
+      }
+    }
+  }
 }
 
 // The filter's slots (bpf/targets.bpf.h): a tracked process holds its slot; a second tracked

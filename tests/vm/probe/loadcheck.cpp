@@ -121,6 +121,17 @@ int load_one(const std::string& path, const std::string& name, bool with_q, std:
     if (me)
       target = p;
   }
+  // A bare fentry/fexit program has its target set by the daemon: the syscall collector's
+  // fentry_<syscall> and fexit_<syscall> go on the architecture's syscall function.
+  const std::string bare = target ? bpf_program__section_name(target) : "";
+  if ((bare == "fentry" || bare == "fexit") && name.find('_') != std::string::npos) {
+    const std::string fn = "__x64_sys_" + name.substr(name.find('_') + 1);
+    if (const int err = bpf_program__set_attach_target(target, 0, fn.c_str()); err != 0) {
+      *sec = bare;
+      bpf_object__close(obj);
+      return err;  // -ESRCH: the kernel has no such function
+    }
+  }
   int err = with_q && !set_with_q_flags(obj) ? -ENOENT : bpf_object__load(obj);
   *sec = target ? bpf_program__section_name(target) : "-";
   if (!err) {
@@ -156,7 +167,7 @@ int check_object(const std::string& path) {
       err = 0;
       with_q = true;
     }
-    const bool traces_function = sec.rfind("fentry/", 0) == 0 || sec.rfind("fexit/", 0) == 0;
+    const bool traces_function = sec.rfind("fentry", 0) == 0 || sec.rfind("fexit", 0) == 0;
     if (err == -ESRCH && traces_function) {
       // The daemon loads such a program only where the kernel's BTF has its function.
       std::printf("object=%s program=%s section=%s load=absent\n", basename_of(path).c_str(),
