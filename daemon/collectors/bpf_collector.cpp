@@ -165,7 +165,8 @@ Cause load_first_hook(const char* collector, const std::string& wanted,
     }
     Cause why;
     if (!option.feature.available) {
-      why = {option.feature.why.reason, std::string(option.hook) + ": " + option.feature.why.detail};
+      why = {option.feature.why.reason,
+             std::string(option.hook) + ": " + option.feature.why.detail};
     } else if (const Status loaded = load(option.hook); !loaded.ok()) {
       why = cause_of(loaded.error(), Reason::kLoadFailed);
     } else {

@@ -86,8 +86,7 @@ std::vector<bool> SyscallCollector::present(const Flavour& flavour, const Collec
   std::vector<bool> out(SYS_COUNT);
   if (&flavour == &kTracepoint) {
     for (unsigned i = 0; i < SYS_COUNT; ++i) {
-      out[i] =
-          asked[i] && path_exists(ctx.tracefs_dir + "/events/syscalls/sys_enter_" + kNames[i]);
+      out[i] = asked[i] && path_exists(ctx.tracefs_dir + "/events/syscalls/sys_enter_" + kNames[i]);
     }
     return out;
   }
@@ -119,7 +118,9 @@ Status SyscallCollector::load(const Flavour& flavour, const CollectorContext& ct
   }
   // Only the asked syscalls this kernel has are loaded, in this flavour only.
   bpf_program* prog = nullptr;
-  bpf_object__for_each_program(prog, skel->obj) { bpf_program__set_autoload(prog, false); }
+  bpf_object__for_each_program(prog, skel->obj) {
+    bpf_program__set_autoload(prog, false);
+  }
   for (unsigned i = 0; i < SYS_COUNT; ++i) {
     for (const char* side : flavour.programs) {
       prog = bpf_object__find_program_by_name(skel->obj, (std::string(side) + kNames[i]).c_str());
@@ -168,12 +169,12 @@ Status SyscallCollector::load(const Flavour& flavour, const CollectorContext& ct
 
 void SyscallCollector::start(const CollectorContext& ctx) {
   buckets_ = ctx.config.collectors.syscall.buckets;
-  const Cause why = load_first_hook(
-      "syscall", ctx.config.collectors.syscall.hook,
-      {{"fentry", ctx.features.fentry}, {"tracepoint", ctx.features.tracefs}},
-      [&](const char* hook) {
-        return load(std::string(hook) == "fentry" ? kFentry : kTracepoint, ctx);
-      });
+  const Cause why =
+      load_first_hook("syscall", ctx.config.collectors.syscall.hook,
+                      {{"fentry", ctx.features.fentry}, {"tracepoint", ctx.features.tracefs}},
+                      [&](const char* hook) {
+                        return load(std::string(hook) == "fentry" ? kFentry : kTracepoint, ctx);
+                      });
   if (!why.ok()) {
     const auto& wanted = ctx.config.collectors.syscalls;
     unavailable(why, std::vector<std::string>(wanted.begin(), wanted.end()));

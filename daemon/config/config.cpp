@@ -306,8 +306,8 @@ Config parse_root(const YAML::Node& root) {
     require_map(c, "collectors");
     check_keys(c, "collectors", {"syscall", "block", "vfs", "osd", "rados", "kclient"});
     if (c["syscall"]) {
-      cfg.collectors.syscall = parse_collector(c["syscall"], "collectors.syscall", {"fentry", "tracepoint"},
-                                               {"buckets", "syscalls"});
+      cfg.collectors.syscall = parse_collector(c["syscall"], "collectors.syscall",
+                                               {"fentry", "tracepoint"}, {"buckets", "syscalls"});
       if (const auto& list = c["syscall"]["syscalls"]) {
         cfg.collectors.syscalls = syscall_list(list, "collectors.syscall.syscalls");
       }

@@ -88,8 +88,8 @@ TEST_CASE("the syscall collector counts exactly through fentry and through trace
       const std::string used = hook != "auto" ? hook : fentry.works ? "fentry" : "tracepoint";
       if (used == "fentry" && !fentry.works) {
         // Forced and refused: unavailable with the reason, and the rest of the daemon runs on.
-        CHECK(m.sum("cephscope_collector_up", {{"collector", "syscall"}, {"hook", "unavailable"}}) ==
-              0);
+        CHECK(m.sum("cephscope_collector_up",
+                    {{"collector", "syscall"}, {"hook", "unavailable"}}) == 0);
         const auto probes = m.find("cephscope_probe_attached", {{"collector", "syscall"}});
         REQUIRE_FALSE(probes.empty());
         for (const auto& p : probes) {
@@ -106,14 +106,15 @@ TEST_CASE("the syscall collector counts exactly through fentry and through trace
                      {{"process", kTracked}, {"syscall", syscall}});
       };
       CHECK(count("pwrite64") == io.writes);
-      CHECK(m.sum("cephscope_syscall_bytes_total", {{"process", kTracked}, {"syscall", "pwrite64"}}) ==
-            io.writes * io.size);
+      CHECK(m.sum("cephscope_syscall_bytes_total",
+                  {{"process", kTracked}, {"syscall", "pwrite64"}}) == io.writes * io.size);
       CHECK(count("fdatasync") == io.syncs);
       CHECK(m.sum("cephscope_syscall_errors_total", {{"process", kTracked}}) == 0);
       CHECK_FALSE(m.any_with_label("process", "io_other"));
       const std::string entry = used == "fentry" ? "fentry_sys_" : "sys_enter_";
       const std::string exit = used == "fentry" ? "fexit_sys_" : "sys_exit_";
-      for (const std::string& probe : {entry + "pwrite64", exit + "pwrite64", entry + "fdatasync"}) {
+      for (const std::string& probe :
+           {entry + "pwrite64", exit + "pwrite64", entry + "fdatasync"}) {
         INFO(probe);
         CHECK(m.sum("cephscope_probe_attached", {{"collector", "syscall"}, {"probe", probe}}) == 1);
       }

@@ -45,6 +45,7 @@ discovery:
     - {exe: "/usr/bin/.*"}
   containers: {kubelet_pod_logs: /host/var/log/pods}
 collectors:
+  syscall: {hook: fentry}
   vfs: {enabled: false, hook: kprobe}
   block: {hook: tracepoint}
   osd: {enabled: false, slow_op_threshold: 250ms, detail: always}
@@ -63,6 +64,7 @@ limits: {max_series: 10}
   CHECK(r->discovery.matchers[0].name == "fio");
   CHECK(std::regex_search("fio", *r->discovery.matchers[0].comm));
   CHECK_FALSE(r->discovery.matchers[1].comm.has_value());
+  CHECK(r->collectors.syscall.hook == "fentry");
   CHECK_FALSE(r->collectors.vfs.enabled);
   CHECK(r->collectors.vfs.hook == "kprobe");
   CHECK(r->collectors.block.hook == "tracepoint");
@@ -111,6 +113,9 @@ TEST_CASE("each config error names the key and its line", "[config]") {
   CHECK(rejected("collectors:\n  kclient: {hook: tracepoint}\n") ==
         "test.yaml:2: collectors.kclient.hook: unknown hook 'tracepoint' (one of: auto, fentry, "
         "kprobe)");
+  CHECK(rejected("collectors:\n  syscall: {hook: kprobe}\n") ==
+        "test.yaml:2: collectors.syscall.hook: unknown hook 'kprobe' (one of: auto, fentry, "
+        "tracepoint)");
   CHECK(rejected("collectors:\n  syscall: {buckets: some}\n") ==
         "test.yaml:2: collectors.syscall.buckets: unknown buckets 'some' (one of: auto, full, "
         "coarse, none)");
