@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include "bpf/syscall.h"
 #include "collectors/bpf_collector.h"
@@ -91,6 +92,7 @@ std::vector<bool> SyscallCollector::present(const Flavour& flavour, const Collec
     return out;
   }
   std::vector<std::string> functions;
+  functions.reserve(kNames.size());
   for (const char* n : kNames) {
     functions.push_back(std::string(kSyscallFunctionPrefix) + n);
   }
@@ -112,6 +114,12 @@ Status SyscallCollector::load(const Flavour& flavour, const CollectorContext& ct
     asked[i] = std::find(wanted.begin(), wanted.end(), kNames[i]) != wanted.end();
   }
   const std::vector<bool> have = present(flavour, ctx, asked);
+  if (&flavour == &kFentry && std::ranges::none_of(have, std::identity{}) &&
+      std::ranges::any_of(asked, std::identity{})) {
+    return error_with(Reason::kKernelFeatureMissing, ErrorKind::kUnsupported,
+                      std::string("fentry: no ") + kSyscallFunctionPrefix +
+                          "* function of the asked syscalls in the kernel's BTF");
+  }
   SyscallSkel skel;
   if (auto opened = open_skeleton(skel, syscall_bpf__open, ctx); !opened.ok()) {
     return opened;
