@@ -321,39 +321,46 @@ phase=${PHASE:-15}
 echo "== 5. IOPS in one ${THREADS:-16}-thread write, the daemon (shipped config${COLLECTORS:+, only: $COLLECTORS}) started and stopped in turn: $rounds phases with it, $((rounds + 1)) without, $phase s each"
 # "second writes-finished" of the bench's last per-second line
 bench_at() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { s = $1; f = $4 } END { print s + 0, f + 0 }' "$work/long"; }
-# "IOPS osd_cpu_us_per_write daemon_cpu_percent" over the next PHASE seconds of the running
-# bench (the daemon's share when one runs, else 0)
+# the host's "busy idle" ticks (idle and iowait are idle)
+host_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
+# "IOPS osd_cpu_us_per_write daemon_cpu_percent host_idle_percent" over the next PHASE seconds
+# of the running bench (the daemon's share when one runs, else 0). The host's idle share tells
+# a loss of CPU (idle flat, CPU per write up) from one of latency (idle up).
 phase_iops() {
-  local s0 f0 s1 f1 c0 c1 d0=0 d1=0
+  local s0 f0 s1 f1 c0 c1 d0=0 d1=0 b0 i0 b1 i1
   read -r s0 f0 < <(bench_at)
   c0=$(osd_ticks)
+  read -r b0 i0 < <(host_ticks)
   [ -n "$runner" ] && d0=$(awk '{ print $14 + $15 }' "/proc/$runner/stat")
   sleep "$phase"
   read -r s1 f1 < <(bench_at)
   c1=$(osd_ticks)
+  read -r b1 i1 < <(host_ticks)
   [ -n "$runner" ] && d1=$(awk '{ print $14 + $15 }' "/proc/$runner/stat")
   [ $((s1 - s0)) -gt 0 ] && [ $((f1 - f0)) -gt 0 ] || { echo "the long bench printed nothing for $phase s" >&2; exit 1; }
   awk -v f=$((f1 - f0)) -v s=$((s1 - s0)) -v c=$((c1 - c0)) -v d=$((d1 - d0)) -v p="$phase" \
-    -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%d %.0f %.1f\n", f / s, c * 1e6 / hz / f, d * 100 / hz / p }'
+    -v b=$((b1 - b0)) -v i=$((i1 - i0)) -v hz="$(getconf CLK_TCK)" \
+    'BEGIN { printf "%d %.0f %.1f %.1f\n", f / s, c * 1e6 / hz / f, d * 100 / hz / p, 100 * i / (b + i) }'
 }
 stdbuf -oL rados -p "$pool" bench $((rounds * (2 * phase + 30) + phase + 30)) write \
   -t "${THREADS:-16}" -b 4096 --no-cleanup > "$work/long" 2>&1 &
 long=$!
 sleep 5
-read -r before cpu_before _ < <(phase_iops)
+read -r before cpu_before _ idle_before < <(phase_iops)
 for i in $(seq "$rounds"); do
   start_default_daemon
   sleep 2  # its start-up's own work done
-  read -r with cpu_with daemon_cpu < <(phase_iops)
+  read -r with cpu_with daemon_cpu idle_with < <(phase_iops)
   stop_runner
   sleep 2
-  read -r after cpu_after _ < <(phase_iops)
+  read -r after cpu_after _ idle_after < <(phase_iops)
   r=$(awk -v w="$with" -v a="$before" -v b="$after" 'BEGIN { printf "%.3f", 2 * w / (a + b) }')
   echo "$r" >> "$work/phase_ratios"
   awk -v w="$cpu_with" -v a="$cpu_before" -v b="$cpu_after" 'BEGIN { printf "%.3f\n", 2 * w / (a + b) }' >> "$work/cpu_ratios"
-  echo "  phase $i: without $before IOPS ($cpu_before us OSD CPU per write), with $with ($cpu_with us; daemon $daemon_cpu% of a CPU), without $after ($cpu_after us): ratio $r"
+  echo "  phase $i: without $before IOPS ($cpu_before us OSD CPU per write, host idle $idle_before%), with $with ($cpu_with us, idle $idle_with%; daemon $daemon_cpu% of a CPU), without $after ($cpu_after us, idle $idle_after%): ratio $r"
   before=$after
   cpu_before=$cpu_after
+  idle_before=$idle_after
 done
 kill "$long" 2> /dev/null || true
 wait "$long" 2> /dev/null || true
