@@ -88,7 +88,10 @@ TEST_CASE("--check prints what will and will not work on this kernel", "[kernel]
   std::string out;
   REQUIRE(run_command(daemon_binary() + " --check --config " + config + " 2>/dev/null", &out) == 0);
   INFO(out);
-  CHECK(out.find("collector=syscall hook=tracepoint status=ok") != std::string::npos);
+  // syscall: fentry where the kernel allows it, else tracepoints
+  const bool fentry = out.find("feature fentry: yes\n") != std::string::npos;
+  CHECK(out.find(std::string("collector=syscall hook=") + (fentry ? "fentry" : "tracepoint") +
+                 " status=ok") != std::string::npos);
   CHECK((out.find("collector=block hook=tp_btf status=ok") != std::string::npos ||
          out.find("collector=block hook=tracepoint status=ok") != std::string::npos));
   CHECK(out.find("collector=vfs hook=") != std::string::npos);
