@@ -1,11 +1,11 @@
-# What the Ceph benchmarks share (sourced): a work folder, a free port, BPF run-time statistics
-# on for the run and restored after, one background runner (a daemon, bpftrace) stopped on
-# exit, and the pool's bench objects removed. A signal exits through the cleanup, so no daemon
-# is left attached.
+# What the benchmarks share (sourced): a work folder, a free port, BPF run-time statistics on
+# for the run and restored after, one background runner (a daemon, bpftrace) stopped on exit,
+# and the pool's bench objects removed (for the Ceph benchmarks). A signal exits through the
+# cleanup, so no daemon is left attached.
 # shellcheck shell=bash
 
-bench_begin() { # NAME POOL
-  bench_pool=$2
+bench_begin() { # NAME [POOL]
+  bench_pool=${2:-}
   work=$(mktemp -d "/tmp/cephscope-$1-bench-XXXXXX")
   # shellcheck disable=SC2034 # the benchmarks use it
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -27,6 +27,6 @@ stop_runner() {
 bench_cleanup() {
   stop_runner
   sysctl -qw kernel.bpf_stats_enabled="$bench_old_stats"
-  rados -p "$bench_pool" cleanup > /dev/null 2>&1 || true
+  if [ -n "$bench_pool" ]; then rados -p "$bench_pool" cleanup > /dev/null 2>&1 || true; fi
   rm -rf "$work"
 }

@@ -21,17 +21,9 @@ bin=$build/daemon/cephscope
 [ -x "$bin" ] || { echo "no $bin: build first" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
 
-work=$(mktemp -d "${CEPHSCOPE_TEST_DIR:-/tmp}/syscall-hooks-XXXXXX")
-port=$((20000 + RANDOM % 20000))
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-cleanup() {
-  if [ -n "${daemon:-}" ]; then kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true; fi
-  sysctl -qw kernel.bpf_stats_enabled="$old_stats"
-  rm -rf "$work"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM  # a signal exits through cleanup: no daemon left attached
-sysctl -qw kernel.bpf_stats_enabled=1
+# shellcheck source=tests/bench/common.sh
+source "$(dirname "$0")/common.sh"
+bench_begin syscall-hooks
 cp /bin/dd "$work/dd_tracked"
 
 # GET PATH from the daemon (curl where installed; the guests have none)
@@ -59,19 +51,14 @@ collectors: {syscall: {hook: $1$syscalls}, block: {enabled: false}, vfs: {enable
   kclient: {enabled: false}, osd: {enabled: false}, rados: {enabled: false}}
 CONF
   "$bin" --config "$work/cephscope.yaml" > /dev/null 2> "$work/daemon.log" &
-  daemon=$!
+  runner=$!
   for _ in $(seq 300); do fetch /readyz > /dev/null 2>&1 && break; sleep 0.1; done
   up=$(fetch /metrics | grep "^cephscope_collector_up{collector=\"syscall\",hook=\"$1\"} 1" || true)
   if [ -z "$up" ]; then
     grep -o 'collector syscall is unavailable.*' "$work/daemon.log" | head -1 > "$work/why" || true
-    stop_daemon
+    stop_runner
     return 1
   fi
-}
-stop_daemon() {
-  kill -INT "$daemon" 2>/dev/null || true
-  wait "$daemon" 2>/dev/null || true
-  daemon=
 }
 
 # program -> "runs ns" from /metrics
@@ -118,7 +105,7 @@ for r in $(seq "$rounds"); do
       count[$workload,$hook]=$((${count[$workload,$hook]:-0} + 1))
       if [ "$hook" != none ]; then
         snapshot > "$work/after"
-        stop_daemon
+        stop_runner
         join "$work/before" "$work/after" | awk -v w="$workload" -v h="$hook" '{ d = $4 - $2; t = $5 - $3;
           if (d > 0) printf "    %-16s %10d runs %8.1f ns per run (BPF run time)\n", $1, d, t / d }'
       fi
