@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -88,8 +89,47 @@ std::chrono::milliseconds duration(const YAML::Node& node, const std::string& ke
   return *value;
 }
 
+// libstdc++'s regex compiler reads a back-reference or a repetition count into a long without
+// an overflow check (`\5555555555555555555` is undefined behaviour there) and unrolls a count
+// into that many copies: numbers after a backslash or inside braces are held to 3 digits.
+std::optional<std::string> oversized_regex_number(const std::string& text) {
+  bool in_braces = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const bool escaped_digit =
+        c == '\\' && i + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[i + 1]));
+    if (c == '\\' && !escaped_digit) {
+      ++i;  // an escaped character is never a brace
+      continue;
+    }
+    if (c == '{') {
+      in_braces = true;
+    } else if (c == '}') {
+      in_braces = false;
+    }
+    if (!escaped_digit && !(in_braces && std::isdigit(static_cast<unsigned char>(c)))) {
+      continue;
+    }
+    const size_t start = escaped_digit ? i + 1 : i;
+    size_t end = start;
+    while (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end]))) {
+      ++end;
+    }
+    if (end - start > 3) {
+      return text.substr(start, end - start);
+    }
+    i = end - 1;
+  }
+  return std::nullopt;
+}
+
 std::regex pattern(const YAML::Node& node, const std::string& key) {
   const std::string text = scalar(node, key);
+  if (auto number = oversized_regex_number(text)) {
+    throw ConfigProblem{line_of(node), key,
+                        "invalid regular expression '" + text + "': the number " + *number +
+                            " in a back-reference or repetition count has more than 3 digits"};
+  }
   try {
     return std::regex(text, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {

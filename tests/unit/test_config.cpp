@@ -162,6 +162,24 @@ TEST_CASE("each config error names the key and its line", "[config]") {
   CHECK(rejected("discovery: {scan_interval: 1s\n").find("not valid YAML") != std::string::npos);
 }
 
+// libstdc++ reads these numbers without an overflow check (found by tests/fuzz/fuzz_config.cpp).
+TEST_CASE("a regular expression's back-references and counts are held to 3 digits", "[config]") {
+  CHECK(rejected("discovery:\n  matchers:\n    - {exe: \"(a)\\\\5555555555555555555\"}\n") ==
+        "test.yaml:3: discovery.matchers[0].exe: invalid regular expression "
+        "'(a)\\5555555555555555555': the number 5555555555555555555 in a back-reference or "
+        "repetition count has more than 3 digits");
+  CHECK(rejected("discovery:\n  matchers:\n    - {comm: \"x{1,99999}\"}\n")
+            .ends_with("the number 99999 in a back-reference or repetition count has more than 3 "
+                       "digits"));
+  // Long numbers elsewhere are text, and 3-digit counts are kept.
+  auto r = parse_config(
+      "discovery:\n  matchers:\n    - {name: x, exe: "
+      "\"/opt/ceph-12345/(b)\\\\1x{2,999}\\\\{12345}\"}\n",
+      "test.yaml");
+  REQUIRE(r.ok());
+  CHECK(std::regex_search("/opt/ceph-12345/bbxx{12345}", *r->discovery.matchers[0].exe));
+}
+
 TEST_CASE("a missing config file is reported by path", "[config]") {
   auto r = load_config("/nonexistent/cephscope.yaml");
   REQUIRE_FALSE(r.ok());
