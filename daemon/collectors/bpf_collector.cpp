@@ -3,9 +3,11 @@
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <utility>
 
 #include "libbpf/maps.h"
 
@@ -47,6 +49,20 @@ void BpfCollector::adopt(bpf_object* obj, std::function<void()> destroy, std::st
   owner_.destroy = std::move(destroy);
   obj_ = obj;
   hook_ = std::move(hook);
+  refused_.clear();
+}
+
+void BpfCollector::drop_hook(std::size_t probes_before, std::size_t pruners_before) {
+  forget_maps();
+  links_.clear();
+  if (owner_.destroy) {
+    std::exchange(owner_.destroy, nullptr)();
+  }
+  obj_ = nullptr;
+  hook_.clear();
+  probes_.resize(std::min(probes_.size(), probes_before));
+  pruners_.resize(std::min(pruners_.size(), pruners_before));
+  refused_.clear();
 }
 
 void BpfCollector::attach(bpf_program* prog, const std::string& probe) {
@@ -57,6 +73,9 @@ void BpfCollector::attach(bpf_program* prog, const std::string& probe) {
                     std::string("attach failed: ") + std::strerror(err)};
     spdlog::warn("{}: {} {}", name(), probe, why.detail);
     probes_.push_back({probe, "", false, why});
+    if (refused_.empty()) {
+      refused_ = probe + ": " + why.detail;
+    }
     return;
   }
   links_.emplace_back(link);
@@ -150,30 +169,46 @@ Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback
   return {preferred->reason, preferred->detail + "; " + fallback.detail};
 }
 
-Cause load_first_hook(const char* collector, const std::string& wanted,
-                      std::initializer_list<HookOption> options,
-                      const std::function<Status(const char* hook)>& load) {
+Cause BpfCollector::load_first_hook(const std::string& wanted,
+                                    std::initializer_list<HookOption> options,
+                                    const std::function<Status(const char* hook)>& load) {
   std::optional<Cause> failed;  // why the hooks tried so far did not load
   const char* last_tried = nullptr;
-  for (const HookOption& option : options) {
-    if (wanted != "auto" && wanted != option.hook) {
+  const char* partial = nullptr;  // the first hook that loaded with a probe left unattached
+  for (const HookOption* option = options.begin(); option != options.end(); ++option) {
+    if (wanted != "auto" && wanted != option->hook) {
       continue;
     }
     if (last_tried != nullptr) {
-      spdlog::info("{}: {} unusable ({}), trying {}", collector, last_tried, failed->detail,
-                   option.hook);
+      spdlog::info("{}: {} unusable ({}), trying {}", name(), last_tried, failed->detail,
+                   option->hook);
     }
+    const std::size_t probes_before = probes_.size();
+    const std::size_t pruners_before = pruners_.size();
     Cause why;
-    if (!option.feature.available) {
-      why = {option.feature.why.reason,
-             std::string(option.hook) + ": " + option.feature.why.detail};
-    } else if (const Status loaded = load(option.hook); !loaded.ok()) {
+    if (!option->feature.available) {
+      why = {option->feature.why.reason,
+             std::string(option->hook) + ": " + option->feature.why.detail};
+    } else if (const Status loaded = load(option->hook); !loaded.ok()) {
       why = cause_of(loaded.error(), Reason::kLoadFailed);
-    } else {
+    } else if (refused_.empty() || wanted != "auto" || option + 1 == options.end()) {
       return {};
+    } else {
+      // Loaded, but a probe did not attach: the next hook may take every one.
+      why = {Reason::kAttachFailed, std::string(option->hook) + ": " + refused_};
+      drop_hook(probes_before, pruners_before);
+      partial = partial != nullptr ? partial : option->hook;
     }
     failed = either_failed(failed, why);
-    last_tried = option.hook;
+    last_tried = option->hook;
+  }
+  // No hook took every probe: the one that took some, once more.
+  if (partial != nullptr) {
+    spdlog::info("{}: no hook attaches every probe ({}), back to {}", name(), failed->detail,
+                 partial);
+    if (load(partial).ok()) {
+      return {};
+    }
   }
   return failed ? *failed : Cause{Reason::kInternal, "no hook named " + wanted};
 }

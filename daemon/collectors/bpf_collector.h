@@ -22,6 +22,12 @@
 
 namespace cephscope {
 
+// One hook a collector can load through, and the kernel feature it needs.
+struct HookOption {
+  const char* hook;
+  const Feature& feature;
+};
+
 class BpfCollector : public Collector {
  public:
   [[nodiscard]] std::string hook() const override { return obj_ ? hook_ : "unavailable"; }
@@ -41,6 +47,20 @@ class BpfCollector : public Collector {
   // Records a probe that was left out while the rest of the collector works.
   void unavailable_probe(ProbeStatus status) { probes_.push_back(std::move(status)); }
   [[nodiscard]] bool loaded() const { return obj_ != nullptr; }
+  // Loads the collector through the hooks its `hook` setting allows (auto: each of `options`
+  // in turn; else that one only): load(hook) for each whose kernel feature is there, until
+  // one loads. Under auto, a hook that loaded but left a probe unattached (a full trampoline,
+  // an LSM's refusal) is undone and the next one tried; where none takes every probe, the
+  // first such hook comes back. Ok, or why none loaded (the first tried hook's reason, every
+  // detail).
+  Cause load_first_hook(const std::string& wanted, std::initializer_list<HookOption> options,
+                        const std::function<Status(const char* hook)>& load);
+  // load_first_hook through fentry, else kprobes.
+  Cause load_fentry_or_kprobe(const std::string& wanted, const KernelFeatures& features,
+                              const std::function<Status(const char* hook)>& load) {
+    return load_first_hook(wanted, {{"fentry", features.fentry}, {"kprobe", features.kprobe}},
+                           load);
+  }
   // Registers a map keyed by target id (a Key with a `target` field): prune() deletes the
   // entries of expired targets from it. Entries of untracked processes stay.
   template <typename Key>
@@ -56,8 +76,14 @@ class BpfCollector : public Collector {
     pruners_.push_back(std::move(pruner));
   }
   void prune_maps(const TargetIds& live) override;
+  // A hook that load_first_hook undid: the collector lets go of what it kept of its maps.
+  virtual void forget_maps() {}
 
  private:
+  // Undoes adopt() and what followed it: links, object, probes and pruners past the counts
+  // given (those from before the hook's load).
+  void drop_hook(std::size_t probes_before, std::size_t pruners_before);
+
   struct Owner {
     std::function<void()> destroy;
     Owner() = default;
@@ -77,32 +103,12 @@ class BpfCollector : public Collector {
   Cause why_;
   std::vector<ProbeStatus> probes_;
   std::vector<std::function<Result<std::size_t>(const TargetIds&)>> pruners_;
+  std::string refused_;  // the first attach() that failed since the last adopt(): probe and why
 };
 
 // Why a collector is unavailable when its preferred hook (when tried) and its fallback both
 // failed: the preferred hook's reason, both details.
 Cause either_failed(const std::optional<Cause>& preferred, const Cause& fallback);
-
-// One hook a collector can load through, and the kernel feature it needs.
-struct HookOption {
-  const char* hook;
-  const Feature& feature;
-};
-
-// Loads a collector through the hooks its `hook` setting allows (auto: each of `options` in
-// turn; else that one only): load(hook) for each whose kernel feature is there, until one
-// loads. Ok, or why none did (the first tried hook's reason, every detail).
-Cause load_first_hook(const char* collector, const std::string& wanted,
-                      std::initializer_list<HookOption> options,
-                      const std::function<Status(const char* hook)>& load);
-
-// load_first_hook through fentry, else kprobes.
-inline Cause load_fentry_or_kprobe(const char* collector, const std::string& wanted,
-                                   const KernelFeatures& features,
-                                   const std::function<Status(const char* hook)>& load) {
-  return load_first_hook(collector, wanted,
-                         {{"fentry", features.fentry}, {"kprobe", features.kprobe}}, load);
-}
 
 // The statuses of a uprobe collector's processes, one per probe, target and fsid: a target can
 // have several processes, and a probe counts as attached only when it is in all of them.

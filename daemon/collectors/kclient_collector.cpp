@@ -79,6 +79,7 @@ class KclientProbes final : public BpfCollector {
   void start(const CollectorContext& ctx, unsigned modules, const KclientMaps* kept);
   Status load(const char* hook, const CollectorContext& ctx, unsigned modules,
               const KclientMaps* kept);
+  void forget_maps() override { maps_ = {}; }
   KclientMaps maps_;
 };
 
@@ -170,7 +171,7 @@ void KclientProbes::start(const CollectorContext& ctx, unsigned modules, const K
     return;
   }
   const Cause why =
-      load_fentry_or_kprobe("kclient", ctx.config.collectors.kclient.hook, ctx.features,
+      load_fentry_or_kprobe(ctx.config.collectors.kclient.hook, ctx.features,
                             [&](const char* hook) { return load(hook, ctx, modules, kept); });
   if (!why.ok()) {
     unavailable(why, all);

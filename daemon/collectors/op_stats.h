@@ -40,6 +40,10 @@ class OpStatsCollector : public BpfCollector {
  protected:
   // After load: the stats hash (pruned by target), the groups' owners and series.
   void use_maps(bpf_map* stats, bpf_map* owner, bpf_map* series, std::uint32_t ops);
+  void forget_maps() override {
+    stats_fd_ = -1;
+    groups_.reset();
+  }
   Status collect_op_stats(const OpStatsMetrics& spec, const std::string& buckets, MetricSink& out,
                           const TargetLabelMap& targets) const;
 

@@ -178,7 +178,7 @@ Status SyscallCollector::load(const Flavour& flavour, const CollectorContext& ct
 void SyscallCollector::start(const CollectorContext& ctx) {
   buckets_ = ctx.config.collectors.syscall.buckets;
   const Cause why =
-      load_first_hook("syscall", ctx.config.collectors.syscall.hook,
+      load_first_hook(ctx.config.collectors.syscall.hook,
                       {{"fentry", ctx.features.fentry}, {"tracepoint", ctx.features.tracefs}},
                       [&](const char* hook) {
                         return load(std::string(hook) == "fentry" ? kFentry : kTracepoint, ctx);

@@ -90,8 +90,8 @@ Status VfsCollector::load(const Flavour& flavour, const CollectorContext& ctx) {
 
 void VfsCollector::start(const CollectorContext& ctx) {
   buckets_ = ctx.config.collectors.vfs.buckets;
-  const Cause why = load_fentry_or_kprobe(
-      "vfs", ctx.config.collectors.vfs.hook, ctx.features, [&](const char* hook) {
+  const Cause why =
+      load_fentry_or_kprobe(ctx.config.collectors.vfs.hook, ctx.features, [&](const char* hook) {
         return load(std::string(hook) == "fentry" ? kFentry : kKprobe, ctx);
       });
   if (!why.ok()) {

@@ -122,6 +122,78 @@ TEST_CASE("the syscall collector counts exactly through fentry and through trace
   }
 }
 
+#if defined(__aarch64__)
+constexpr const char* kFdatasyncFunction = "__arm64_sys_fdatasync";
+#else
+constexpr const char* kFdatasyncFunction = "__x64_sys_fdatasync";
+#endif
+
+// Another tool can leave a kernel function no room for one more fentry program (its BPF
+// trampoline holds a few dozen). Under `hook: auto` a collector then leaves fentry for its
+// next hook, which takes every probe; forced to fentry, it keeps what attached.
+TEST_CASE("a hook that loads but will not attach gives way to the next one",
+          "[kernel][syscall][vfs]") {
+  const std::string dir = fresh_dir();
+  const auto hooks = probe_vfs_hooks(dir);  // fentry, then kprobe
+  INFO("fentry here: " << (hooks[0].works ? "works" : hooks[0].reason));
+  INFO("kprobe here: " << (hooks[1].works ? "works" : hooks[1].reason));
+  const FullTrampoline fdatasync(kFdatasyncFunction);
+  INFO(kFdatasyncFunction << ": " << fdatasync.programs() << " programs, then "
+                          << (fdatasync.full() ? "full" : fdatasync.reason()));
+  if (!hooks[0].works) {
+    // No fentry, no trampoline to fill: the collectors are on their fallbacks already.
+    CHECK_FALSE(fdatasync.full());
+    return;
+  }
+  REQUIRE(fdatasync.full());
+  const FullTrampoline vfs_write("vfs_write");
+  INFO("vfs_write: " << vfs_write.programs() << " programs, then "
+                     << (vfs_write.full() ? "full" : vfs_write.reason()));
+  REQUIRE(vfs_write.full());
+  const IoPattern io;
+  auto count = [](const Metrics& m, const std::string& metric, const Labels& labels) {
+    Labels match = labels;
+    match.emplace("process", kTracked);
+    return m.sum(metric, match);
+  };
+  SECTION("hook: auto") {
+    Daemon daemon(dir, tracking_config());
+    REQUIRE(daemon.wait_ready());
+    run_io(daemon, dir, io);
+    const Metrics m = daemon.scrape();
+    const std::string log = daemon.log();
+    INFO("daemon log:\n" << log);
+    CHECK(m.sum("cephscope_collector_up", {{"collector", "syscall"}, {"hook", "tracepoint"}}) == 1);
+    CHECK(log.find("syscall: fentry unusable (fentry: fentry_sys_fdatasync: attach failed") !=
+          std::string::npos);
+    CHECK(count(m, "cephscope_syscall_seconds_count", {{"syscall", "pwrite64"}}) == io.writes);
+    CHECK(count(m, "cephscope_syscall_seconds_count", {{"syscall", "fdatasync"}}) == io.syncs);
+    // vfs: kprobes where the kernel has them, else fentry once more, less vfs_write.
+    const std::string vfs_hook = hooks[1].works ? "kprobe" : "fentry";
+    CHECK(m.sum("cephscope_collector_up", {{"collector", "vfs"}, {"hook", vfs_hook}}) == 1);
+    CHECK(count(m, "cephscope_vfs_seconds_count", {{"op", "write"}}) ==
+          (hooks[1].works ? io.writes : 0));
+    CHECK(count(m, "cephscope_vfs_seconds_count", {{"op", "read"}}) == io.reads);
+  }
+  SECTION("hook: fentry") {
+    Daemon daemon(dir, tracking_config("  syscall: {hook: fentry}\n"));
+    REQUIRE(daemon.wait_ready());
+    run_io(daemon, dir, io);
+    const Metrics m = daemon.scrape();
+    INFO("daemon log:\n" << daemon.log());
+    CHECK(m.sum("cephscope_collector_up", {{"collector", "syscall"}, {"hook", "fentry"}}) == 1);
+    for (const std::string probe : {"fentry_sys_fdatasync", "fexit_sys_fdatasync"}) {
+      const auto p =
+          m.find("cephscope_probe_attached", {{"collector", "syscall"}, {"probe", probe}});
+      REQUIRE(p.size() == 1);
+      CHECK(p[0].value == 0);
+      CHECK(p[0].labels.at("reason") != "ok");
+    }
+    CHECK(count(m, "cephscope_syscall_seconds_count", {{"syscall", "pwrite64"}}) == io.writes);
+    CHECK(count(m, "cephscope_syscall_seconds_count", {{"syscall", "fdatasync"}}) == 0);
+  }
+}
+
 // The filter's slots (bpf/targets.bpf.h): a tracked process holds its slot; a second tracked
 // process in the same slot is found in the hash, and an untracked one there is not counted.
 TEST_CASE("processes that share a slot of the tracked filter are told apart",

@@ -135,4 +135,54 @@ std::vector<VfsHookProbe> probe_vfs_hooks(const std::string& dir) {
   return {probe_vfs_hook("fentry", dir), probe_vfs_hook("kprobe", dir)};
 }
 
+struct FullTrampoline::Held {
+  std::vector<ProbeSkel> skels;
+  std::vector<Link> links;  // declared after skels: detached first
+};
+
+FullTrampoline::FullTrampoline(const std::string& function) : held_(std::make_unique<Held>()) {
+  g_libbpf_said.clear();
+  struct Restore {
+    libbpf_print_fn_t fn;
+    ~Restore() { libbpf_set_print(fn); }
+  } restore{libbpf_set_print(keep_first)};
+  // Every kernel's limit is a few dozen (BPF_MAX_TRAMP_LINKS); more means something is wrong.
+  constexpr unsigned kMost = 256;
+  while (programs_ < kMost) {
+    ProbeSkel skel(vfs_hook_probe_bpf__open());
+    if (!skel) {
+      reason_ = failed("open", errno);
+      return;
+    }
+    // One program per load: the kernel links a program to a function once.
+    bpf_program* prog = nullptr;
+    bpf_object__for_each_program(prog, skel->obj) {
+      bpf_program__set_autoload(prog, prog == skel->progs.fentry_vfs_read);
+    }
+    if (const int err =
+            bpf_program__set_attach_target(skel->progs.fentry_vfs_read, 0, function.c_str());
+        err != 0) {
+      reason_ = failed("attach target " + function, -err);
+      return;
+    }
+    if (const int err = vfs_hook_probe_bpf__load(skel.get()); err != 0) {
+      reason_ = failed("load", -err);
+      return;
+    }
+    bpf_link* link = bpf_program__attach(skel->progs.fentry_vfs_read);
+    if (link == nullptr) {
+      const int err = errno;
+      full_ = err == E2BIG && programs_ > 0;
+      reason_ = full_ ? "" : failed("attach to " + function, err);
+      return;
+    }
+    held_->skels.push_back(std::move(skel));
+    held_->links.emplace_back(link);
+    ++programs_;
+  }
+  reason_ = function + " took " + std::to_string(kMost) + " fentry programs";
+}
+
+FullTrampoline::~FullTrampoline() = default;
+
 }  // namespace cephscope::test

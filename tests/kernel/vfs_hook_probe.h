@@ -3,6 +3,7 @@
 // attached and fired by this process's own read(2), pwrite(2) and fdatasync(2).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,26 @@ VfsHookProbe probe_vfs_hook(const std::string& hook, const std::string& dir);
 
 // fentry, then kprobe: the order in which the vfs collector's `hook: auto` tries them.
 std::vector<VfsHookProbe> probe_vfs_hooks(const std::string& dir);
+
+// A kernel function's BPF trampoline filled with trivial fentry programs until the kernel
+// refused one (its limit of programs per function, E2BIG): fentry and fexit attaches there
+// fail while this lives. The programs detach in the destructor.
+class FullTrampoline {
+ public:
+  explicit FullTrampoline(const std::string& function);
+  ~FullTrampoline();
+  FullTrampoline(const FullTrampoline&) = delete;
+  FullTrampoline& operator=(const FullTrampoline&) = delete;
+  [[nodiscard]] bool full() const { return full_; }
+  [[nodiscard]] unsigned programs() const { return programs_; }  // attached before the refusal
+  [[nodiscard]] const std::string& reason() const { return reason_; }  // why not full
+
+ private:
+  struct Held;
+  std::unique_ptr<Held> held_;
+  bool full_ = false;
+  unsigned programs_ = 0;
+  std::string reason_;
+};
 
 }  // namespace cephscope::test
