@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,7 @@ class ChoiceCollector final : public BpfCollector {
   }
   // The getppid(2) calls of this process that the kept object counted.
   [[nodiscard]] unsigned long long calls() const {
-    return skel_ != nullptr ? __atomic_load_n(&skel_->bss->calls, __ATOMIC_RELAXED) : 0;
+    return *skel_ != nullptr ? __atomic_load_n(&(*skel_)->bss->calls, __ATOMIC_RELAXED) : 0;
   }
   std::vector<std::string> loads;  // the hooks load() ran, in order
 
@@ -54,21 +55,23 @@ class ChoiceCollector final : public BpfCollector {
     bpf_program__set_autoload(skel->progs.refused, flavour == Flavour::kPartial);
     REQUIRE(hook_choice_bpf__load(skel.get()) == 0);
     hook_choice_bpf* raw = skel.release();
+    // The destroy function runs from ~BpfCollector, when this object is no longer a
+    // ChoiceCollector: it reaches the kept pointer through its own share of it.
     adopt(
         raw->obj,
-        [this, raw] {
-          skel_ = nullptr;
+        [kept = skel_, raw] {
+          *kept = nullptr;
           hook_choice_bpf__destroy(raw);
         },
         hook);
-    skel_ = raw;
+    *skel_ = raw;
     attach(raw->progs.attaches, "attaches");
     if (flavour == Flavour::kPartial) {
       attach(raw->progs.refused, "refused");
     }
     return ok_status();
   }
-  hook_choice_bpf* skel_ = nullptr;
+  std::shared_ptr<hook_choice_bpf*> skel_ = std::make_shared<hook_choice_bpf*>(nullptr);
 };
 
 const Feature kThere{true, {}};
