@@ -39,6 +39,18 @@ int keep_first(enum libbpf_print_level level, const char* format, va_list args) 
   return 0;
 }
 
+// While it lives, libbpf's first complaint goes to g_libbpf_said in place of stderr.
+class KeepFirstComplaint {
+ public:
+  KeepFirstComplaint() : previous_(libbpf_set_print(keep_first)) { g_libbpf_said.clear(); }
+  ~KeepFirstComplaint() { libbpf_set_print(previous_); }
+  KeepFirstComplaint(const KeepFirstComplaint&) = delete;
+  KeepFirstComplaint& operator=(const KeepFirstComplaint&) = delete;
+
+ private:
+  libbpf_print_fn_t previous_;
+};
+
 std::string failed(const std::string& step, int err) {
   std::string why = step + ": " + std::strerror(err);
   if (!g_libbpf_said.empty()) {
@@ -71,11 +83,7 @@ bool fire(const std::string& dir) {
 VfsHookProbe probe_vfs_hook(const std::string& hook, const std::string& dir) {
   VfsHookProbe out;
   out.hook = hook;
-  g_libbpf_said.clear();
-  struct Restore {
-    libbpf_print_fn_t fn;
-    ~Restore() { libbpf_set_print(fn); }
-  } restore{libbpf_set_print(keep_first)};
+  const KeepFirstComplaint quiet;
   ProbeSkel skel(vfs_hook_probe_bpf__open());
   if (!skel) {
     out.reason = failed("open", errno);
@@ -141,11 +149,7 @@ struct FullTrampoline::Held {
 };
 
 FullTrampoline::FullTrampoline(const std::string& function) : held_(std::make_unique<Held>()) {
-  g_libbpf_said.clear();
-  struct Restore {
-    libbpf_print_fn_t fn;
-    ~Restore() { libbpf_set_print(fn); }
-  } restore{libbpf_set_print(keep_first)};
+  const KeepFirstComplaint quiet;
   // Every kernel's limit is a few dozen (BPF_MAX_TRAMP_LINKS); more means something is wrong.
   constexpr unsigned kMost = 256;
   while (programs_ < kMost) {
