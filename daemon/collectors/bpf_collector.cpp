@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "libbpf/maps.h"
@@ -43,6 +45,21 @@ std::int64_t realtime_offset_ns() {
              std::chrono::system_clock::now().time_since_epoch() -
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+std::uint32_t bench_cut(const char* collector, const char* variable, std::uint32_t max) {
+  const char* cut = std::getenv(variable);
+  if (cut == nullptr || *cut == '\0') {
+    return 0;
+  }
+  const std::string value(cut);
+  if (value.size() != 1 || value[0] < '1' || static_cast<std::uint32_t>(value[0] - '0') > max) {
+    spdlog::error("{}: {}={} ignored: 1 to {} only", collector, variable, value, max);
+    return 0;
+  }
+  spdlog::warn("{}: {}={}: a benchmark's cut programs, stages not measured", collector, variable,
+               value);
+  return static_cast<std::uint32_t>(value[0] - '0');
 }
 
 void BpfCollector::adopt(bpf_object* obj, std::function<void()> destroy, std::string hook) {

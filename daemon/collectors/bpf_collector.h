@@ -167,6 +167,11 @@ profile::StoreOptions store_options(const Config::Profiles& c);
 // of a record (libstdc++'s steady_clock is CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns()).
 std::int64_t realtime_offset_ns();
 
+// Benchmarks only: the cut asked for in environment variable VARIABLE (1..MAX, else 0), which
+// makes COLLECTOR's programs stop short so that a benchmark splits their cost. Never set in
+// service: what a cut program skips is not measured, and the log says so.
+std::uint32_t bench_cut(const char* collector, const char* variable, std::uint32_t max);
+
 // Makes a skeleton's filter maps the shared ones (a no-op without them, in tests).
 Status reuse_tracked_maps(bpf_map* tgids, bpf_map* slots, TrackedMaps shared);
 

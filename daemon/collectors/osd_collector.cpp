@@ -10,7 +10,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -150,24 +149,6 @@ class OsdCollector final : public BpfCollector {
   std::jthread worker_;  // last: stops first
 };
 
-// Benchmarks only: CEPHSCOPE_BENCH_OSD_CUT=1..4 stops the end-of-op programs early (bpf/
-// osd_events.bpf.h), so that tests/bench/osd-build-pair.sh splits a hit's cost. Never set in
-// service: the OSD stages it cuts are not measured, and the log says so.
-std::uint32_t bench_cut() {
-  const char* cut = std::getenv("CEPHSCOPE_BENCH_OSD_CUT");
-  if (cut == nullptr || *cut == '\0') {
-    return 0;
-  }
-  const std::string value(cut);
-  if (value.size() != 1 || value[0] < '1' || value[0] > '4') {
-    spdlog::error("osd: CEPHSCOPE_BENCH_OSD_CUT={} ignored: 1 to 4 only", value);
-    return 0;
-  }
-  spdlog::warn("osd: CEPHSCOPE_BENCH_OSD_CUT={}: a benchmark's cut programs, stages not measured",
-               value);
-  return static_cast<std::uint32_t>(value[0] - '0');
-}
-
 // Every series: the hash's, and those of the stats slots (osd_stats_slots.h).
 Status OsdCollector::for_each_series(const OsdStatsSlots::SeriesFn& fn) const {
   if (Status walked = for_each_percpu<osd_stats_key, osd_stats>(stats_fd_, fn); !walked.ok()) {
@@ -196,7 +177,9 @@ void OsdCollector::start(const CollectorContext& ctx) {
     unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
     return;
   }
-  skel->rodata->bench_cut = bench_cut();
+  // Benchmarks only: 1..4 stop the end-of-op programs early (bpf/osd_events.bpf.h), so that
+  // tests/bench/osd-build-pair.sh splits a hit's cost.
+  skel->rodata->bench_cut = bench_cut("osd", "CEPHSCOPE_BENCH_OSD_CUT", 4);
   if (const int err = osd_bpf__load(skel.get()); err != 0) {
     unavailable({reason_of_errno(-err, Reason::kLoadFailed),
                  std::string("BPF load failed: ") + std::strerror(-err)},

@@ -35,9 +35,16 @@ listen: "127.0.0.1:$port"
 log_level: warn
 discovery: {scan_interval: 1s, matchers: [{comm: "^bench_tracked$"}, {comm: "^dd_tracked$"}]}
 CONF
-"$bin" --config "$work/cephscope.yaml" 2> "$work/daemon.log" &
-daemon=$!
-for _ in $(seq 100); do curl -sf "localhost:$port/readyz" >/dev/null && break; sleep 0.1; done
+# Starts the daemon (its environment: the caller's, plus any NAME=VALUE arguments).
+start_daemon() {
+  env "$@" "$bin" --config "$work/cephscope.yaml" 2>> "$work/daemon.log" &
+  daemon=$!
+  for _ in $(seq 100); do curl -sf "localhost:$port/readyz" >/dev/null && return 0; sleep 0.1; done
+  echo "the daemon did not get ready:" >&2
+  cat "$work/daemon.log" >&2
+  exit 1
+}
+start_daemon
 
 # program -> "runs ns" from /metrics
 snapshot() {
@@ -47,7 +54,8 @@ snapshot() {
     END { for (p in runs) printf "%s %d %d\n", p, runs[p], ns[p] }' | sort
 }
 
-# Runs a command between two snapshots and prints per-program events and ns/event.
+# Runs a command between two snapshots and prints per-program events and ns/event; keeps
+# "program runs ns/run" of the programs that ran in $work/ran.
 measure() {
   local title=$1
   shift
@@ -57,7 +65,8 @@ measure() {
   local took=$((SECONDS - start))
   snapshot > "$work/after"
   echo "== $title ($took s)"
-  join "$work/before" "$work/after" | awk '{ d = $4 - $2; t = $5 - $3; if (d > 0) printf "  %-22s %10d runs %8.1f ns/run\n", $1, d, t / d }'
+  join "$work/before" "$work/after" | awk '{ d = $4 - $2; t = $5 - $3; if (d > 0) printf "%s %d %.1f\n", $1, d, t / d }' > "$work/ran"
+  awk '{ printf "  %-22s %10d runs %8.1f ns/run\n", $1, $2, $3 }' "$work/ran"
 }
 
 # Waits until the daemon has learnt the tracked names (targets stay known for their TTL).
@@ -103,12 +112,17 @@ stop_floor() {
   for f in $floor; do kill "$f" 2>/dev/null; wait "$f" 2>/dev/null || true; done
   floor=
 }
+# "hook runs run_time_ns" of each program of floor NAME: bpftrace names a program after its
+# tracepoint, cut to the kernel's 15 characters (block_bio_queue, sys_enter_pwrit); bpftool
+# prints no run_time_ns and run_cnt for a program that has not run yet.
 floor_totals() { # NAME
   local id
   while read -r id; do bpftool prog show id "$id" 2>/dev/null; done < "$work/$1.ids" |
-    awk '{ for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t += $(i + 1); if ($i == "run_cnt") c += $(i + 1) } }
-      END { printf "%d %d\n", c, t }'
+    awk '/^[0-9]+: / { c = 0; t = 0; for (i = 1; i < NF; i++) { if ($i == "name") n = $(i + 1); if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
+      print n, c, t }' | sort
 }
+# "hook runs ns/run" between two floor_totals files
+floor_delta() { join "$1" "$2" | awk '{ d = $4 - $2; if (d > 0) printf "%s %d %.1f\n", $1, d, ($5 - $3) / d }'; }
 
 # pwrite64 of 64 B to /dev/null in a loop: syscall events only, no IO.
 pwrites() {
@@ -121,20 +135,25 @@ direct_writes() {
   "$work/dd_tracked" if=/dev/zero of="$work/data" bs=4096 count=20000 oflag=direct status=none
 }
 
-# Runs a command under the daemon and the floor; prints each program's ns/run and the
-# floor's, and the difference per run.
+# Runs a command under the daemon and the floors; prints each program's ns/run, then each
+# hook's floors and what each of the daemon's programs costs above its own hook's floors.
+# A program's hook is its name less the flavour's prefix: btf_bio_queue and tp_bio_queue run
+# on block_bio_queue, enter_pwrite64 on sys_enter_pwrite64.
 measure_with_floor() {
-  local title=$1 probes=$2
+  local title=$1 probes=$2 name
   shift 2
   start_floor "$probes"
-  read -r f0 ft0 < <(floor_totals empty)
-  read -r k0 kt0 < <(floor_totals clock)
+  for name in empty clock; do floor_totals $name > "$work/$name.0"; done
   measure "$title" "$@"
-  read -r f1 ft1 < <(floor_totals empty)
-  read -r k1 kt1 < <(floor_totals clock)
+  for name in empty clock; do
+    floor_totals $name > "$work/$name.1"
+    floor_delta "$work/$name.0" "$work/$name.1" > "$work/$name.d"
+  done
   stop_floor
-  awk -v c=$((f1 - f0)) -v t=$((ft1 - ft0)) 'BEGIN { if (c > 0) printf "  %-22s %10d runs %8.1f ns/run (empty program, same hooks)\n", "floor", c, t / c }'
-  awk -v c=$((k1 - k0)) -v t=$((kt1 - kt0)) 'BEGIN { if (c > 0) printf "  %-22s %10d runs %8.1f ns/run (the clock alone, same hooks)\n", "clock floor", c, t / c }'
+  join "$work/empty.d" "$work/clock.d" | awk '{ printf "  floor %-25s empty %6.1f ns/run, clock alone %6.1f ns/run (%d runs)\n", $1, $3, $5, $2 }'
+  awk '{ h = $1; sub(/^(btf|tp)_/, "block_", h); sub(/^(enter|exit)_/, "sys_&", h); print substr(h, 1, 15), $1, $3 }' "$work/ran" | sort |
+    join - "$work/empty.d" | join - "$work/clock.d" |
+    awk '$3 > 0 { printf "  %-22s above its hook\x27s empty program %+7.1f ns, above the clock alone %+7.1f ns\n", $2, $3 - $5, $3 - $7 }'
 }
 
 echo "kernel $(uname -r), $(nproc) CPUs, $writes pwrites per run"
@@ -150,6 +169,16 @@ measure_with_floor "tracked: $writes pwrite64 of 64 B" "$sys_floor" pwrites "$wo
 block_floor='tracepoint:block:block_bio_queue, tracepoint:block:block_getrq, tracepoint:block:block_rq_insert, tracepoint:block:block_rq_issue, tracepoint:block:block_rq_complete'
 # A first short run puts the tracked series in the block hash; the daemon gives them their
 # series slots within 2 s (bpf/block.h), where the measured run then finds them.
-"$work/dd_tracked" if=/dev/zero of="$work/data" bs=4096 count=100 oflag=direct status=none
-sleep 3
-measure_with_floor "tracked: 20000 direct 4 KiB writes to a file (block events)" "$block_floor" direct_writes
+block_run() { # TITLE
+  "$work/dd_tracked" if=/dev/zero of="$work/data" bs=4096 count=100 oflag=direct status=none
+  sleep 3
+  measure_with_floor "$1" "$block_floor" direct_writes
+}
+block_run "tracked: 20000 direct 4 KiB writes to a file (block events)"
+# The same with block_bio_queue storing its record blind (CEPHSCOPE_BENCH_BLOCK_CUT=1,
+# bpf/block.bpf.c): its difference between the two runs is what counting displaced records
+# costs, a load of the slot's cold line.
+kill "$daemon"
+wait "$daemon" 2> /dev/null || true
+start_daemon CEPHSCOPE_BENCH_BLOCK_CUT=1
+block_run "the same, bio records stored blind (a benchmark cut: displaced records uncounted)"

@@ -203,6 +203,19 @@ median() { sort -n | awk '{ v[NR] = $1 } END {
   m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
   printf "%.2f (%.2f-%.2f)", m, v[1], v[NR] }'; }
 
+# "median, mean (min-max), the mean's 95% interval (Student's t)": whether the daemon's cost is
+# measurable above the noise. Part 4's pairs are independent; part 5's neighbouring phases
+# share the phase without between them, which makes its interval a little too narrow.
+ratio_summary() { sort -n | awk 'BEGIN { split("12.706 4.303 3.182 2.776 2.571 2.447 2.365 2.306 2.262 2.228 2.201 2.179 2.160 2.145 2.131 2.120 2.110 2.101 2.093 2.086", tq, " ") }
+  { v[NR] = $1; t += $1 } END {
+  m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+  mean = t / NR
+  for (i = 1; i <= NR; i++) ss += (v[i] - mean) ^ 2
+  printf "median %.3f, mean %.3f (%.3f-%.3f), %d phases", m, mean, v[1], v[NR], NR
+  if (NR < 2) exit
+  h = ((NR - 1 in tq) ? tq[NR - 1] : 2.0) * sqrt(ss / (NR - 1) / NR)
+  printf "; 95%% interval of the mean %.3f-%.3f: %s", mean - h, mean + h,
+    (mean + h < 1) ? "below 1, measurably" : (mean - h > 1) ? "above 1, measurably" : "1 inside it, no difference measurable" }'; }
 part() { case " ${PARTS:-1 2 3 4} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 if part 1; then
@@ -309,7 +322,7 @@ for i in $(seq "$rounds"); do
   echo "$r" >> "$work/ratios"
   echo "  pair $i ($( ((i % 2)) && echo "without first" || echo "with first")): without $base IOPS, with $with IOPS, ratio $r"
 done
-echo "  IOPS with/without the daemon, median (min-max): $(median < "$work/ratios")"
+echo "  IOPS with/without the daemon, pairs: $(ratio_summary < "$work/ratios" | sed 's/phases/pairs/')"
 fi
 
 part 5 || exit 0
@@ -365,8 +378,5 @@ done
 kill "$long" 2> /dev/null || true
 wait "$long" 2> /dev/null || true
 clean_pool
-ratio_summary() { sort -n | awk '{ v[NR] = $1; t += $1 } END {
-  m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-  printf "median %.3f, mean %.3f (%.3f-%.3f), %d phases", m, t / NR, v[1], v[NR], NR }'; }
 echo "  IOPS with/without the daemon, each phase against its neighbours: $(ratio_summary < "$work/phase_ratios")"
 echo "  OSD CPU per client write, with/without: $(ratio_summary < "$work/cpu_ratios")"
