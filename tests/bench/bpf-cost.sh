@@ -7,6 +7,8 @@
 # A benchmark: it prints figures and asserts nothing about time.
 #   usage: tests/bench/bpf-cost.sh [BUILD_DIR] [PWRITES]
 set -euo pipefail
+# shellcheck source=tests/bench/common.sh
+source "$(dirname "$0")/common.sh"
 build=${1:-build}
 writes=${2:-1000000}
 bin=$build/daemon/cephscope
@@ -109,7 +111,7 @@ start_floor() { # PROBES
 }
 stop_floor() {
   local f
-  for f in $floor; do kill "$f" 2>/dev/null; wait "$f" 2>/dev/null || true; done
+  for f in $floor; do stop_pid "$f"; done
   floor=
 }
 # "hook runs run_time_ns" of each program of floor NAME: bpftrace names a program after its

@@ -16,10 +16,25 @@ bench_begin() { # NAME [POOL]
   sysctl -qw kernel.bpf_stats_enabled=1
 }
 
+# Stops background process PID and reaps it. bpftrace (0.17) can miss a SIGTERM that arrives
+# while it enters its event loop and then waits forever: the signal is sent again every 0.1 s
+# until the process has exited (a zombie), and SIGKILL after 10 s (its programs go with its
+# file descriptors).
+stop_pid() { # PID
+  local _ state
+  for _ in $(seq 100); do
+    state=$(ps -o stat= -p "$1" 2>/dev/null) || break
+    [ "${state:0:1}" = Z ] && break
+    kill "$1" 2>/dev/null || true
+    sleep 0.1
+  done
+  kill -KILL "$1" 2>/dev/null || true
+  wait "$1" 2>/dev/null || true
+}
+
 stop_runner() {
   if [ -n "$runner" ]; then
-    kill "$runner" 2>/dev/null || true
-    wait "$runner" 2>/dev/null || true
+    stop_pid "$runner"
     runner=
   fi
 }
