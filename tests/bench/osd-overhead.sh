@@ -18,7 +18,13 @@
 #      IOPS with and without it in alternating pairs (THREADS threads);
 #   5. the same daemon's IOPS cost in one long write (THREADS threads) that it joins and leaves
 #      in turn, each phase with it against the phases just before and after (PHASE seconds
-#      each, default 15; ROUNDS phases with it). Not in the default PARTS.
+#      each, default 15; ROUNDS phases with it). Not in the default PARTS;
+#   6. where the OSDs' CPU goes: perf cpu-clock profiles of the OSDs in one long write (THREADS
+#      threads), ROUNDS windows with the daemon (shipped config), each between two without (PHASE
+#      seconds each): per symbol, the OSDs' CPU per client write with the daemon minus the mean
+#      of its two neighbours, and the sum over the daemon's own paths (its programs, uprobe
+#      traps, syscall tracing, the clock) in the OSDs and on the whole host. Not in the default
+#      PARTS; needs perf.
 # A benchmark: it prints figures and asserts nothing about time (MACHINE.md: noisy 2 cores).
 #   usage: tests/bench/osd-overhead.sh BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]
 #   THREADS=N sets rados bench -t of parts 1, 2, 4 and 5 (default 16); PARTS="1 4" runs only
@@ -325,7 +331,7 @@ done
 echo "  IOPS with/without the daemon, pairs: $(ratio_summary < "$work/ratios" | sed 's/phases/pairs/')"
 fi
 
-part 5 || exit 0
+if part 5; then
 # Pairs of separate benches drift apart by more than the daemon costs: each bench starts on a
 # cluster still trimming the last one's deletes, and a pair of 10 s benches differs by 5-25%
 # with no daemon at all. Here one write runs throughout and the daemon comes and goes, so each
@@ -380,3 +386,75 @@ wait "$long" 2> /dev/null || true
 clean_pool
 echo "  IOPS with/without the daemon, each phase against its neighbours: $(ratio_summary < "$work/phase_ratios")"
 echo "  OSD CPU per client write, with/without: $(ratio_summary < "$work/cpu_ratios")"
+fi
+
+part 6 || exit 0
+command -v perf > /dev/null || { echo "part 6 needs perf" >&2; exit 1; }
+phase=${PHASE:-15}
+echo "== 6. the OSDs' CPU per client write by symbol, with the daemon (shipped config) against the windows just before and after: $rounds windows with it, $phase s each"
+stdbuf -oL rados -p "$pool" bench $((rounds * (2 * phase + 20) + phase + 30)) write \
+  -t "${THREADS:-16}" -b 4096 --no-cleanup > "$work/long" 2>&1 &
+long=$!
+finished() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { f = $4 } END { print f + 0 }' "$work/long"; }
+# Profiles the host for PHASE seconds into $work/NAME.data; notes "NAME client_writes".
+profile_window() { # NAME
+  local f0
+  f0=$(finished)
+  perf record -q -a -e cpu-clock -F 1000 -o "$work/$1.data" -- sleep "$phase" > /dev/null 2>&1
+  echo "$1 $(($(finished) - f0))" >> "$work/windows"
+}
+sleep 5
+profile_window w0
+for i in $(seq "$rounds"); do
+  start_default_daemon
+  sleep 2
+  profile_window "d$i"
+  stop_runner
+  sleep 2
+  profile_window "w$i"
+done
+kill "$long" 2> /dev/null || true
+wait "$long" 2> /dev/null || true
+clean_pool
+# "window samples symbol" of each window: the OSDs' samples, then the whole host's.
+for scope in osd host; do
+  for name in $(awk '{ print $1 }' "$work/windows"); do
+    perf report -i "$work/$name.data" --stdio --no-children --sort sym -F sample,sym \
+      $([ $scope = osd ] && echo "--pid=${osd_pids// /,}") 2> /dev/null |
+      awk -v n="$name" '$1 ~ /^[0-9]+$/ && $2 ~ /^\[/ { s = $3; for (i = 4; i <= NF; i++) s = s " " $i; print n "\t" $1 "\t" $2 " " s }'
+  done > "$work/samples.$scope"
+done
+python3 - "$work/windows" "$work/samples.osd" "$work/samples.host" <<'PY'
+import collections, re, sys
+writes = dict((n, int(w)) for n, w in (l.split() for l in open(sys.argv[1])))
+own = re.compile(r"bpf|uprobe|swbp|xol|syscall_trace|syscall_exit_work|perf_syscall|trace_call|"
+                 r"pvclock|ktime_get|read_tsc|sched_clock|copy_from_user_nofault|rcu_read_unlock_trace")
+def per_write(path):  # window -> symbol -> us of CPU per client write
+    cpu = collections.defaultdict(collections.Counter)
+    for line in open(path):
+        name, samples, symbol = line.rstrip("\n").split("\t")
+        cpu[name][symbol] += int(samples) * 1000.0 / max(writes[name], 1)  # 1 kHz: a sample is 1 ms
+    return cpu
+host = per_write(sys.argv[3])
+cpu = per_write(sys.argv[2])
+rounds = sum(1 for n in writes if n.startswith("d"))
+diff, totals = collections.Counter(), []
+for i in range(1, rounds + 1):
+    d, a, b = cpu[f"d{i}"], cpu[f"w{i - 1}"], cpu[f"w{i}"]
+    totals.append((sum(d.values()), (sum(a.values()) + sum(b.values())) / 2))
+    for k in set(d) | set(a) | set(b):
+        diff[k] += (d[k] - (a[k] + b[k]) / 2) / rounds
+for i, (w, n) in enumerate(totals, 1):
+    print(f"  window {i}: {w:.0f} us of OSD CPU per client write with the daemon, {n:.0f} in its neighbours: {w - n:+.0f}")
+print(f"  mean: {sum(w - n for w, n in totals) / rounds:+.1f} us per client write")
+print(f"  the daemon's own paths in the OSDs (BPF programs, uprobe traps, syscall tracing, the clock): "
+      f"{sum(v for k, v in diff.items() if own.search(k)):+.1f} us per client write")
+print("  the symbols that moved most (us per client write, with minus neighbours):")
+ranked = sorted(diff.items(), key=lambda kv: -abs(kv[1]))
+for k, v in ranked[:20]:
+    print(f"    {v:+7.1f}  {k[:90]}")
+own_host = sum((sum(v for k, v in host[f"d{i}"].items() if own.search(k)) -
+                sum(v for w in (f"w{i - 1}", f"w{i}") for k, v in host[w].items() if own.search(k)) / 2)
+               for i in range(1, rounds + 1)) / rounds
+print(f"  the daemon's own paths on the whole host (every process, interrupts): {own_host:+.1f} us per client write")
+PY
