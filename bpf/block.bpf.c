@@ -32,8 +32,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u64 slot_seed = 0;
 
 /*
- * Benchmarks only (CEPHSCOPE_BENCH_BLOCK_CUT=1): block_bio_queue stores its record without
- * reading the one it displaces, so that tests/bench/bpf-cost.sh shows what counting
+ * Benchmarks only (CEPHSCOPE_BENCH_BLOCK_CUT=1): a bio's record is stored without reading the
+ * one it displaces (put_bio), so that tests/bench/bpf-cost.sh shows what counting
  * inflight_full costs: that read is a load of a cold line, which the program waits for, where a
  * store alone does not wait. Displaced records then go uncounted. The verifier drops the branch
  * of the constant in service.
@@ -137,7 +137,7 @@ static __always_inline void put_bio(const struct block_bio *bio, __u64 now)
 
 	if (!slot)
 		return;
-	if (slot->live && (slot->dev != bio->dev || slot->sector != bio->sector) &&
+	if (!bench_cut && slot->live && (slot->dev != bio->dev || slot->sector != bio->sector) &&
 	    now - slot->queue_ns < INFLIGHT_STALE_NS)
 		count_lost(LOST_INFLIGHT_FULL);
 	*slot = *bio;
@@ -154,13 +154,6 @@ static __always_inline void on_bio_queue(__u32 disk, __u64 sector, __u32 op)
 				.op = op,
 				.live = 1};
 
-	if (bench_cut) {
-		struct block_bio *slot = bio_slot(disk, sector);
-
-		if (slot)
-			*slot = bio;
-		return;
-	}
 	put_bio(&bio, now);
 }
 

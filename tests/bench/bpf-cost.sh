@@ -20,8 +20,9 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 # Every line must run whatever the one before did (set -e applies here too).
 cleanup() {
-  if [ -n "${floor:-}" ]; then kill $floor 2>/dev/null || true; fi
-  if [ -n "${daemon:-}" ]; then kill "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true; fi
+  local f
+  for f in ${floor:-}; do stop_pid "$f"; done
+  if [ -n "${daemon:-}" ]; then stop_pid "$daemon"; fi
   sysctl -qw kernel.bpf_stats_enabled="$old_stats"
   rm -rf "$work"
 }
@@ -180,7 +181,6 @@ block_run "tracked: 20000 direct 4 KiB writes to a file (block events)"
 # The same with block_bio_queue storing its record blind (CEPHSCOPE_BENCH_BLOCK_CUT=1,
 # bpf/block.bpf.c): its difference between the two runs is what counting displaced records
 # costs, a load of the slot's cold line.
-kill "$daemon"
-wait "$daemon" 2> /dev/null || true
+stop_pid "$daemon"
 start_daemon CEPHSCOPE_BENCH_BLOCK_CUT=1
 block_run "the same, bio records stored blind (a benchmark cut: displaced records uncounted)"

@@ -222,6 +222,8 @@ ratio_summary() { sort -n | awk 'BEGIN { split("12.706 4.303 3.182 2.776 2.571 2
   h = ((NR - 1 in tq) ? tq[NR - 1] : 2.0) * sqrt(ss / (NR - 1) / NR)
   printf "; 95%% interval of the mean %.3f-%.3f: %s", mean - h, mean + h,
     (mean + h < 1) ? "below 1, measurably" : (mean - h > 1) ? "above 1, measurably" : "1 inside it, no difference measurable" }'; }
+# "second writes-finished" of the last per-second line of the long write (parts 5 and 6)
+bench_at() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { s = $1; f = $4 } END { print s + 0, f + 0 }' "$work/long"; }
 part() { case " ${PARTS:-1 2 3 4} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 
 if part 1; then
@@ -338,8 +340,6 @@ if part 5; then
 # phase with it is compared with the phases just before and after it, on the same cluster state.
 phase=${PHASE:-15}
 echo "== 5. IOPS in one ${THREADS:-16}-thread write, the daemon (shipped config${COLLECTORS:+, only: $COLLECTORS}) started and stopped in turn: $rounds phases with it, $((rounds + 1)) without, $phase s each"
-# "second writes-finished" of the bench's last per-second line
-bench_at() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { s = $1; f = $4 } END { print s + 0, f + 0 }' "$work/long"; }
 # the host's "busy idle" ticks (idle and iowait are idle)
 host_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8, $5 + $6 }' /proc/stat; }
 # "IOPS osd_cpu_us_per_write daemon_cpu_percent host_idle_percent" over the next PHASE seconds
@@ -395,13 +395,13 @@ echo "== 6. the OSDs' CPU per client write by symbol, with the daemon (shipped c
 stdbuf -oL rados -p "$pool" bench $((rounds * (2 * phase + 20) + phase + 30)) write \
   -t "${THREADS:-16}" -b 4096 --no-cleanup > "$work/long" 2>&1 &
 long=$!
-finished() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { f = $4 } END { print f + 0 }' "$work/long"; }
 # Profiles the host for PHASE seconds into $work/NAME.data; notes "NAME client_writes".
 profile_window() { # NAME
-  local f0
-  f0=$(finished)
+  local f0 f1
+  read -r _ f0 < <(bench_at)
   perf record -q -a -e cpu-clock -F 1000 -o "$work/$1.data" -- sleep "$phase" > /dev/null 2>&1
-  echo "$1 $(($(finished) - f0))" >> "$work/windows"
+  read -r _ f1 < <(bench_at)
+  echo "$1 $((f1 - f0))" >> "$work/windows"
 }
 sleep 5
 profile_window w0
@@ -418,11 +418,12 @@ wait "$long" 2> /dev/null || true
 clean_pool
 # "window samples symbol" of each window: the OSDs' samples, then the whole host's.
 for scope in osd host; do
-  for name in $(awk '{ print $1 }' "$work/windows"); do
-    perf report -i "$work/$name.data" --stdio --no-children --sort sym -F sample,sym \
-      $([ $scope = osd ] && echo "--pid=${osd_pids// /,}") 2> /dev/null |
+  only=()
+  if [ $scope = osd ]; then only=("--pid=${osd_pids// /,}"); fi
+  while read -r name _; do
+    perf report -i "$work/$name.data" --stdio --no-children --sort sym -F sample,sym "${only[@]}" 2> /dev/null |
       awk -v n="$name" '$1 ~ /^[0-9]+$/ && $2 ~ /^\[/ { s = $3; for (i = 4; i <= NF; i++) s = s " " $i; print n "\t" $1 "\t" $2 " " s }'
-  done > "$work/samples.$scope"
+  done < "$work/windows" > "$work/samples.$scope"
 done
 python3 - "$work/windows" "$work/samples.osd" "$work/samples.host" <<'PY'
 import collections, re, sys
@@ -435,26 +436,27 @@ def per_write(path):  # window -> symbol -> us of CPU per client write
         name, samples, symbol = line.rstrip("\n").split("\t")
         cpu[name][symbol] += int(samples) * 1000.0 / max(writes[name], 1)  # 1 kHz: a sample is 1 ms
     return cpu
-host = per_write(sys.argv[3])
-cpu = per_write(sys.argv[2])
 rounds = sum(1 for n in writes if n.startswith("d"))
-diff, totals = collections.Counter(), []
+def with_minus_neighbours(cpu):  # symbol -> mean over rounds of d_i - (w_{i-1} + w_i) / 2
+    diff = collections.Counter()
+    for i in range(1, rounds + 1):
+        d, a, b = cpu[f"d{i}"], cpu[f"w{i - 1}"], cpu[f"w{i}"]
+        for k in set(d) | set(a) | set(b):
+            diff[k] += (d[k] - (a[k] + b[k]) / 2) / rounds
+    return diff
+cpu = per_write(sys.argv[2])
 for i in range(1, rounds + 1):
-    d, a, b = cpu[f"d{i}"], cpu[f"w{i - 1}"], cpu[f"w{i}"]
-    totals.append((sum(d.values()), (sum(a.values()) + sum(b.values())) / 2))
-    for k in set(d) | set(a) | set(b):
-        diff[k] += (d[k] - (a[k] + b[k]) / 2) / rounds
-for i, (w, n) in enumerate(totals, 1):
+    w = sum(cpu[f"d{i}"].values())
+    n = (sum(cpu[f"w{i - 1}"].values()) + sum(cpu[f"w{i}"].values())) / 2
     print(f"  window {i}: {w:.0f} us of OSD CPU per client write with the daemon, {n:.0f} in its neighbours: {w - n:+.0f}")
-print(f"  mean: {sum(w - n for w, n in totals) / rounds:+.1f} us per client write")
+diff = with_minus_neighbours(cpu)
+print(f"  mean: {sum(diff.values()):+.1f} us per client write")
 print(f"  the daemon's own paths in the OSDs (BPF programs, uprobe traps, syscall tracing, the clock): "
       f"{sum(v for k, v in diff.items() if own.search(k)):+.1f} us per client write")
 print("  the symbols that moved most (us per client write, with minus neighbours):")
-ranked = sorted(diff.items(), key=lambda kv: -abs(kv[1]))
-for k, v in ranked[:20]:
+for k, v in sorted(diff.items(), key=lambda kv: -abs(kv[1]))[:20]:
     print(f"    {v:+7.1f}  {k[:90]}")
-own_host = sum((sum(v for k, v in host[f"d{i}"].items() if own.search(k)) -
-                sum(v for w in (f"w{i - 1}", f"w{i}") for k, v in host[w].items() if own.search(k)) / 2)
-               for i in range(1, rounds + 1)) / rounds
-print(f"  the daemon's own paths on the whole host (every process, interrupts): {own_host:+.1f} us per client write")
+host = with_minus_neighbours(per_write(sys.argv[3]))
+print(f"  the daemon's own paths on the whole host (every process, interrupts): "
+      f"{sum(v for k, v in host.items() if own.search(k)):+.1f} us per client write")
 PY
