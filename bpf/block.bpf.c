@@ -24,21 +24,26 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * the key stored in the record and compared on every read. A record costs one inlined array
  * load and plain stores where an LRU hash update and delete cost about 0.5 us per bio here
  * (tests/bench/bpf-cost.sh). The slot functions are in block.h. Bounded by construction, never
- * full: a new record takes its slot, and one displaced while younger than INFLIGHT_STALE_NS is
- * counted as inflight_full (older ones are leftovers: a bio of a bio-based disk, a completion the
- * kernel skipped). The hash is seeded per load, so no process can aim its IO at the OSDs' slots.
+ * full: a new record takes its slot. A request displaced while younger than INFLIGHT_STALE_NS
+ * is counted as inflight_full (older ones are leftovers: a completion the kernel skipped); a
+ * bio's displaced record shows as its request's no_start (take_owner). The hash is seeded per
+ * load, so no process can aim its IO at the OSDs' slots.
  */
 
 const volatile __u64 slot_seed = 0;
 
 /*
- * Benchmarks only (CEPHSCOPE_BENCH_BLOCK_CUT=1): a bio's record is stored without reading the
- * one it displaces (put_bio), so that tests/bench/bpf-cost.sh shows what counting
- * inflight_full costs: that read is a load of a cold line, which the program waits for, where a
- * store alone does not wait. Displaced records then go uncounted. The verifier drops the branch
- * of the constant in service.
+ * A bio's stamps are ktime ns modulo 2^51, the width of the stamp the kernel keeps on the bio
+ * (bio::bi_issue, below), so their ages are taken modulo 2^51 too (26 days): an age past half
+ * of that is a stamp later than the time it is compared with.
  */
-const volatile __u32 bench_cut = 0;
+#define BIO_TIME_MASK ((1ULL << 51) - 1)
+#define BIO_AGE_MAX (1ULL << 50)
+
+static __always_inline __u64 bio_age(__u64 now, __u64 stamp)
+{
+	return (now - stamp) & BIO_TIME_MASK;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -130,31 +135,31 @@ static __always_inline struct block_bio *find_bio(__u32 dev, __u64 sector)
 	return bio;
 }
 
-/* Stores BIO (its key filled in) in its slot. */
-static __always_inline void put_bio(const struct block_bio *bio, __u64 now)
+/*
+ * Stores BIO (its key filled in) in its slot, without reading the record it may displace: that
+ * read is a load of a cold line, which the program would wait for where a store alone does not
+ * (35-45 ns per bio here, tests/bench/bpf-cost.sh). A record lost that way is counted where the
+ * loss shows, when its request finds another bio in its slot (take_owner).
+ */
+static __always_inline void put_bio(const struct block_bio *bio)
 {
 	struct block_bio *slot = bio_slot(bio->dev, bio->sector);
 
-	if (!slot)
-		return;
-	if (!bench_cut && slot->live && (slot->dev != bio->dev || slot->sector != bio->sector) &&
-	    now - slot->queue_ns < INFLIGHT_STALE_NS)
-		count_lost(LOST_INFLIGHT_FULL);
-	*slot = *bio;
+	if (slot)
+		*slot = *bio;
 }
 
 /* Every bio, tracked or not: the per-device submit time counts every process's waits. */
-static __always_inline void on_bio_queue(__u32 disk, __u64 sector, __u32 op)
+static __always_inline void on_bio_queue(__u32 disk, __u64 sector, __u32 op, __u64 queued_ns)
 {
-	__u64 now = bpf_ktime_get_ns();
 	struct block_bio bio = {.sector = sector,
-				.queue_ns = now,
+				.queue_ns = queued_ns & BIO_TIME_MASK,
 				.dev = disk,
 				.target = current_target(),
 				.op = op,
 				.live = 1};
 
-	put_bio(&bio, now);
+	put_bio(&bio);
 }
 
 /*
@@ -162,21 +167,35 @@ static __always_inline void on_bio_queue(__u32 disk, __u64 sector, __u32 op)
  * request's allocation is ALLOCATED_NS where the kernel stamped it (tp_btf), else the bio's
  * block_getrq (classic tracepoints). A request allocated before its bio was queued (one a
  * plug cached) kept the bio waiting for nothing: 1 ns, so that it still counts as a sample.
+ * A request of data whose slot holds another bio's record had its own bio's record taken by
+ * that one (put_bio), or its bio was queued before the programs were attached: either way its
+ * start was not seen, no_start, as for a completion whose issue was not seen. Requests with
+ * no bio of their own (a flush's, a passthrough command's) are not data reads, writes or
+ * discards.
  */
 static __always_inline void take_owner(struct block_rq *rq, __u32 dev, __u64 sector,
-				       __u64 allocated_ns)
+				       __u64 allocated_ns, __u64 bytes)
 {
-	struct block_bio *bio = find_bio(dev, sector);
-	__u64 got;
+	struct block_bio *bio = bio_slot(dev, sector);
+	__u64 got, waited;
 
 	rq->target = CEPHSCOPE_UNTRACKED;
 	if (!bio)
 		return;
+	if (bio->dev != dev || bio->sector != sector) {
+		if (bytes && rq->op != BLOCK_OP_OTHER)
+			count_lost(LOST_NO_START);
+		return;
+	}
+	if (!bio->live)
+		return;
 	bio->live = 0;
 	rq->target = bio->target;
 	got = allocated_ns ? allocated_ns : bio->rq_ns;
-	if (got)
-		rq->submit_ns = got > bio->queue_ns ? got - bio->queue_ns : 1;
+	if (!got)
+		return;
+	waited = bio_age(got, bio->queue_ns);
+	rq->submit_ns = waited && waited < BIO_AGE_MAX ? waited : 1;
 }
 
 /*
@@ -239,7 +258,7 @@ static __always_inline void on_bio_split(__u32 dev, __u64 sector, __u64 new_sect
 		return;
 	rest = *bio;
 	rest.sector = new_sector;
-	put_bio(&rest, bpf_ktime_get_ns());
+	put_bio(&rest);
 }
 
 /*
@@ -255,9 +274,10 @@ static __always_inline void on_bio_remap(__u32 dev, __u64 sector, __u32 old_dev,
 {
 	__u32 old_disk = whole_disk(old_dev);
 	struct block_bio *above = find_bio(old_disk, old_sector);
-	__u64 now = bpf_ktime_get_ns();
-	struct block_bio bio = {
-	    .sector = sector, .queue_ns = now, .dev = whole_disk(dev), .live = 1};
+	struct block_bio bio = {.sector = sector,
+				.queue_ns = bpf_ktime_get_ns() & BIO_TIME_MASK,
+				.dev = whole_disk(dev),
+				.live = 1};
 
 	if (above) {
 		above->live = 0;
@@ -269,7 +289,7 @@ static __always_inline void on_bio_remap(__u32 dev, __u64 sector, __u32 old_dev,
 		bio.target = current_target();
 		bio.op = op;
 	}
-	put_bio(&bio, now);
+	put_bio(&bio);
 }
 
 /* The slot of request KEY, and whether it holds that request's live record. */
@@ -326,7 +346,7 @@ static __always_inline void on_rq_start(const struct block_rq_key *key, __u64 se
 		return;
 	}
 	count_if_displaced(rq, key, now);
-	take_owner(&fresh, key->dev, sector, 0);
+	take_owner(&fresh, key->dev, sector, 0, bytes);
 	if (issue) {
 		fresh.issue_ns = now;
 		fresh.counted = 1;
@@ -361,7 +381,7 @@ static __always_inline void on_btf_issue(const struct block_rq_key *key, __u64 s
 	if (allocated_ns > now)
 		allocated_ns = 0;
 	count_if_displaced(rq, key, now);
-	take_owner(&fresh, key->dev, sector, allocated_ns);
+	take_owner(&fresh, key->dev, sector, allocated_ns, bytes);
 	fresh.insert_ns = allocated_ns;
 	*rq = fresh;
 }
@@ -483,7 +503,8 @@ int btf_bio_queue(__u64 *ctx)
 {
 	struct bio *bio = tp_arg(ctx, bio_queue_with_q);
 
-	on_bio_queue(bio_disk_dev(bio), bio->bi_iter.bi_sector, op_from_flags(bio->bi_opf));
+	on_bio_queue(bio_disk_dev(bio), bio->bi_iter.bi_sector, op_from_flags(bio->bi_opf),
+		     bio_queued_ns(bio));
 	return 0;
 }
 
@@ -600,7 +621,8 @@ struct block_tp_split {
 SEC("tracepoint/block/block_bio_queue")
 int tp_bio_queue(struct block_tp_bio *ctx)
 {
-	on_bio_queue(whole_disk(ctx->dev), ctx->sector, op_from_rwbs(ctx->rwbs));
+	on_bio_queue(whole_disk(ctx->dev), ctx->sector, op_from_rwbs(ctx->rwbs),
+		     bpf_ktime_get_ns());
 	return 0;
 }
 

@@ -220,8 +220,6 @@ Status BlockCollector::load_with(const Flavour& flavour, const CollectorContext&
   }
   // The in-flight tables' hash seed: no process can aim its IO at the slots of another's.
   skel->rodata->slot_seed = random_seed();
-  // Benchmarks only: 1 stores bio records without counting the ones displaced (bpf/block.bpf.c).
-  skel->rodata->bench_cut = bench_cut("block", "CEPHSCOPE_BENCH_BLOCK_CUT", 1);
   if (&flavour == &kTpBtf) {
     if (auto set = set_tp_btf_prototypes(*skel); !set.ok()) {
       return set;

@@ -5,8 +5,8 @@
 
 #include "collectors/bpf_collector.h"
 
-// The benchmarks' cuts (CEPHSCOPE_BENCH_OSD_CUT, CEPHSCOPE_BENCH_BLOCK_CUT): a deployed
-// daemon must never run cut programs by accident, so anything but a digit in range is 0.
+// The benchmarks' cut (CEPHSCOPE_BENCH_OSD_CUT): a deployed daemon must never run cut programs
+// by accident, so anything but a digit in range is 0.
 
 namespace {
 constexpr const char* kVariable = "CEPHSCOPE_TEST_BENCH_CUT";

@@ -25,6 +25,19 @@ TEST_CASE("a sequential stream of 4 KiB bios fills neighbouring slots, eight per
   CHECK(next != first);
 }
 
+TEST_CASE("bios inside one 4 KiB block take slots of their own", "[block][slots]") {
+  // A file system of 1 KiB blocks writes neighbours 2 sectors apart, which its plug merges:
+  // each must keep its record until its request or its merge takes it.
+  const __u64 seed = 0x1234567890abcdefULL;
+  const __u32 dev = (254U << 20) | 0U;
+  std::set<__u32> used;
+  constexpr __u64 kBlock = 4096ULL * 64 + 8;
+  for (__u64 sector = kBlock; sector < kBlock + 8; ++sector) {
+    used.insert(block_sector_slot(sector, dev, seed, BLOCK_BIO_SLOTS));
+  }
+  CHECK(used.size() == 8);
+}
+
 TEST_CASE("slots stay in the table, and the load's seed decides where a key goes",
           "[block][slots]") {
   std::mt19937_64 random(7);
