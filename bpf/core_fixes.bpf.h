@@ -17,9 +17,10 @@ struct bio___with_bi_disk {
 } __attribute__((preserve_access_index));
 
 /*
- * The time blk-cgroup stamps on a bio as it is queued, just before block_bio_queue fires:
- * bio::bi_issue (the time in its low 51 bits, the size above) on 5.10 to 6.12, bio::issue_time_ns
- * (all 64 bits) on 6.18. Neither exists without CONFIG_BLK_CGROUP; a bio's init zeroes both.
+ * The time blk-cgroup stamps on a bio as it is queued, just before block_bio_queue fires, on
+ * 5.10 to 6.12: bio::bi_issue, the time in its low 51 bits and the size above; a bio's init
+ * zeroes it. Not there without CONFIG_BLK_CGROUP, nor on 6.18, whose bio::issue_time_ns is
+ * still zero at that tracepoint.
  */
 struct bio_issue___old {
 	__u64 value;
@@ -57,7 +58,6 @@ static __always_inline __u32 request_dev(struct request *rq)
 	return typed_disk_dev(rq->q->disk);
 }
 
-/* The whole disk a bio was submitted to (a partition's bio: the disk it is part of). */
 /*
  * When BIO was queued, ktime ns in the low 51 bits at least: the kernel's stamp where it keeps
  * one, else the clock (the clock read is most of what block_bio_queue's program costs).
@@ -67,13 +67,12 @@ static __always_inline __u64 bio_queued_ns(struct bio *bio)
 	struct bio___with_bi_issue *old = (void *)bio;
 	__u64 stamp = 0;
 
-	if (bpf_core_field_exists(bio->issue_time_ns))
-		stamp = bio->issue_time_ns;
-	else if (bpf_core_field_exists(old->bi_issue))
-		stamp = old->bi_issue.value;
-	stamp &= (1ULL << 51) - 1;
+	if (bpf_core_field_exists(old->bi_issue))
+		stamp = old->bi_issue.value & ((1ULL << 51) - 1);
 	return stamp ? stamp : bpf_ktime_get_ns();
 }
+
+/* The whole disk a bio was submitted to (a partition's bio: the disk it is part of). */
 
 static __always_inline __u32 bio_disk_dev(struct bio *bio)
 {
