@@ -58,9 +58,12 @@ static __always_inline __u32 request_dev(struct request *rq)
 	return typed_disk_dev(rq->q->disk);
 }
 
+/* bio_issue's time bits; ages of a bio's stamps are taken modulo their width (block.bpf.c). */
+#define BIO_TIME_MASK ((1ULL << 51) - 1)
+
 /*
- * When BIO was queued, ktime ns in the low 51 bits at least: the kernel's stamp where it keeps
- * one, else the clock (the clock read is most of what block_bio_queue's program costs).
+ * When BIO was queued, ktime ns modulo 2^51: the kernel's stamp where it keeps one, else the
+ * clock (the clock read is most of what block_bio_queue's program costs).
  */
 static __always_inline __u64 bio_queued_ns(struct bio *bio)
 {
@@ -68,12 +71,11 @@ static __always_inline __u64 bio_queued_ns(struct bio *bio)
 	__u64 stamp = 0;
 
 	if (bpf_core_field_exists(old->bi_issue))
-		stamp = old->bi_issue.value & ((1ULL << 51) - 1);
+		stamp = old->bi_issue.value & BIO_TIME_MASK;
 	return stamp ? stamp : bpf_ktime_get_ns();
 }
 
 /* The whole disk a bio was submitted to (a partition's bio: the disk it is part of). */
-
 static __always_inline __u32 bio_disk_dev(struct bio *bio)
 {
 	struct bio___with_bi_disk *old = (void *)bio;
