@@ -119,6 +119,16 @@ struct {
 
 static const struct osd_stats zero_stats;
 
+/* Tier 2: per OSD, its replicated client writes by the replica that answered last. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, OSD_LAST_REPLICA_MAX);
+	__type(key, struct osd_last_replica_key);
+	__type(value, __u64);
+} osd_last_replica SEC(".maps");
+
+static const __u64 zero_count;
+
 /* The op's series: in its process's slot (STATS_SLOT = 1 + the slot), else in the hash. */
 static __always_inline struct osd_stats *series_of(__u32 target, __u32 stats_slot, __u32 kind,
 						   __u32 op)
@@ -245,6 +255,12 @@ static __always_inline int take_inflight(struct osd_scratch *s, const struct osd
 			s->d[OSD_BS_FIRST + i] = rec->bs[i];
 			s->known |= 1u << (OSD_BS_FIRST + i);
 		}
+	}
+	s->replies = rec->replies;
+#pragma unroll
+	for (__u32 i = 0; i < OSD_REPLIES_KEPT; i++) {
+		s->reply_osd[i] = rec->reply_osd[i];
+		s->reply_ns[i] = rec->reply_ns[i] ? rec->reply_ns[i] + rt_off_ns : 0;
 	}
 	bpf_map_delete_elem(&osd_inflight, &key);
 	return 0;
@@ -563,6 +579,20 @@ static __always_inline void event_stages(struct osd_scratch *s)
 	set_stage(s, OSD_STAGE_COMMIT, done, t->now);
 }
 
+/* Tier 2: counts the replica whose commit reply came last to the OSD's replicated writes. */
+static __always_inline void count_last_replica(const struct osd_scratch *s, __u32 target)
+{
+	struct osd_last_replica_key key = {.target = target};
+	__u64 *n;
+
+	if (!s->replies)
+		return;
+	key.replica = s->reply_osd[(s->replies - 1) & (OSD_REPLIES_KEPT - 1)];
+	n = lookup_or_init(&osd_last_replica, &key, &zero_count);
+	if (n)
+		*n += 1;
+}
+
 /*
  * P2: PrimaryLogPG::log_op_stats(const OpRequest &op, u64 inb, u64 outb), this = the PG: a
  * client op ends.
@@ -588,6 +618,7 @@ int osd_op_done(struct pt_regs *ctx)
 		set_stage(s, OSD_STAGE_EXECUTE, t->dequeued, t->now);
 	} else if (take_inflight(s, l, op, tgid) == 0) {
 		detail_stages(s);
+		count_last_replica(s, target);
 	} else {
 		event_stages(s);
 	}
@@ -635,5 +666,50 @@ int osd_subop_done(struct pt_regs *ctx)
 			data_len = v[0];
 	}
 	osd_fold(target, series_arg(l, OSD_KIND_SUBOP, OSD_OP_WRITE), whole_op(t), data_len, 0);
+	return 0;
+}
+
+/* Message::header.src.type of an OSD (CEPH_ENTITY_TYPE_OSD). */
+#define ENTITY_TYPE_OSD 4
+
+/*
+ * P9 (tier 2): ReplicatedBackend::do_repop_reply(OpRequestRef op) on the primary: a replica's
+ * commit reply (MOSDRepOpReply; these releases send no other kind). Which replica and when go
+ * to the op's in-flight record, found by the client's reqid that the reply carries; the op
+ * ends later in this thread or another (log_op_stats), after every reply. An op without a
+ * record (its transaction queued before tier 2 was attached) is left alone. The replica is the
+ * message's sender (header.src, which the messenger sets from the connection's peer): the
+ * reply's own `from` is decoded only inside this function (finish_decode), after the probe.
+ */
+SEC("uprobe")
+int osd_repop_reply(struct pt_regs *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	__u32 target;
+	struct osd_layout *l = tracked_osd(tgid, &target);
+	struct osd_op_key key;
+	struct osd_inflight *rec;
+	__u64 id[3], num;
+	__u8 src[9];
+
+	if (!l ||
+	    (l->have & (OSD_HAVE_REPLY | OSD_HAVE_REQID)) != (OSD_HAVE_REPLY | OSD_HAVE_REQID))
+		return 0;
+	const void *op = (const void *)read_u64((const void *)PT_REGS_PARM2(ctx));
+	const void *msg = op ? (const void *)read_u64(op + l->op_request) : 0;
+
+	if (!msg || bpf_probe_read_user(id, sizeof(id), msg + l->reply_reqid) ||
+	    bpf_probe_read_user(src, sizeof(src), msg + l->msg_src) || src[0] != ENTITY_TYPE_OSD)
+		return 0;
+	__builtin_memcpy(&num, src + 1, sizeof(num));
+	fill_key(&key, tgid, id);
+	rec = bpf_map_lookup_elem(&osd_inflight, &key);
+	if (!rec)
+		return 0;
+	__u32 i = rec->replies & (OSD_REPLIES_KEPT - 1);
+
+	rec->reply_ns[i] = bpf_ktime_get_ns();
+	rec->reply_osd[i] = (__s32)num;
+	rec->replies += 1;
 	return 0;
 }

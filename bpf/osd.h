@@ -56,6 +56,7 @@ enum cephscope_osd_kind {
 #define OSD_HAVE_TXC_ADJACENT (1u << 9) /* TransContext::last_stamp right after start */
 #define OSD_HAVE_PG (1u << 10)		/* PG::pg_id: the pool and PG of a slow op's record */
 #define OSD_HAVE_OBJECT (1u << 11)	/* MOSDOp::hobj.oid.name: a slow op's object */
+#define OSD_HAVE_REPLY (1u << 12) /* MOSDRepOpReply::reqid, Message::header.src: who answered */
 
 /* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
 struct osd_layout {
@@ -82,6 +83,8 @@ struct osd_layout {
 	__u32 pg_pool;		  /* PG::pg_id.pgid.m_pool (u64), from log_op_stats' this */
 	__u32 pg_seed;		  /* PG::pg_id.pgid.m_seed (u32) */
 	__u32 msg_object;	  /* MOSDOp::hobj.oid.name (std::string) */
+	__u32 reply_reqid;	  /* MOSDRepOpReply::reqid: the client op's, as OpRequest::reqid */
+	__u32 msg_src;		  /* Message::header.src: u8 type, then le64 num (packed) */
 	__u32 stats_slot; /* 1 + its slot in osd_stats_slots; 0: its series are in the hash */
 };
 
@@ -94,13 +97,18 @@ struct osd_op_key {
 	__u64 tid;
 };
 
-/* osd_inflight's value: what the op's transaction went through so far. */
+/* Replica replies kept per op: the last OSD_REPLIES_KEPT, in a ring (a size-5 pool has 4). */
+#define OSD_REPLIES_KEPT 4
+
+/* osd_inflight's value: what the op's transaction and its replicas went through so far. */
 struct osd_inflight {
 	__u64 queued;		/* transaction queued (BlueStore::queue_transactions), mono ns */
 	__u64 kv_committed;	/* its kv commit, mono ns; 0 until then */
 	__u64 bs[OSD_BS_COUNT]; /* BlueStore stage durations, ns */
 	__u32 bs_known;		/* bit i: bs[i] was measured */
-	__u32 pad;
+	__u32 replies; /* replica commit replies seen; reply i is at i % OSD_REPLIES_KEPT */
+	__u64 reply_ns[OSD_REPLIES_KEPT];  /* when the primary took each reply, mono ns */
+	__s32 reply_osd[OSD_REPLIES_KEPT]; /* the replica that sent it */
 };
 
 /* One series group: an OSD's ops of one kind and class; every stage is in one value. */
@@ -144,6 +152,14 @@ struct osd_slow_record {
 	__u32 object_len; /* the name's whole length; the text holds at most OSD_RECORD_OBJECT-1 */
 	char object[OSD_RECORD_OBJECT];
 	char replicas[OSD_RECORD_REPLICAS];
+	/*
+	 * Tier 2: the replicas' commit replies, osd_inflight's ring (reply k at k %
+	 * OSD_REPLIES_KEPT), each as the op's start (header read) -> the primary taking it.
+	 */
+	__u32 replies;
+	__s32 reply_osd[OSD_REPLIES_KEPT];
+	__u32 pad2;
+	__u64 reply_after_ns[OSD_REPLIES_KEPT];
 };
 
 #define OSD_RECORDS_BYTES (256 * 1024) /* about 800 records in flight to the daemon */
@@ -159,9 +175,16 @@ struct osd_slow_record {
 
 #define OSD_LAYOUTS_MAX 1024
 #define OSD_INFLIGHT_MAX 65536
-#define OSD_TXC_MAX 16384    /* BlueStore transactions between io done and kv commit */
-#define OSD_THREADS_MAX 4096 /* OSD shard threads queuing a transaction */
-#define OSD_STATS_MAX 4096   /* {OSD, kind, op}: 6 per OSD */
+#define OSD_TXC_MAX 16384	  /* BlueStore transactions between io done and kv commit */
+#define OSD_THREADS_MAX 4096	  /* OSD shard threads queuing a transaction */
+#define OSD_STATS_MAX 4096	  /* {OSD, kind, op}: 6 per OSD */
+#define OSD_LAST_REPLICA_MAX 4096 /* {OSD, the replica that answered its writes last} */
+
+/* Tier 2: how many of an OSD's replicated client writes waited last for REPLICA. */
+struct osd_last_replica_key {
+	__u32 target;
+	__s32 replica; /* OSD id */
+};
 
 /*
  * The series of the first OSD_STATS_SLOTS OSD processes sit in a per-CPU array, OSD_SLOT_SERIES

@@ -40,7 +40,9 @@ struct osd_scratch {
 	__u32 known;		  /* bit i: d[i] was measured (a stage can take 0 ns) */
 	__u32 n_events;		  /* events read; none when Ceph's op tracker is off */
 	__u32 subops_event;	  /* index of "waiting for subops from", or EVENT_NONE */
-	__u32 pad;
+	__u32 replies;		  /* tier 2: replica replies taken (osd_inflight's ring) */
+	__s32 reply_osd[OSD_REPLIES_KEPT];
+	__u64 reply_ns[OSD_REPLIES_KEPT]; /* realtime */
 };
 
 #define EVENT_NONE 0xffffffffu
@@ -268,6 +270,7 @@ static __always_inline const void *read_stamps(struct osd_scratch *s, const stru
 	s->known = 0;
 	s->n_events = 0;
 	s->subops_event = EVENT_NONE;
+	s->replies = 0;
 	s->msg_copied = 0;
 	t->now = now;
 	copy_op(s, l, op);

@@ -64,6 +64,13 @@ static __always_inline void record_slow(struct osd_scratch *s, const struct osd_
 		    r->replicas, sizeof(r->replicas),
 		    (const void *)*(__u64 *)(s->events + k * OSD_EVENT_SIZE + 8));
 	}
+	r->replies = s->replies;
+#pragma unroll
+	for (__u32 i = 0; i < OSD_REPLIES_KEPT; i++) {
+		r->reply_osd[i] = s->reply_osd[i];
+		if (s->reply_ns[i] > s->t.recv && s->t.recv)
+			r->reply_after_ns[i] = s->reply_ns[i] - s->t.recv;
+	}
 	if (l->have & OSD_HAVE_OBJECT) {
 		const void *msg = (const void *)op_u64(s, l, op, l->op_request);
 

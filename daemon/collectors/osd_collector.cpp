@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -17,8 +18,10 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "bpf/osd.h"
 #include "collectors/bpf_collector.h"
@@ -123,6 +126,7 @@ class OsdCollector final : public BpfCollector {
   void queue_detail(const OsdId& osd, bool on);  // under mu_
   std::pair<int, std::string> request_detail(const std::string& who, const std::string& fsid);
   void detail_status(MetricSink& out) const;
+  [[nodiscard]] Status last_replicas(MetricSink& out, const TargetLabelMap& targets) const;
   void stage_status(MetricSink& out) const;
   void start_records(SlowOpLog* log);
 
@@ -130,6 +134,7 @@ class OsdCollector final : public BpfCollector {
   profile::ProbeSet set_;
   osd_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
+  int last_replica_fd_ = -1;
   std::unique_ptr<LayoutTable<osd_layout>> layouts_;
   std::unique_ptr<OsdStatsSlots> slots_;
   std::string mode_ = "never";  // collectors.osd.detail: never, always, auto
@@ -195,6 +200,8 @@ void OsdCollector::start(const CollectorContext& ctx) {
       std::chrono::nanoseconds(ctx.config.collectors.osd_slow_op_threshold).count());
   stats_fd_ = bpf_map__fd(skel->maps.osd_stats);
   prune_by_target<osd_stats_key>(stats_fd_);
+  last_replica_fd_ = bpf_map__fd(skel->maps.osd_last_replica);
+  prune_by_target<osd_last_replica_key>(last_replica_fd_);
   slots_ = std::make_unique<OsdStatsSlots>(bpf_map__fd(skel->maps.osd_stats_slots));
   layouts_ = std::make_unique<LayoutTable<osd_layout>>(bpf_map__fd(skel->maps.osd_layout_slots),
                                                        bpf_map__fd(skel->maps.osd_layouts),
@@ -636,6 +643,33 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     if (auto labels = targets.find(target); labels != targets.end() && op < OSD_OP_COUNT) {
       put_osd_series(out, labels->second, kind, op, s, whole_buckets_, stage_buckets_);
     }
+  }
+  return last_replicas(out, targets);
+}
+
+// Tier 2: each OSD's replicated client writes by the replica whose commit reply came last.
+Status OsdCollector::last_replicas(MetricSink& out, const TargetLabelMap& targets) const {
+  std::map<std::pair<std::uint32_t, std::int32_t>, std::uint64_t> sums;
+  Status walked = for_each_percpu<osd_last_replica_key, std::uint64_t>(
+      last_replica_fd_, [&](const osd_last_replica_key& k, std::span<const std::uint64_t> cpus) {
+        auto& n = sums[{k.target, k.replica}];
+        for (const auto c : cpus) {
+          n += c;
+        }
+      });
+  if (!walked.ok()) {
+    return walked;
+  }
+  for (const auto& [key, n] : sums) {
+    const auto labels = targets.find(key.first);
+    if (labels == targets.end() || key.second < 0) {
+      continue;
+    }
+    out.counter("cephscope_osd_replica_last_total",
+                "Replicated client writes on their primary whose last replica commit reply came "
+                "from this replica (tier 2 windows only).",
+                labels->second + Labels{{"replica", "osd." + std::to_string(key.second)}},
+                static_cast<double>(n));
   }
   return ok_status();
 }

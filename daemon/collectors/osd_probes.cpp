@@ -46,7 +46,8 @@ std::string probe_table_markdown() {
     for (const auto& [bit, name] : std::initializer_list<std::pair<std::uint32_t, const char*>>{
              {OSD_HAVE_REQID, "reqid"},
              {OSD_HAVE_STAMPS, "Message stamps, op events"},
-             {OSD_HAVE_TXC, "TransContext stamps"}}) {
+             {OSD_HAVE_TXC, "TransContext stamps"},
+             {OSD_HAVE_REPLY, "the reply's reqid and sender"}}) {
       if ((needs & bit) != 0) {
         g += std::string(g.empty() ? "" : ", ") + name;
       }
@@ -163,6 +164,17 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
   }
   if (request && off(kMOSDOp, "hobj.oid.name", l.msg_object)) {
     l.have |= OSD_HAVE_OBJECT;
+  }
+  std::uint32_t reply_num = 0;
+  std::uint32_t reply_tid = 0;
+  std::uint32_t src_num = 0;
+  if (request && off("MOSDRepOpReply", "reqid.name._type", l.reply_reqid) &&
+      off("MOSDRepOpReply", "reqid.name._num", reply_num) &&
+      off("MOSDRepOpReply", "reqid.tid", reply_tid) &&
+      off("Message", "header.src.type", l.msg_src) && off("Message", "header.src.num", src_num) &&
+      reply_num == l.reply_reqid + 8 && reply_tid == l.reply_reqid + 16 &&
+      src_num == l.msg_src + 1) {
+    l.have |= OSD_HAVE_REPLY;
   }
   set_windows(l);
   if (off("BlueStore::TransContext", "start", l.txc_start) &&

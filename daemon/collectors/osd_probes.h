@@ -41,6 +41,7 @@ inline constexpr const char* kTxcAioSubmit = "osd_txc_aio_submit";
 inline constexpr const char* kTxcIoDone = "osd_txc_io_done";
 inline constexpr const char* kTxcFinishIo = "osd_txc_finish_io";
 inline constexpr const char* kTxcKvDone = "osd_txc_kv_done";
+inline constexpr const char* kRepopReply = "osd_repop_reply";
 
 struct UprobeDef {
   const char* label;     // cephscope_probe_attached{probe}
@@ -53,7 +54,7 @@ struct UprobeDef {
   const char* fires;       // when, for the docs table
 };
 
-inline constexpr std::array<UprobeDef, 7> kUprobes = {{
+inline constexpr std::array<UprobeDef, 8> kUprobes = {{
     {"BlueStore::queue_transactions", "BlueStore::queue_transactions", kTxnQueued, OSD_HAVE_REQID,
      true, nullptr, nullptr,
      "once per transaction: each client write on the primary and each replicated write on "
@@ -75,13 +76,16 @@ inline constexpr std::array<UprobeDef, 7> kUprobes = {{
      nullptr, kTxcIoDone, "once per transaction, when the io_done call is not found"},
     {"BlueStore::_txc_committed_kv", "BlueStore::_txc_committed_kv", kTxcKvDone, OSD_HAVE_TXC, true,
      nullptr, nullptr, "once per transaction, on bstore_kv_final"},
+    {"ReplicatedBackend::do_repop_reply", "ReplicatedBackend::do_repop_reply", kRepopReply,
+     OSD_HAVE_REQID | OSD_HAVE_REPLY, true, nullptr, nullptr,
+     "once per replica's commit reply, on the primary (two per write to a size-3 pool)"},
 }};
 
 // MOSDOp is a template instance (_mosdop::MOSDOp<V>); its DWARF name spells the argument.
 inline constexpr const char* kMOSDOp =
     "_mosdop::MOSDOp<std::vector<OSDOp, std::allocator<OSDOp> > >";
 
-inline constexpr std::array<profile::MemberRef, 19> kMembers = {{
+inline constexpr std::array<profile::MemberRef, 24> kMembers = {{
     {"OpRequest", "request"},
     {"OpRequest", "reqid.name._type"},
     {"OpRequest", "reqid.name._num"},
@@ -100,7 +104,12 @@ inline constexpr std::array<profile::MemberRef, 19> kMembers = {{
     {"BlueStore::TransContext", "last_stamp"},
     {"PG", "pg_id.pgid.m_pool"},  // slow-op records: pool and PG
     {"PG", "pg_id.pgid.m_seed"},
-    {kMOSDOp, "hobj.oid.name"},  // slow-op records: the object
+    {kMOSDOp, "hobj.oid.name"},              // slow-op records: the object
+    {"MOSDRepOpReply", "reqid.name._type"},  // tier 2: which replica answered, for which op
+    {"MOSDRepOpReply", "reqid.name._num"},
+    {"MOSDRepOpReply", "reqid.tid"},
+    {"Message", "header.src.type"},  // the sender: a reply's `from` is decoded after the probe
+    {"Message", "header.src.num"},
 }};
 
 // The spec the resolver is given for ceph-osd, derived from the table.

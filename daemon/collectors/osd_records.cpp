@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "collectors/osd_probes.h"
 
@@ -35,6 +37,13 @@ SlowOp to_slow_op(const osd_slow_record& r, const std::string& who, const std::s
   op.object.assign(r.object, strnlen(r.object, sizeof(r.object)));
   op.object_truncated = r.object_len > op.object.size();
   op.replicas = replicas_of(std::string_view(r.replicas, strnlen(r.replicas, sizeof(r.replicas))));
+  // tier 2: the replies in the order taken; the ring keeps the last OSD_REPLIES_KEPT
+  const std::uint32_t kept = std::min<std::uint32_t>(r.replies, OSD_REPLIES_KEPT);
+  for (std::uint32_t k = r.replies - kept; k < r.replies; ++k) {
+    const std::uint32_t i = k % OSD_REPLIES_KEPT;
+    op.replica_commits.emplace_back(std::to_string(r.reply_osd[i]),
+                                    static_cast<double>(r.reply_after_ns[i]) / 1e9);
+  }
   op.seconds = static_cast<double>(r.whole_ns) / 1e9;
   for (int i = 0; i < OSD_STAGE_COUNT; ++i) {
     if ((r.known & (1U << i)) != 0) {
@@ -72,13 +81,18 @@ void SlowOpReader::take(const osd_slow_record& r) {
   for (const auto& id : op.replicas) {
     replicas += (replicas.empty() ? "" : ",") + id;
   }
+  std::string last;
+  if (!op.replica_commits.empty()) {
+    last = fmt::format(", last replica osd.{} at {:.3f} s", op.replica_commits.back().first,
+                       op.replica_commits.back().second);
+  }
   spdlog::info(
       "osd: slow op on {}: {} {}:{} took {:.3f} s, longest stage {} {:.3f} s; pg {}, object "
-      "\"{}\"{}, replicas [{}]",
+      "\"{}\"{}, replicas [{}]{}",
       op.ceph_daemon, op.op, op.client, op.tid, op.seconds,
       longest == op.stages.end() ? "unknown" : longest->first,
       longest == op.stages.end() ? 0.0 : longest->second, op.pg.empty() ? "unknown" : op.pg,
-      printable(op.object), op.object_truncated ? "..." : "", replicas);
+      printable(op.object), op.object_truncated ? "..." : "", replicas, last);
   log_.add(std::move(op));
 }
 

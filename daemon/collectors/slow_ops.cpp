@@ -56,11 +56,18 @@ std::string SlowOpLog::json() const {
     for (const auto& [name, secs] : op.stages) {
       stages[name] = secs;
     }
+    nlohmann::json commits = nlohmann::json::array();
+    for (const auto& [osd, secs] : op.replica_commits) {
+      commits.push_back({{"osd", osd}, {"seconds", secs}});
+    }
     o.update({{"ceph_daemon", op.ceph_daemon},
-              {"ceph_daemon", op.ceph_daemon},
               {"fsid", op.fsid},
               {"client", op.client},
               {"replicas", op.replicas},
+              {"replica_commits", std::move(commits)},
+              {"last_replica", op.replica_commits.empty()
+                                   ? nlohmann::json(nullptr)
+                                   : nlohmann::json(op.replica_commits.back().first)},
               {"stages", std::move(stages)}});
     ops.push_back(std::move(o));
   }

@@ -24,10 +24,13 @@ struct SlowOp {
   std::string client;  // client.4177
   std::uint64_t tid = 0;
   std::optional<std::uint64_t> pool;
-  std::string pg;                                      // "2.b", empty when unknown
-  std::string object;                                  // as much of the name as was read
-  bool object_truncated = false;                       // the name is longer than what was read
-  std::vector<std::string> replicas;                   // the OSDs it waited for ("1", "2")
+  std::string pg;                     // "2.b", empty when unknown
+  std::string object;                 // as much of the name as was read
+  bool object_truncated = false;      // the name is longer than what was read
+  std::vector<std::string> replicas;  // the OSDs it waited for ("1", "2")
+  // tier 2: each replica's commit reply as the primary took it, in that order: the OSD and
+  // the time from the op's start; the last one is the replica the op waited for last
+  std::vector<std::pair<std::string, double>> replica_commits;
   double seconds = 0;                                  // the whole op
   std::vector<std::pair<std::string, double>> stages;  // measured stages, in path order
   // client records

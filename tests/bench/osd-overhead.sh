@@ -79,7 +79,7 @@ launch_daemon() {
 }
 
 # The daemon with only the OSD collector at DETAIL (never|always): 2 probes per OSD in tier
-# 1, 6 in tier 2. With bench_cut set, its programs stop there (CEPHSCOPE_BENCH_OSD_CUT).
+# 1, 7 in tier 2. With bench_cut set, its programs stop there (CEPHSCOPE_BENCH_OSD_CUT).
 start_daemon() {
   cat > "$work/cephscope.yaml" <<CONF
 listen: "127.0.0.1:$port"
@@ -88,7 +88,7 @@ discovery: {scan_interval: 1s, rados_clients: false}
 collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: false},
   osd: {enabled: true, detail: $1}}
 CONF
-  launch_daemon "$work/cephscope.yaml" "$([ "$1" = never ] && echo 6 || echo 18)"
+  launch_daemon "$work/cephscope.yaml" "$([ "$1" = never ] && echo 6 || echo 21)"
 }
 
 # The daemon with the shipped config, on our port (tier 1 until a window opens).

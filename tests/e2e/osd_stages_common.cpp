@@ -16,7 +16,8 @@ using namespace std::chrono_literals;
 const std::vector<std::string> kProbes = {
     "BlueStore::queue_transactions",           "PrimaryLogPG::log_op_stats",
     "ReplicatedBackend::repop_commit",         "BlueStore::_txc_aio_submit",
-    "BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_committed_kv"};
+    "BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_committed_kv",
+    "ReplicatedBackend::do_repop_reply"};
 const std::vector<std::string> kTier1Probes = {"PrimaryLogPG::log_op_stats",
                                                "ReplicatedBackend::repop_commit"};
 // BlueStore's stages, in the order of Ceph's state_*_lat counters (kBlueStoreStates).

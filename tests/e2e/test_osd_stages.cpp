@@ -9,8 +9,11 @@
 //      the stage means add up to no more than the whole op's mean; the BlueStore stages agree
 //      with BlueStore's own state_*_lat counters;
 //   2. runs a seq read bench on those objects: op_r counts and op_r_latency the same way;
+//      each OSD's writes as primary are counted once each by the replica that answered last
+//      (tier 2), always another OSD of the cluster;
 //   3. pauses one OSD with SIGSTOP for 2 s during a bench: the primaries that replicate to it
-//      count slow ops under stage="replication";
+//      count slow ops under stage="replication", and their slow-op records and last-replica
+//      counts name the paused OSD as the replica that answered last;
 //   4. restarts one OSD under the daemon: its series never go back (the gone process's stats
 //      slot is kept), and the new process's writes count exactly as its op_w.
 //
@@ -20,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
@@ -27,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -39,6 +44,7 @@
 #include "osd_views.h"
 #include "support/daemon_runner.h"
 #include "support/metrics_text.h"
+#include "support/subprocess.h"
 
 using namespace cephscope::test;
 using namespace std::chrono_literals;
@@ -74,6 +80,89 @@ void check_store_stages(const ClusterInfo& cluster, const std::map<int, OsdView>
   std::fflush(stdout);
 }
 
+// Tier 2: between M0 and M1, each OSD's replicated client writes as primary (a size-3 pool:
+// two commit replies each) counted once each under the replica that answered last, another
+// OSD of the cluster. Returns, per replica, the writes it was last for.
+std::map<std::string, double> check_last_replicas(const ClusterInfo& cluster, const Metrics& m0,
+                                                  const Metrics& m1) {
+  std::map<std::string, double> by_replica;
+  for (const auto& o : cluster.osds) {
+    const auto writes = osd_labels(cluster, o.id, {{"op", "write"}});
+    const double ops = m1.sum("cephscope_osd_op_seconds_count", writes) -
+                       m0.sum("cephscope_osd_op_seconds_count", writes);
+    double last = 0;
+    std::printf("  %s: %.0f writes as primary; the replica that answered last:",
+                osd_name(o.id).c_str(), ops);
+    for (const auto& s : m1.find("cephscope_osd_replica_last_total", osd_labels(cluster, o.id))) {
+      const std::string& replica = s.labels.at("replica");
+      const double n = s.value - m0.sum("cephscope_osd_replica_last_total", s.labels);
+      std::printf(" %s %.0f", replica.c_str(), n);
+      INFO(osd_name(o.id) << " last replica " << replica);
+      CHECK(replica != osd_name(o.id));
+      CHECK(std::any_of(cluster.osds.begin(), cluster.osds.end(),
+                        [&](const auto& r) { return osd_name(r.id) == replica; }));
+      last += n;
+      by_replica[replica] += n;
+    }
+    std::printf("\n");
+    INFO(osd_name(o.id));
+    CHECK(ops > 0);
+    CHECK(within(last, ops, 0.005));
+  }
+  std::fflush(stdout);
+  return by_replica;
+}
+
+// The slow-op records of the other primaries' writes that waited for the paused VICTIM (their
+// longest stage replication, VICTIM among their replicas): tier 2 names it as the replica that
+// answered last, after the other one and no earlier than the replication stage's end (the
+// reply is taken a moment before Ceph marks sub_op_commit_rec). Returns how many said so.
+int check_last_replica_records(const ClusterInfo& cluster, const Daemon& daemon, int victim) {
+  int status = 0;
+  const auto body = http_get(daemon.port(), "/debug/slow-ops", &status);
+  REQUIRE(body.has_value());
+  REQUIRE(status == 200);
+  const auto ops = nlohmann::json::parse(*body).at("ops");
+  int waited = 0;
+  int named = 0;
+  for (const auto& op : ops) {
+    if (op.at("kind") != "osd" || op.at("fsid") != cluster.fsid ||
+        op.at("ceph_daemon") == osd_name(victim)) {
+      continue;
+    }
+    std::string longest;
+    double replication = -1;
+    for (const auto& [name, secs] : op.at("stages").items()) {
+      if (longest.empty() || secs.get<double>() > op.at("stages").at(longest).get<double>()) {
+        longest = name;
+      }
+    }
+    const auto replicas = op.at("replicas").get<std::vector<std::string>>();
+    if (longest != "replication" ||
+        std::find(replicas.begin(), replicas.end(), std::to_string(victim)) == replicas.end()) {
+      continue;
+    }
+    ++waited;
+    replication = op.at("stages").at("replication").get<double>();
+    INFO(op.dump());
+    const auto& commits = op.at("replica_commits");
+    REQUIRE(commits.size() == 2);
+    const double at = commits.back().at("seconds").get<double>();
+    CHECK(op.at("last_replica") == std::to_string(victim));
+    CHECK(commits.back().at("osd") == std::to_string(victim));
+    CHECK(commits.front().at("seconds").get<double>() < at);
+    CHECK(at >= replication - 1e-3);
+    CHECK(at <= op.at("seconds").get<double>());
+    named += op.at("last_replica") == std::to_string(victim) ? 1 : 0;
+  }
+  std::printf(
+      "  slow-op records: %zu kept, %d waited for osd.%d in replication, %d name it the replica "
+      "that answered last\n",
+      ops.size(), waited, victim, named);
+  CHECK(named == waited);
+  return named;
+}
+
 // Waits until DAEMON watches every OSD of CLUSTER, then empties the bench pool.
 void watch_emptied(const ClusterInfo& cluster, Daemon& daemon) {
   REQUIRE(daemon.wait_ready(60s));
@@ -102,11 +191,13 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
 
   // ------------------------------------------------------------------ 1. writes and subops
   auto perf0 = snapshot_host(sockets);
-  auto v0 = views(cluster, daemon.scrape());
+  const auto m0 = daemon.scrape();
+  auto v0 = views(cluster, m0);
   const auto w = bench(cluster, BenchMode::kWrite, 8);
   settle();
   auto perf1 = snapshot_host(sockets);
-  auto v1 = views(cluster, daemon.scrape());
+  const auto m1 = daemon.scrape();
+  auto v1 = views(cluster, m1);
   const auto dw = delta(perf0, perf1);
   std::printf("4 KiB writes:\n");
   const double writes = check_ops(cluster, "write", v0, v1, dw);
@@ -137,6 +228,7 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
     std::printf("\n");
   }
   check_store_stages(cluster, v0, v1, dw);
+  check_last_replicas(cluster, m0, m1);
 
   // ------------------------------------------------------------------ 2. reads
   perf0 = snapshot_host(sockets);
@@ -152,9 +244,13 @@ TEST_CASE("the OSD stage collector agrees with Ceph's perf counters", "[e2e][cep
 
   // ------------------------------------------------------------------ 3. a forced slow op
   {
+    const auto before = daemon.scrape();
     const auto paused = slow_writes_while_replica_paused(cluster, daemon);
     INFO(osd_name(paused.victim) << " paused 2 s: the other primaries wait for its commits");
     CHECK(paused.replication > 0);
+    const auto last = check_last_replicas(cluster, before, daemon.scrape());
+    CHECK(last.contains(osd_name(paused.victim)));
+    CHECK(check_last_replica_records(cluster, daemon, paused.victim) > 0);
     rados_cleanup(cluster);
   }
 

@@ -23,10 +23,11 @@ namespace {
 Profile full_profile(bool with_state_proc = false) {
   Profile p;
   std::uint64_t at = 0x1000;
-  for (const char* f : {"BlueStore::queue_transactions", "PrimaryLogPG::log_op_stats",
-                        "ReplicatedBackend::repop_commit", "BlueStore::_txc_aio_submit",
-                        "BlueStore::_txc_finish_io", "BlueStore::_txc_committed_kv",
-                        "BlueStore::BlueStoreThrottle::log_state_latency"}) {
+  for (const char* f :
+       {"BlueStore::queue_transactions", "PrimaryLogPG::log_op_stats",
+        "ReplicatedBackend::repop_commit", "BlueStore::_txc_aio_submit",
+        "BlueStore::_txc_finish_io", "BlueStore::_txc_committed_kv",
+        "BlueStore::BlueStoreThrottle::log_state_latency", "ReplicatedBackend::do_repop_reply"}) {
     FunctionInstance i;
     i.vaddr = i.file_offset = at += 0x100;
     i.size = 0x80;
@@ -62,6 +63,11 @@ Profile full_profile(bool with_state_proc = false) {
   member("ReplicatedBackend::RepModify", "op", 0);
   member("BlueStore::TransContext", "start", 744);
   member("BlueStore::TransContext", "last_stamp", 752);
+  member("MOSDRepOpReply", "reqid.name._type", 320);
+  member("MOSDRepOpReply", "reqid.name._num", 328);
+  member("MOSDRepOpReply", "reqid.tid", 336);
+  member("Message", "header.src.type", 60);
+  member("Message", "header.src.num", 61);
   p.types.push_back({"TrackedOp::Event", ItemStatus::kOk, "", 40});
   return p;
 }
@@ -124,7 +130,9 @@ TEST_CASE("without the io_done call site, io done falls back and says why", "[un
   CHECK(plan.layout.have ==
         (OSD_HAVE_REQID | OSD_HAVE_STAMPS | OSD_HAVE_MSG_WINDOW | OSD_HAVE_DEQUEUED |
          OSD_HAVE_EVENTS | OSD_HAVE_RMW_FLAGS | OSD_HAVE_DATA_LEN | OSD_HAVE_TXC |
-         OSD_HAVE_OP_WINDOW | OSD_HAVE_TXC_ADJACENT));
+         OSD_HAVE_OP_WINDOW | OSD_HAVE_TXC_ADJACENT | OSD_HAVE_REPLY));
+  CHECK(plan.layout.reply_reqid == 320);
+  CHECK(plan.layout.msg_src == 60);
   // header.data_len @54 .. recv_complete_stamp @224 + 8: one copy instead of four reads
   CHECK(plan.layout.msg_window == 54);
   CHECK(plan.layout.msg_window_len == 178);
@@ -133,8 +141,8 @@ TEST_CASE("without the io_done call site, io done falls back and says why", "[un
   CHECK(plan.layout.op_window_len == 280);
   const auto progs = programs(plan);
   CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done",
-                                       "osd_txc_aio_submit", "osd_txc_finish_io",
-                                       "osd_txc_kv_done"});
+                                       "osd_txc_aio_submit", "osd_txc_finish_io", "osd_txc_kv_done",
+                                       "osd_repop_reply"});
   CHECK(plan.io_done.reason == Reason::kSymbolNotFound);
   CHECK_THAT(plan.io_done.detail, Catch::Contains("_txc_state_proc") &&
                                       Catch::Contains("counted in bluestore_kv_queued"));
@@ -178,9 +186,28 @@ TEST_CASE("a missing TransContext member takes out the BlueStore stages only", "
   CHECK((plan.layout.have & OSD_HAVE_TXC) == 0);
   CHECK_THAT(plan.missing_members, Catch::Contains("BlueStore::TransContext::last_stamp"));
   const auto progs = programs(plan);
-  CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done"});
+  CHECK(progs == std::set<std::string>{"osd_txn_queued", "osd_op_done", "osd_subop_done",
+                                       "osd_repop_reply"});
   check_only_store_stages_missing(osd::stage_gaps(plan, progs), Reason::kMembersMissing,
                                   "last_stamp");
+}
+
+TEST_CASE("without the reply's sender only the replies' probe is left out", "[unit][osd]") {
+  auto prof = full_profile();
+  std::erase_if(prof.members, [](const MemberEntry& m) { return m.path == "header.src.num"; });
+  const auto plan = osd::plan_for(prof, "/nonexistent", "osd.4");
+  CHECK((plan.layout.have & OSD_HAVE_REPLY) == 0);
+  CHECK_FALSE(programs(plan).contains("osd_repop_reply"));
+  REQUIRE(plan.unavailable.size() == 1);
+  CHECK(plan.unavailable[0].probe == "ReplicatedBackend::do_repop_reply");
+  CHECK(plan.unavailable[0].why.reason == Reason::kMembersMissing);
+  CHECK_THAT(plan.unavailable[0].why.detail, Catch::Contains("Message::header.src.num"));
+  // every stage as with the members (io done: no _txc_state_proc in this profile)
+  const auto gaps = osd::stage_gaps(plan, programs(plan));
+  for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
+    INFO(osd::kStages[s] << ": " << gaps[s].detail);
+    CHECK(available(gaps, s) == (s != OSD_STAGE_BS_IO_DONE));
+  }
 }
 
 TEST_CASE("a build with only its symbol table says no_debuginfo and what to install",

@@ -45,6 +45,20 @@ TEST_CASE("the slow-op log keeps the newest records up to its capacity", "[unit]
   CHECK(j["ops"][0]["pool"] == 2);
   CHECK(j["ops"][0]["replicas"] == nlohmann::json::array({"1", "2"}));
   CHECK(j["ops"][0]["stages"]["replication"] == 1.4);
+  CHECK(j["ops"][0]["replica_commits"] == nlohmann::json::array());  // tier 1: none
+  CHECK(j["ops"][0]["last_replica"].is_null());
+}
+
+TEST_CASE("tier 2's replica replies: in the order taken, the last one named", "[unit][slow_ops]") {
+  SlowOpLog log(1);
+  SlowOp op = op_named("obj", 1);
+  op.replica_commits = {{"1", 0.002}, {"2", 1.45}};
+  log.add(std::move(op));
+  const auto j = nlohmann::json::parse(log.json())["ops"][0];
+  CHECK(j["last_replica"] == "2");
+  REQUIRE(j["replica_commits"].size() == 2);
+  CHECK(j["replica_commits"][0] == nlohmann::json({{"osd", "1"}, {"seconds", 0.002}}));
+  CHECK(j["replica_commits"][1] == nlohmann::json({{"osd", "2"}, {"seconds", 1.45}}));
 }
 
 TEST_CASE("object names of any bytes give valid JSON", "[unit][slow_ops]") {
@@ -98,6 +112,25 @@ TEST_CASE("a kernel record becomes a slow op: client, pg, object, stages", "[uni
   REQUIRE(op.stages.size() == 2);
   CHECK(op.stages[0].first == "queue");
   CHECK(op.stages[1] == std::pair<std::string, double>{"replication", 1.9});
+  CHECK(op.replica_commits.empty());  // tier 1: no replies taken
   r.have_pg = 0;
   CHECK(to_slow_op(r, "osd.0", "fsid").pg.empty());
+
+  // tier 2: the kernel's ring holds the last OSD_REPLIES_KEPT replies, reply k at k % KEPT
+  r.replies = 2;
+  r.reply_osd[0] = 1;
+  r.reply_after_ns[0] = 2'000'000;
+  r.reply_osd[1] = 2;
+  r.reply_after_ns[1] = 1'950'000'000;
+  CHECK(to_slow_op(r, "osd.0", "fsid").replica_commits ==
+        std::vector<std::pair<std::string, double>>{{"1", 0.002}, {"2", 1.95}});
+  r.replies = OSD_REPLIES_KEPT + 2;  // six replies: 2..5 kept, at slots 2, 3, 0, 1
+  for (std::uint32_t k = 0; k < OSD_REPLIES_KEPT; ++k) {
+    r.reply_osd[k] = static_cast<std::int32_t>(10 + k);
+    r.reply_after_ns[k] = 1'000'000ULL * (k + 1);
+  }
+  const auto kept = to_slow_op(r, "osd.0", "fsid").replica_commits;
+  REQUIRE(kept.size() == OSD_REPLIES_KEPT);
+  CHECK(kept.front().first == "12");
+  CHECK(kept.back() == std::pair<std::string, double>{"11", 0.002});
 }
