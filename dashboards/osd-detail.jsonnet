@@ -1,5 +1,5 @@
-// One OSD in detail: every stage's heatmap, BlueStore stages, replica sub-ops, its block
-// devices' queue and device time, its syscall latency.
+// One OSD in detail: every stage's heatmap, BlueStore stages, replica sub-ops and the replica
+// its writes waited for last, its block devices' queue and device time, its syscall latency.
 local g = import 'lib/panels.libsonnet';
 local sel = g.sel('fsid=~"$fsid", ceph_daemon="$ceph_daemon"');
 local writeStages = ['throttle', 'receive', 'dispatch', 'queue', 'execute', 'bluestore_prepare',
@@ -31,7 +31,9 @@ g.dashboard(
     g.timeseries('Replica sub-ops: p50 and p99', 'Replicated writes this OSD received from primaries: received to local commit.',
                  [g.target('histogram_quantile(0.5, sum by (le) (rate(cephscope_osd_subop_seconds_bucket{' + sel + '}[$__rate_interval])))', 'p50'),
                   g.target('histogram_quantile(0.99, sum by (le) (rate(cephscope_osd_subop_seconds_bucket{' + sel + '}[$__rate_interval])))', 'p99') + { refId: 'B' }]),
-  ], y=30, width=8)
+    g.timeseries('Replica that answered last', 'This OSD\'s client writes as primary per second, by the replica whose commit reply came last (tier 2 windows only): a replica far above its share of the PGs is the one these writes wait for.',
+                 [g.target('sum by (replica) (rate(cephscope_osd_replica_last_total{' + sel + '}[$__rate_interval]))', '{{replica}}')], unit='ops', stack=true),
+  ], y=30, width=6)
   + [g.row('Devices and syscalls', 38)]
   + g.layout([
     g.timeseries('Device time p99 (its devices, all requests)', 'Issue to completion of the block requests of the devices this OSD writes to (per-target latency is opt-in: collectors.block.target_histograms).',
