@@ -419,8 +419,10 @@ TEST_CASE("an OSD restarted under the daemon keeps its counts and counts on", "[
   REQUIRE(pid.has_value());
   // the new process's probes, not the old one's statuses, which last until its detach
   INFO("daemon log:\n" << daemon.log());
-  REQUIRE(daemon.log_has(
-      osd_name(id) + " (pid " + std::to_string(*pid) + "): 6 of 6 probes attached", 60s));
+  const std::string all = std::to_string(kProbes.size());  // every probe of both tiers
+  REQUIRE(daemon.log_has(osd_name(id) + " (pid " + std::to_string(*pid) + "): " + all + " of " +
+                             all + " probes attached",
+                         60s));
   settle();
   const auto perf0 = snapshot_host(sockets);
   const auto v0 = views(cluster, daemon.scrape());
