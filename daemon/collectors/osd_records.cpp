@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "collectors/osd_probes.h"
@@ -41,8 +42,11 @@ SlowOp to_slow_op(const osd_slow_record& r, const std::string& who, const std::s
   const std::uint32_t kept = std::min<std::uint32_t>(r.replies, OSD_REPLIES_KEPT);
   for (std::uint32_t k = r.replies - kept; k < r.replies; ++k) {
     const std::uint32_t i = k % OSD_REPLIES_KEPT;
-    op.replica_commits.emplace_back(std::to_string(r.reply_osd[i]),
-                                    static_cast<double>(r.reply_after_ns[i]) / 1e9);
+    std::optional<double> after;  // 0: the op's start was not known
+    if (r.reply_after_ns[i] != 0) {
+      after = static_cast<double>(r.reply_after_ns[i]) / 1e9;
+    }
+    op.replica_commits.emplace_back(std::to_string(r.reply_osd[i]), after);
   }
   op.seconds = static_cast<double>(r.whole_ns) / 1e9;
   for (int i = 0; i < OSD_STAGE_COUNT; ++i) {
@@ -83,8 +87,9 @@ void SlowOpReader::take(const osd_slow_record& r) {
   }
   std::string last;
   if (!op.replica_commits.empty()) {
-    last = fmt::format(", last replica osd.{} at {:.3f} s", op.replica_commits.back().first,
-                       op.replica_commits.back().second);
+    const auto& [osd, at] = op.replica_commits.back();
+    last = at ? fmt::format(", last replica osd.{} at {:.3f} s", osd, *at)
+              : fmt::format(", last replica osd.{}", osd);
   }
   spdlog::info(
       "osd: slow op on {}: {} {}:{} took {:.3f} s, longest stage {} {:.3f} s; pg {}, object "

@@ -58,7 +58,7 @@ std::string SlowOpLog::json() const {
     }
     nlohmann::json commits = nlohmann::json::array();
     for (const auto& [osd, secs] : op.replica_commits) {
-      commits.push_back({{"osd", osd}, {"seconds", secs}});
+      commits.push_back({{"osd", osd}, {"seconds", secs ? nlohmann::json(*secs) : nullptr}});
     }
     o.update({{"ceph_daemon", op.ceph_daemon},
               {"fsid", op.fsid},

@@ -29,8 +29,9 @@ struct SlowOp {
   bool object_truncated = false;      // the name is longer than what was read
   std::vector<std::string> replicas;  // the OSDs it waited for ("1", "2")
   // tier 2: each replica's commit reply as the primary took it, in that order: the OSD and
-  // the time from the op's start; the last one is the replica the op waited for last
-  std::vector<std::pair<std::string, double>> replica_commits;
+  // the time from the op's start (none when the start is not known); the last one is the
+  // replica the op waited for last
+  std::vector<std::pair<std::string, std::optional<double>>> replica_commits;
   double seconds = 0;                                  // the whole op
   std::vector<std::pair<std::string, double>> stages;  // measured stages, in path order
   // client records

@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -52,13 +56,14 @@ TEST_CASE("the slow-op log keeps the newest records up to its capacity", "[unit]
 TEST_CASE("tier 2's replica replies: in the order taken, the last one named", "[unit][slow_ops]") {
   SlowOpLog log(1);
   SlowOp op = op_named("obj", 1);
-  op.replica_commits = {{"1", 0.002}, {"2", 1.45}};
+  op.replica_commits = {{"1", 0.002}, {"2", 1.45}, {"3", std::nullopt}};
   log.add(std::move(op));
   const auto j = nlohmann::json::parse(log.json())["ops"][0];
-  CHECK(j["last_replica"] == "2");
-  REQUIRE(j["replica_commits"].size() == 2);
+  CHECK(j["last_replica"] == "3");
+  REQUIRE(j["replica_commits"].size() == 3);
   CHECK(j["replica_commits"][0] == nlohmann::json({{"osd", "1"}, {"seconds", 0.002}}));
   CHECK(j["replica_commits"][1] == nlohmann::json({{"osd", "2"}, {"seconds", 1.45}}));
+  CHECK(j["replica_commits"][2]["seconds"].is_null());  // not known: null, never 0
 }
 
 TEST_CASE("object names of any bytes give valid JSON", "[unit][slow_ops]") {
@@ -123,7 +128,9 @@ TEST_CASE("a kernel record becomes a slow op: client, pg, object, stages", "[uni
   r.reply_osd[1] = 2;
   r.reply_after_ns[1] = 1'950'000'000;
   CHECK(to_slow_op(r, "osd.0", "fsid").replica_commits ==
-        std::vector<std::pair<std::string, double>>{{"1", 0.002}, {"2", 1.95}});
+        std::vector<std::pair<std::string, std::optional<double>>>{{"1", 0.002}, {"2", 1.95}});
+  r.reply_after_ns[1] = 0;  // the op's start unknown: no time, not 0 s
+  CHECK(to_slow_op(r, "osd.0", "fsid").replica_commits.back().second == std::nullopt);
   r.replies = OSD_REPLIES_KEPT + 2;  // six replies: 2..5 kept, at slots 2, 3, 0, 1
   for (std::uint32_t k = 0; k < OSD_REPLIES_KEPT; ++k) {
     r.reply_osd[k] = static_cast<std::int32_t>(10 + k);
@@ -132,5 +139,5 @@ TEST_CASE("a kernel record becomes a slow op: client, pg, object, stages", "[uni
   const auto kept = to_slow_op(r, "osd.0", "fsid").replica_commits;
   REQUIRE(kept.size() == OSD_REPLIES_KEPT);
   CHECK(kept.front().first == "12");
-  CHECK(kept.back() == std::pair<std::string, double>{"11", 0.002});
+  CHECK(kept.back() == std::pair<std::string, std::optional<double>>{"11", 0.002});
 }
