@@ -165,6 +165,18 @@ int pause_replica_during_bench(const ClusterInfo& cluster, std::chrono::seconds 
   return victim.id;
 }
 
+std::string longest_stage(const nlohmann::json& op) {
+  std::string longest;
+  double most = -1;
+  for (const auto& [name, secs] : op.at("stages").items()) {
+    if (secs.get<double>() > most) {
+      most = secs.get<double>();
+      longest = name;
+    }
+  }
+  return longest;
+}
+
 PausedReplica slow_writes_while_replica_paused(const ClusterInfo& cluster, Daemon& daemon) {
   using namespace std::chrono_literals;
   const auto v0 = views(cluster, daemon.scrape());

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -62,5 +63,8 @@ struct PausedReplica {
   double replication;
 };
 PausedReplica slow_writes_while_replica_paused(const ClusterInfo& cluster, Daemon& daemon);
+
+// The stage a slow-op record (/debug/slow-ops) gives the most time; empty when it has none.
+std::string longest_stage(const nlohmann::json& op);
 
 }  // namespace cephscope::test

@@ -45,15 +45,7 @@ void check_slow_records(const ClusterInfo& cluster, const Daemon& daemon, int vi
         op.at("ceph_daemon") == osd_name(victim)) {
       continue;
     }
-    const auto& stages = op.at("stages");
-    std::string longest;
-    double longest_s = -1;
-    for (const auto& [name, secs] : stages.items()) {
-      if (secs.get<double>() > longest_s) {
-        longest_s = secs.get<double>();
-        longest = name;
-      }
-    }
+    const std::string longest = longest_stage(op);
     const auto replicas = op.at("replicas").get<std::vector<std::string>>();
     const std::string object = op.at("object");
     INFO(op.dump());
