@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Cost of the OSD stage collector per tier on a running test cluster (tests/ceph/cluster.sh up
 # DIR; CEPH_OSD_PROFILE=ssd or hdd there picks BlueStore's settings). In alternating rounds:
-#   1. per tier (collectors.osd.detail never = tier 1, always = tier 2) and for two floors, on
-#      the same two functions (log_op_stats and repop_commit) in the same loaded OSDs: an empty
-#      BPF program ("floor"), and tier 1's programs cut short once they have read what Ceph
-#      stamped on the op and the clock ("reads": CEPHSCOPE_BENCH_OSD_CUT=2, the least any
-#      program that reads Ceph's stamps pays): uprobe hits per OSD op (op_w + op_r + subop_w of
-#      the cluster's OSDs) and per client write, BPF run time per hit and per client write, from
-#      the kernel's own accounting (bpf_stats), over a 4 KiB rados bench write of THREADS
-#      threads;
+#   1. per tier (collectors.osd.detail never = tier 1, always = tier 2), for tier 1 cut short
+#      and for three floors, on the same two functions (log_op_stats and repop_commit) in the
+#      same loaded OSDs: tier 1's programs stopped once they have read what Ceph stamped on the
+#      op and the clock ("reads": CEPHSCOPE_BENCH_OSD_CUT=2); an empty BPF program ("floor");
+#      only the chain of dependent 8-byte reads that reaches the op's first event ("chain": the
+#      least any program that reads Ceph's stamps pays); that chain and a read of every event's
+#      stamp ("stamps": the least that gives every stage). For each: uprobe hits per OSD op
+#      (op_w + op_r + subop_w of the cluster's OSDs) and per client write, BPF run time per hit
+#      and per client write, from the kernel's own accounting (bpf_stats), over a 4 KiB rados
+#      bench write of THREADS threads;
 #   2. per tier, the probe path's share of the OSDs' CPU samples (perf cpu-clock);
 #   3. at one client thread (the CPUs not saturated, so the critical path shows): average
 #      latency, IOPS and OSD CPU per client write without the daemon and with each tier,
@@ -29,7 +31,10 @@
 #   usage: tests/bench/osd-overhead.sh BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]
 #   THREADS=N sets rados bench -t of parts 1, 2, 4 and 5 (default 16); PARTS="1 4" runs only
 #   those parts (default 1-4); COLLECTORS="syscall block" turns the shipped config's other
-#   collectors off in parts 4 and 5, to see what each one costs. Needs root, bpftrace, bpftool.
+#   collectors off in parts 4 and 5, to see what each one costs. Run time is counted
+#   (kernel.bpf_stats_enabled=1) where it is read; latency, IOPS and CPU (parts 3, 5, 6 and
+#   part 4's pairs) are measured at the host's own setting, or at IOPS_STATS ("0", "1", or
+#   "0 1" to alternate part 5's phases). Needs root, bpftrace, bpftool.
 set -euo pipefail
 build=${1:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
 cluster=${2:?usage: $0 BUILD_DIR CLUSTER_DIR [ROUNDS] [SECONDS]}
@@ -126,13 +131,14 @@ program_totals() {
     END { for (p in runs) printf "%s %d %d\n", p, runs[p], ns[p] }' | sort
 }
 
-# The floor: an empty program on each function tier 1 probes, in the same OSDs.
-start_floor() {
+# Runs bpftrace with one program BODY on each function tier 1 probes (log_op_stats, then
+# repop_commit), in the same OSDs, and leaves its programs in $work/ids.
+start_bpftrace() { # OP_BODY SUBOP_BODY
   local ops subops
   ops=$(nm -D "$osd_bin" | awk '/ T .*PrimaryLogPG12log_op_stats/ && !s { s = $3 } END { print s }')
   subops=$(nm -D "$osd_bin" | awk '/ T .*ReplicatedBackend12repop_commit/ && !s { s = $3 } END { print s }')
   prog_ids > "$work/ids.before"
-  bpftrace -e "uprobe:$osd_bin:$ops { } uprobe:$osd_bin:$subops { }" > "$work/bpftrace.out" 2>&1 &
+  bpftrace -e "uprobe:$osd_bin:$ops { $1 } uprobe:$osd_bin:$subops { $2 }" > "$work/bpftrace.out" 2>&1 &
   runner=$!
   for _ in $(seq 300); do
     if grep -q '^Attaching' "$work/bpftrace.out"; then
@@ -144,6 +150,44 @@ start_floor() {
   echo "bpftrace did not attach:" >&2
   cat "$work/bpftrace.out" >&2
   exit 1
+}
+
+# The floor: an empty program.
+start_floor() { start_bpftrace "" ""; }
+
+# "OpRequest::events RepModify::op" offsets, from the OSD build's shipped profile.
+read_offsets() {
+  python3 - "$repo/config/profiles" "$osd_bin" <<'PY'
+import glob, json, re, subprocess, sys
+notes = subprocess.run(["readelf", "-n", sys.argv[2]], capture_output=True, text=True).stdout
+build_id = re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
+for path in glob.glob(sys.argv[1] + "/*.osd-stages.json"):
+    profile = json.load(open(path))
+    if profile["build_id"] == build_id:
+        members = {(m["type"], m["path"]): m["offset"] for m in profile["members"] if m["status"] == "ok"}
+        print(members[("OpRequest", "events")], members[("ReplicatedBackend::RepModify", "op")])
+        break
+PY
+}
+
+# The floors of any program that reads Ceph's stamps when an op ends, as 8-byte user reads:
+# "chain", the dependent reads that reach the op's first event (the primary: the OpRequest,
+# then its event list; a replica: the RepModify, its OpRequest, then the event list);
+# "stamps", the chain and then every event's stamp (at most OSD_EVENTS_MAX, 24), each its own
+# read: the least that gives every stage.
+start_reads_floor() { # chain|stamps
+  local events repmod_op tail="" i
+  read -r events repmod_op < <(read_offsets)
+  [ -n "$repmod_op" ] || { echo "no shipped profile for $osd_bin" >&2; exit 1; }
+  if [ "$1" = stamps ]; then
+    tail="\$n = (*(uint64 *)(\$op + $events + 8) - \$e) / 40;"
+    for i in $(seq 1 23); do
+      tail="$tail if (\$n > $i) { \$s$i = *(uint64 *)(\$e + $((i * 40))); }"
+    done
+  fi
+  start_bpftrace "\$op = arg1; \$e = *(uint64 *)(\$op + $events); \$s = *(uint64 *)\$e; $tail" \
+    "\$rm = *(uint64 *)arg1; \$op = *(uint64 *)(\$rm + $repmod_op);
+      \$e = *(uint64 *)(\$op + $events); \$s = *(uint64 *)\$e; $tail"
 }
 
 # "runs ns" summed over the programs in $work/ids
@@ -225,16 +269,27 @@ ratio_summary() { sort -n | awk 'BEGIN { split("12.706 4.303 3.182 2.776 2.571 2
 # "second writes-finished" of the last per-second line of the long write (parts 5 and 6)
 bench_at() { awk '$1 ~ /^[0-9]+$/ && NF >= 8 { s = $1; f = $4 } END { print s + 0, f + 0 }' "$work/long"; }
 part() { case " ${PARTS:-1 2 3 4} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+# kernel.bpf_stats_enabled while IOPS and CPU are measured (part 4's pairs, parts 5 and 6): the
+# host's own setting by default, which is what a deployment runs with (the daemon never turns
+# it on). Counting run time adds two clock reads to every program run, which only the phases
+# with the daemon would pay. IOPS_STATS="0 1" alternates part 5's phases with the daemon
+# between both settings, to show what the counting itself costs.
+iops_stats=${IOPS_STATS:-$bench_old_stats}
+for s in $iops_stats; do
+  case $s in 0 | 1) ;; *) echo "IOPS_STATS takes 0 and 1, not $s" >&2; exit 1 ;; esac
+done
+set_stats() { sysctl -qw kernel.bpf_stats_enabled="$1"; }
 
 if part 1; then
 echo "== 1. BPF cost per hit, OSD op and client write: $rounds alternating rounds of $secs s, 4 KiB writes, ${THREADS:-16} threads"
 for i in $(seq "$rounds"); do
-  for what in tier1 tier2 floor reads; do
+  for what in tier1 tier2 floor reads chain stamps; do
     case $what in
       tier1) start_daemon never ;;
       tier2) start_daemon always ;;
       floor) start_floor ;;
       reads) bench_cut=2 start_daemon never ;;
+      chain | stamps) start_reads_floor "$what" ;;
     esac
     read -r hpo hpw nph upw < <(cost_round)
     stop_runner
@@ -244,7 +299,7 @@ for i in $(seq "$rounds"); do
       "$i" "$what" "$hpo" "$hpw" "$nph" "$upw"
   done
 done
-for what in tier1 tier2 floor reads; do
+for what in tier1 tier2 floor reads chain stamps; do
   printf '  %-6s median (min-max): hits per OSD op %s, per client write %s; ns per hit %s; us per client write %s\n' "$what" \
     "$(cut -d' ' -f1 "$work/$what" | median)" "$(cut -d' ' -f2 "$work/$what" | median)" \
     "$(cut -d' ' -f3 "$work/$what" | median)" "$(cut -d' ' -f4 "$work/$what" | median)"
@@ -255,6 +310,10 @@ paste -d' ' "$work/reads" "$work/floor" | awk '{ print $3 - $7 }' > "$work/reads
 echo "  its reads alone above the floor, paired by round, ns: $(median < "$work/reads_above")"
 paste -d' ' "$work/tier1" "$work/reads" | awk '{ print $3 - $7 }' > "$work/rest"
 echo "  tier 1 per hit above its reads alone, paired by round, ns: $(median < "$work/rest")"
+paste -d' ' "$work/chain" "$work/floor" | awk '{ print $3 - $7 }' > "$work/chain_above"
+echo "  the chain of dependent reads alone above the floor, paired by round, ns: $(median < "$work/chain_above")"
+paste -d' ' "$work/stamps" "$work/floor" | awk '{ print $3 - $7 }' > "$work/stamps_above"
+echo "  the chain and every event's stamp above the floor, paired by round, ns: $(median < "$work/stamps_above")"
 fi
 
 if part 2 && command -v perf > /dev/null; then
@@ -277,7 +336,8 @@ if part 2 && command -v perf > /dev/null; then
 fi
 
 if part 3; then
-echo "== 3. one client thread, $rounds alternating rounds of $secs s: none, tier 1, tier 2"
+echo "== 3. one client thread, $rounds alternating rounds of $secs s: none, tier 1, tier 2 (kernel.bpf_stats_enabled=${iops_stats%% *})"
+set_stats "${iops_stats%% *}"
 for i in $(seq "$rounds"); do
   read -r _ iops0 lat0 cpu0 < <(bench 1)
   clean_pool
@@ -295,6 +355,7 @@ for i in $(seq "$rounds"); do
 done
 echo "  added latency per client write, us: tier 1 $(cut -d' ' -f1 "$work/lat" | median), tier 2 $(cut -d' ' -f2 "$work/lat" | median)"
 echo "  added OSD CPU per client write (3 OSDs), us: tier 1 $(cut -d' ' -f1 "$work/cpu" | median), tier 2 $(cut -d' ' -f2 "$work/cpu" | median)"
+set_stats 1
 fi
 
 if part 4; then
@@ -318,6 +379,8 @@ awk -v r=$((r1 - r0)) -v t=$((t1 - t0)) -v w="$writes" \
   'BEGIN { printf "  every program the daemon loaded: %.1f runs, %.2f us per client write\n", r / w, t / w / 1000 }'
 # A bench right after a cleanup runs while the OSDs still trim the deletes: the order within a
 # pair alternates (without first, then with first), so that this favours neither side.
+set_stats "${iops_stats%% *}"
+echo "  the pairs run with kernel.bpf_stats_enabled=${iops_stats%% *}"
 for i in $(seq "$rounds"); do
   for side in $( ((i % 2)) && echo "without with" || echo "with without"); do
     [ "$side" = with ] && start_default_daemon
@@ -331,6 +394,7 @@ for i in $(seq "$rounds"); do
   echo "  pair $i ($( ((i % 2)) && echo "without first" || echo "with first")): without $base IOPS, with $with IOPS, ratio $r"
 done
 echo "  IOPS with/without the daemon, pairs: $(ratio_summary < "$work/ratios" | sed 's/phases/pairs/')"
+set_stats 1
 fi
 
 if part 5; then
@@ -365,18 +429,23 @@ stdbuf -oL rados -p "$pool" bench $((rounds * (2 * phase + 30) + phase + 30)) wr
   -t "${THREADS:-16}" -b 4096 --no-cleanup > "$work/long" 2>&1 &
 long=$!
 sleep 5
+read -r -a stats_cycle <<< "$iops_stats"
+set_stats "$bench_old_stats"
 read -r before cpu_before _ idle_before < <(phase_iops)
 for i in $(seq "$rounds"); do
+  stats=${stats_cycle[$(((i - 1) % ${#stats_cycle[@]}))]}
+  set_stats "$stats"
   start_default_daemon
   sleep 2  # its start-up's own work done
   read -r with cpu_with daemon_cpu idle_with < <(phase_iops)
   stop_runner
+  set_stats "$bench_old_stats"
   sleep 2
   read -r after cpu_after _ idle_after < <(phase_iops)
   r=$(awk -v w="$with" -v a="$before" -v b="$after" 'BEGIN { printf "%.3f", 2 * w / (a + b) }')
-  echo "$r" >> "$work/phase_ratios"
-  awk -v w="$cpu_with" -v a="$cpu_before" -v b="$cpu_after" 'BEGIN { printf "%.3f\n", 2 * w / (a + b) }' >> "$work/cpu_ratios"
-  echo "  phase $i: without $before IOPS ($cpu_before us OSD CPU per write, host idle $idle_before%), with $with ($cpu_with us, idle $idle_with%; daemon $daemon_cpu% of a CPU), without $after ($cpu_after us, idle $idle_after%): ratio $r"
+  echo "$r" >> "$work/phase_ratios.$stats"
+  awk -v w="$cpu_with" -v a="$cpu_before" -v b="$cpu_after" 'BEGIN { printf "%.3f\n", 2 * w / (a + b) }' >> "$work/cpu_ratios.$stats"
+  echo "  phase $i (bpf_stats $stats): without $before IOPS ($cpu_before us OSD CPU per write, host idle $idle_before%), with $with ($cpu_with us, idle $idle_with%; daemon $daemon_cpu% of a CPU), without $after ($cpu_after us, idle $idle_after%): ratio $r"
   before=$after
   cpu_before=$cpu_after
   idle_before=$idle_after
@@ -384,8 +453,12 @@ done
 kill "$long" 2> /dev/null || true
 wait "$long" 2> /dev/null || true
 clean_pool
-echo "  IOPS with/without the daemon, each phase against its neighbours: $(ratio_summary < "$work/phase_ratios")"
-echo "  OSD CPU per client write, with/without: $(ratio_summary < "$work/cpu_ratios")"
+for stats in $(printf '%s\n' "${stats_cycle[@]}" | sort -u); do
+  echo "  kernel.bpf_stats_enabled=$stats during the phases with the daemon:"
+  echo "    IOPS with/without the daemon, each phase against its neighbours: $(ratio_summary < "$work/phase_ratios.$stats")"
+  echo "    OSD CPU per client write, with/without: $(ratio_summary < "$work/cpu_ratios.$stats")"
+done
+set_stats 1
 fi
 
 part 6 || exit 0
@@ -395,6 +468,8 @@ echo "== 6. the OSDs' CPU per client write by symbol, with the daemon (shipped c
 stdbuf -oL rados -p "$pool" bench $((rounds * (2 * phase + 20) + phase + 30)) write \
   -t "${THREADS:-16}" -b 4096 --no-cleanup > "$work/long" 2>&1 &
 long=$!
+set_stats "${iops_stats%% *}"
+echo "  profiled with kernel.bpf_stats_enabled=${iops_stats%% *}"
 # Profiles the host for PHASE seconds into $work/NAME.data; notes "NAME client_writes".
 profile_window() { # NAME
   local f0 f1
