@@ -173,8 +173,8 @@ PY
 # The floors of any program that reads Ceph's stamps when an op ends, as 8-byte user reads:
 # "chain", the dependent reads that reach the op's first event (the primary: the OpRequest,
 # then its event list; a replica: the RepModify, its OpRequest, then the event list);
-# "stamps", the chain and then every event's stamp (at most OSD_EVENTS_MAX, 24), each its own
-# read: the least that gives every stage.
+# "stamps", the chain and then every event's stamp (at most OSD_EVENTS_MAX, 24; an event is a
+# utime_t and a std::string, 40 bytes), each its own read: the least that gives every stage.
 start_reads_floor() { # chain|stamps
   local events repmod_op tail="" i
   read -r events repmod_op < <(read_offsets)
