@@ -70,7 +70,7 @@ int half_open(int port) {
 TEST_CASE(
     "the daemon's scrapes complete beside 32 half-open connections, which it closes after "
     "its header timeout",
-    "[kernel]") {
+    "[kernel][userspace]") {
   constexpr double kHeaderTimeoutMs = 10'000;
   const std::string dir = test_dir("/tmp");
   Daemon daemon(dir, "");

@@ -76,7 +76,7 @@ bool log_has(const Daemon& d, const std::string& text, std::chrono::milliseconds
 }  // namespace
 
 TEST_CASE("an OSD naming a FIFO, a symlink into the host or a 10 GiB file stalls nothing",
-          "[kernel][discovery][hostile]") {
+          "[kernel][discovery][hostile][userspace]") {
   const std::string dir = test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
   const std::string root = dir + "/hostile-root";
   fs::remove_all(root);
@@ -147,7 +147,7 @@ TEST_CASE("an OSD naming a FIFO, a symlink into the host or a 10 GiB file stalls
 }
 
 TEST_CASE("a second process claiming a live osd.N is reported and never merged",
-          "[kernel][discovery][identity]") {
+          "[kernel][discovery][identity][userspace]") {
   const std::string dir = test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
   Daemon daemon(dir, quiet_config());
   DaemonLogOnFailure log_on_failure(daemon);
@@ -188,7 +188,7 @@ TEST_CASE("a second process claiming a live osd.N is reported and never merged",
 }
 
 TEST_CASE("an OSD whose debug file is a decompression bomb has its stages say so",
-          "[kernel][resolver][hostile]") {
+          "[kernel][resolver][hostile][userspace]") {
   const std::string dir = test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
   auto binary = cephscope::profile::ElfFile::open(CEPHSCOPE_FAKE_OSD);
   REQUIRE(binary.ok());
@@ -239,7 +239,7 @@ TEST_CASE("an OSD whose debug file is a decompression bomb has its stages say so
 }
 
 TEST_CASE("--check names each OSD's build and what to install when no profile fits",
-          "[kernel][discovery][check]") {
+          "[kernel][discovery][check][userspace]") {
   const std::string dir = test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
   auto osd = std::make_unique<Subprocess>(
       std::vector<std::string>{copy_fake_osd(dir + "/check"), "-i", "83", "--fsid", kInsideFsid});

@@ -54,7 +54,7 @@ TEST_CASE("shutdown on SIGTERM leaves no program or link of ours in the kernel",
 }
 
 TEST_CASE("SIGHUP reloads the config; a bad one is rejected and the old one stays",
-          "[kernel][lifecycle]") {
+          "[kernel][lifecycle][userspace]") {
   const std::string dir = fresh_dir();
   require_block_device(dir);
   Daemon daemon(dir, tracking_config());

@@ -75,7 +75,8 @@ std::string config(const std::string& dir, const std::string& timeout) {
 
 }  // namespace
 
-TEST_CASE("a hanging resolver neither stalls nor outlives the daemon", "[kernel][resolver]") {
+TEST_CASE("a hanging resolver neither stalls nor outlives the daemon",
+          "[kernel][resolver][userspace]") {
   const std::string dir = test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
   {
     Daemon daemon(dir, config(dir, "3s"));

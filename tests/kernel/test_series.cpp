@@ -367,7 +367,7 @@ TEST_CASE("/metrics passes promtool with processes named by random bytes",
 }
 
 TEST_CASE("the series cap leaves out the least valuable series first, whatever scrapes first",
-          "[kernel][series][cap]") {
+          "[kernel][series][cap][userspace]") {
   const std::string dir = fresh_dir();
   require_block_device(dir);
   const std::string body = with_ttl(tracking_config(), "60s");

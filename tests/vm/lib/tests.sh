@@ -114,8 +114,9 @@ cmd_probe() { # [--out DIR] KERNEL
 # Without it they get no hints beyond the caller's CEPHSCOPE_* variables, passed through as
 # to any run.
 cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] [--expect] KERNEL
-  # [endpoint] needs curl, openssl and htpasswd, and nothing of the kernel: the host runs it
-  local out= label= filter='~[promtool]~[endpoint]~[kclient]' expect=0 hints=() rc=0
+  # [endpoint] needs curl, openssl and htpasswd, and nothing of the kernel: the host runs it;
+  # [userspace] tests the daemon's own logic, the same on every kernel: the host runs it too
+  local out= label= filter='~[promtool]~[endpoint]~[kclient]~[userspace]' expect=0 hints=() rc=0
   local usage="usage: cephscope-vm kernel-tests [--out DIR] [--filter F] [--expect] KERNEL"
   while [ $# -gt 0 ]; do
     case $1 in
