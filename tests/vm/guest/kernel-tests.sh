@@ -2,7 +2,7 @@
 # In the guest: the kernel layer of cephscope on this kernel, in one boot.
 #   1. probe.sh: what the kernel offers and which hooks load/attach/fire   -> probe.txt
 #   2. cephscope --check: the hook each collector picks                     -> check.txt
-#   3. the Catch2 kernel tests (filter $CEPHSCOPE_VM_TEST_FILTER, default "~[promtool]~[endpoint]~[kclient]~[userspace]")
+#   3. the Catch2 kernel tests (filter $CEPHSCOPE_VM_TEST_FILTER, set by tests/vm/lib/tests.sh)
 #                                                                           -> kernel-tests.xml
 # Files land in $CEPHSCOPE_VM_OUT. Exit status: the kernel tests', or 1 when --check failed.
 set -uo pipefail
@@ -12,7 +12,7 @@ build=${CEPHSCOPE_BUILD_DIR:?}
 bin=${CEPHSCOPE_BIN:-$build/daemon/cephscope}
 tests=$build/tests/kernel/cephscope_kernel_tests
 config=${CEPHSCOPE_VM_CHECK_CONFIG:?}
-filter=${CEPHSCOPE_VM_TEST_FILTER:-~[promtool]~[endpoint]~[kclient]~[userspace]}
+filter=${CEPHSCOPE_VM_TEST_FILTER:?set by tests/vm/lib/tests.sh}
 mkdir -p "$out"
 ts() { cut -d' ' -f1 /proc/uptime; }
 section() { echo "=== [$(ts)s] $*"; }
