@@ -121,6 +121,12 @@ int set_bare_target(bpf_program* prog) {
   return bpf_program__set_attach_target(prog, 0, fn.c_str());
 }
 
+void print_ok(const std::string& path, const std::string& name, const std::string& sec,
+              unsigned insns, bool with_q) {
+  std::printf("object=%s program=%s section=%s load=ok insns=%u%s\n", basename_of(path).c_str(),
+              name.c_str(), sec.c_str(), insns, with_q ? " with_q=yes" : "");
+}
+
 // Loads program NAME of the object at PATH on its own; its fd's info into *insns when loaded.
 int load_one(const std::string& path, const std::string& name, bool with_q, std::string* sec,
              unsigned* insns) {
@@ -152,11 +158,10 @@ int load_one(const std::string& path, const std::string& name, bool with_q, std:
   return err;
 }
 
-// Loads every program of the object at PATH in one load; their section names and sizes into
-// *sections and *insns (in the object's order). False when any program or map is refused, or
-// when a bare fentry/fexit program's function is missing here.
-bool load_all(const std::string& path, std::vector<std::string>* sections,
-              std::vector<unsigned>* insns) {
+// Loads every program of the object at PATH in one load and prints each as loaded. False, with
+// nothing printed, when any program or map is refused, or when a bare fentry/fexit program's
+// function is missing here.
+bool load_all(const std::string& path) {
   bpf_object* obj = bpf_object__open_file(path.c_str(), nullptr);
   if (!obj)
     return false;
@@ -167,21 +172,23 @@ bool load_all(const std::string& path, std::vector<std::string>* sections,
     ok = ok && set_bare_target(p) == 0;
   }
   ok = ok && bpf_object__load(obj) == 0;
-  bpf_object__for_each_program(p, obj) {
-    if (!ok)
-      break;
-    bpf_prog_info info{};
-    __u32 len = sizeof(info);
-    sections->emplace_back(bpf_program__section_name(p));
-    insns->push_back(bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0
-                         ? info.xlated_prog_len / 8
-                         : 0);
+  if (ok) {
+    bpf_object__for_each_program(p, obj) {
+      bpf_prog_info info{};
+      __u32 len = sizeof(info);
+      const bool got = bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len) == 0;
+      print_ok(path, bpf_program__name(p), bpf_program__section_name(p),
+               got ? info.xlated_prog_len / 8 : 0, false);
+    }
+    std::fflush(stdout);
   }
   bpf_object__close(obj);
   return ok;
 }
 
 int check_object(const std::string& path) {
+  if (load_all(path))
+    return 0;
   std::vector<std::string> names;
   {
     bpf_object* obj = bpf_object__open_file(path.c_str(), nullptr);
@@ -193,15 +200,6 @@ int check_object(const std::string& path) {
     bpf_program* p;
     bpf_object__for_each_program(p, obj) names.emplace_back(bpf_program__name(p));
     bpf_object__close(obj);
-  }
-  std::vector<std::string> sections;
-  std::vector<unsigned> sizes;
-  if (load_all(path, &sections, &sizes) && sections.size() == names.size()) {
-    for (size_t i = 0; i < names.size(); ++i)
-      std::printf("object=%s program=%s section=%s load=ok insns=%u\n", basename_of(path).c_str(),
-                  names[i].c_str(), sections[i].c_str(), sizes[i]);
-    std::fflush(stdout);
-    return 0;
   }
   for (const auto& name : names) {
     std::string sec;
@@ -223,8 +221,7 @@ int check_object(const std::string& path) {
                   basename_of(path).c_str(), name.c_str(), sec.c_str(), std::strerror(-err),
                   verdict(first_log).c_str());
     } else {
-      std::printf("object=%s program=%s section=%s load=ok insns=%u%s\n", basename_of(path).c_str(),
-                  name.c_str(), sec.c_str(), insns, with_q ? " with_q=yes" : "");
+      print_ok(path, name, sec, insns, with_q);
     }
     std::fflush(stdout);
   }
