@@ -24,10 +24,11 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * the key stored in the record and compared on every read. A record costs one inlined array
  * load and plain stores where an LRU hash update and delete cost about 0.5 us per bio here
  * (tests/bench/bpf-cost.sh). The slot functions are in block.h. Bounded by construction, never
- * full: a new record takes its slot. A request displaced while younger than INFLIGHT_STALE_NS
- * is counted as inflight_full (older ones are leftovers: a completion the kernel skipped); a
- * bio's displaced record shows as its request's no_start (take_owner). The hash is seeded per
- * load, so no process can aim its IO at the OSDs' slots.
+ * full: a new record takes its slot. Records of bios and of tp_btf's requests are stored blind,
+ * and one displaced shows as no_start where it is missed (take_owner, on_rq_complete); a
+ * classic tracepoint's request displaced while younger than INFLIGHT_STALE_NS is counted as
+ * inflight_full (older ones are leftovers: a completion the kernel skipped). The hash is
+ * seeded per load, so no process can aim its IO at the OSDs' slots.
  */
 
 const volatile __u64 slot_seed = 0;
@@ -47,6 +48,7 @@ static __always_inline __u64 bio_age(__u64 now, __u64 stamp)
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, BLOCK_RQ_SLOTS);
+	__uint(map_flags, BPF_F_MMAPABLE); /* values page-aligned: a record is one cache line */
 	__type(key, __u32);
 	__type(value, struct block_rq);
 } block_inflight SEC(".maps");
@@ -129,7 +131,7 @@ static __always_inline struct block_bio *find_bio(__u32 dev, __u64 sector)
 {
 	struct block_bio *bio = bio_slot(dev, sector);
 
-	if (!bio || !bio->live || bio->dev != dev || bio->sector != sector)
+	if (!bio || bio->live != BIO_LIVE || bio->dev != dev || bio->sector != sector)
 		return 0;
 	return bio;
 }
@@ -156,7 +158,7 @@ static __always_inline void on_bio_queue(__u32 disk, __u64 sector, __u32 op, __u
 				.dev = disk,
 				.target = current_target(),
 				.op = op,
-				.live = 1};
+				.live = BIO_LIVE};
 
 	put_bio(&bio);
 }
@@ -170,7 +172,8 @@ static __always_inline void on_bio_queue(__u32 disk, __u64 sector, __u32 op, __u
  * that one (put_bio), or its bio was queued before the programs were attached: either way its
  * start was not seen, no_start, as for a completion whose issue was not seen. Requests with
  * no bio of their own (a flush's, a passthrough command's) are not data reads, writes or
- * discards.
+ * discards. A requeued request finds the record it left (on_btf_requeue): its owner, its
+ * submit time and when its queue time restarted.
  */
 static __always_inline void take_owner(struct block_rq *rq, __u32 dev, __u64 sector,
 				       __u64 allocated_ns, __u64 bytes)
@@ -188,8 +191,14 @@ static __always_inline void take_owner(struct block_rq *rq, __u32 dev, __u64 sec
 	}
 	if (!bio->live)
 		return;
-	bio->live = 0;
 	rq->target = bio->target;
+	if (bio->live == BIO_REQUEUED) {
+		bio->live = 0;
+		rq->submit_ns = bio->queue_ns;
+		rq->insert_ns = bio->rq_ns;
+		return;
+	}
+	bio->live = 0;
 	got = allocated_ns ? allocated_ns : bio->rq_ns;
 	if (!got)
 		return;
@@ -273,8 +282,10 @@ static __always_inline void on_bio_remap(__u32 dev, __u64 sector, __u32 old_dev,
 {
 	__u32 old_disk = whole_disk(old_dev);
 	struct block_bio *above = find_bio(old_disk, old_sector);
-	struct block_bio bio = {
-	    .sector = sector, .queue_ns = bpf_ktime_get_ns(), .dev = whole_disk(dev), .live = 1};
+	struct block_bio bio = {.sector = sector,
+				.queue_ns = bpf_ktime_get_ns(),
+				.dev = whole_disk(dev),
+				.live = BIO_LIVE};
 
 	if (above) {
 		above->live = 0;
@@ -289,10 +300,14 @@ static __always_inline void on_bio_remap(__u32 dev, __u64 sector, __u32 old_dev,
 	put_bio(&bio);
 }
 
-/* The slot of request KEY, and whether it holds that request's live record. */
-static __always_inline struct block_rq *rq_slot(const struct block_rq_key *key)
+/*
+ * The slot of request KEY: by its address (tp_btf, BY_ADDRESS) or by its disk and sector
+ * (classic tracepoints).
+ */
+static __always_inline struct block_rq *rq_slot(const struct block_rq_key *key, bool by_address)
 {
-	__u32 slot = block_slot(key->id, key->dev, slot_seed, BLOCK_RQ_SLOTS);
+	__u32 slot = by_address ? block_request_slot(key->id, key->dev, slot_seed, BLOCK_RQ_SLOTS)
+				: block_slot(key->id, key->dev, slot_seed, BLOCK_RQ_SLOTS);
 
 	return bpf_map_lookup_elem(&block_inflight, &slot);
 }
@@ -325,7 +340,7 @@ static __always_inline void on_rq_start(const struct block_rq_key *key, __u64 se
 					__u64 bytes, bool issue)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct block_rq *rq = rq_slot(key);
+	struct block_rq *rq = rq_slot(key, false);
 	struct block_rq fresh = {.id = key->id, .dev = key->dev, .live = 1, .op = op};
 
 	if (!rq)
@@ -359,37 +374,34 @@ static __always_inline void on_rq_start(const struct block_rq_key *key, __u64 se
  * (request::start_time_ns, where iostats or a scheduler want it), which starts its queue
  * time, so no insert hook runs. Its size is kept and counted with the rest at completion:
  * a tp_btf program is skipped only where the same program already runs on that CPU, so its
- * completions are not lost the way a classic tracepoint's are.
+ * completions are not lost the way a classic tracepoint's are. The record is stored without
+ * reading the slot, as a bio's is (put_bio): the slot was last written by the completion of
+ * the request before, on the CPU that took its interrupt, and loading it cost this program
+ * more than all its other work on a virtualised host. A live record it displaces shows where
+ * it is missed: that request's completion finds another's record, counted no_start.
  */
 static __always_inline void on_btf_issue(const struct block_rq_key *key, __u64 sector, __u32 op,
 					 __u32 bytes, __u64 allocated_ns)
 {
 	__u64 now = bpf_ktime_get_ns();
-	struct block_rq *rq = rq_slot(key);
+	struct block_rq *rq = rq_slot(key, true);
 	struct block_rq fresh = {
 	    .id = key->id, .dev = key->dev, .live = 1, .issue_ns = now, .op = op, .bytes = bytes};
 
 	if (!rq)
 		return;
-	if (holds(rq, key) && !rq->issue_ns) {
-		rq->issue_ns = now; /* issued again after a requeue */
-		return;
-	}
-	if (allocated_ns > now)
-		allocated_ns = 0;
-	count_if_displaced(rq, key, now);
-	take_owner(&fresh, key->dev, sector, allocated_ns, bytes);
-	fresh.insert_ns = allocated_ns;
+	fresh.insert_ns = allocated_ns <= now ? allocated_ns : 0;
+	take_owner(&fresh, key->dev, sector, fresh.insert_ns, bytes);
 	*rq = fresh;
 }
 
 /*
- * A requeued request is issued again later; its bytes are already counted. Its wait on the
- * requeue list is queue time.
+ * Classic tracepoints: a requeued request is issued again later; its bytes are already
+ * counted. Its wait on the requeue list is queue time.
  */
 static __always_inline void on_rq_requeue(const struct block_rq_key *key)
 {
-	struct block_rq *rq = rq_slot(key);
+	struct block_rq *rq = rq_slot(key, false);
 
 	if (rq && holds(rq, key)) {
 		rq->issue_ns = 0;
@@ -398,13 +410,34 @@ static __always_inline void on_rq_requeue(const struct block_rq_key *key)
 }
 
 /*
+ * tp_btf: a requeued request's next issue writes a fresh record (on_btf_issue), so its
+ * owner, op and submit time wait in a bio record at its disk and sector, with the time its
+ * queue time restarts (its wait on the requeue list is queue time). Its bytes count at its
+ * completion, once.
+ */
+static __always_inline void on_btf_requeue(const struct block_rq_key *key, __u64 sector)
+{
+	struct block_rq *rq = rq_slot(key, true);
+	struct block_bio kept = {.sector = sector, .dev = key->dev, .live = BIO_REQUEUED};
+
+	if (!rq || !holds(rq, key))
+		return;
+	rq->live = 0;
+	kept.queue_ns = rq->submit_ns;
+	kept.rq_ns = bpf_ktime_get_ns();
+	kept.target = rq->target;
+	kept.op = rq->op;
+	put_bio(&kept);
+}
+
+/*
  * The record stays in its slot, marked done, for the next request there. A record of
  * on_btf_issue also brings its bytes and submit time (counted at issue by classic ones).
  */
 static __always_inline void on_rq_complete(const struct block_rq_key *key, int error,
-					   bool has_bytes)
+					   bool has_bytes, bool by_address)
 {
-	struct block_rq *rq = rq_slot(key);
+	struct block_rq *rq = rq_slot(key, by_address);
 	struct block_stats_key skey = {};
 	struct block_stats *stats;
 	__u64 now = bpf_ktime_get_ns();
@@ -522,7 +555,7 @@ int btf_rq_requeue(__u64 *ctx)
 	struct request *rq = tp_arg(ctx, rq_with_q);
 	struct block_rq_key key = {.id = request_id(rq), .dev = request_dev(rq)};
 
-	on_rq_requeue(&key);
+	on_btf_requeue(&key, rq->__sector);
 	return 0;
 }
 
@@ -540,7 +573,7 @@ int BPF_PROG(btf_rq_complete, struct request *rq, int error, unsigned int nr_byt
 		return 0;
 	struct block_rq_key key = {.id = request_id(rq), .dev = request_dev(rq)};
 
-	on_rq_complete(&key, error, nr_bytes != 0);
+	on_rq_complete(&key, error, nr_bytes != 0, true);
 	return 0;
 }
 

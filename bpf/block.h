@@ -21,7 +21,11 @@ struct block_rq_key {
 	__u32 pad;
 };
 
-/* A request's record, in the slot its key hashes to (block.bpf.c), the key stored with it. */
+/*
+ * A request's record, in the slot its key hashes to (block.bpf.c), the key stored with it.
+ * 64 bytes, in a table whose values start on a page (BPF_F_MMAPABLE): one cache line each, so
+ * a completion loads one line, written at issue on whichever CPU issued it.
+ */
 struct block_rq {
 	__u64 id;
 	__u32 dev;
@@ -33,6 +37,7 @@ struct block_rq {
 	__u32 op;
 	__u32 bytes;   /* tp_btf: its size at issue, counted with its completion */
 	__u32 counted; /* tracepoints: its bytes and submit time are in block_stats (at issue) */
+	__u64 unused;  /* to the cache line */
 };
 
 /* A bio submitted, until its request is inserted or issued (or it merges into one). */
@@ -43,8 +48,16 @@ struct block_bio {
 	__u32 dev;	/* the whole disk */
 	__u32 target;	/* CEPHSCOPE_UNTRACKED for other processes' bios */
 	__u32 op;
-	__u32 live; /* 0 once its request took it, or it merged */
+	__u32 live; /* BIO_LIVE, BIO_REQUEUED, or 0 once its request took it, or it merged */
 };
+
+/*
+ * A bio's record is live until its request takes it. A requeued request (tp_btf) leaves one
+ * too, at its disk and sector, for its next issue: its owner and op, its submit time in
+ * queue_ns, and in rq_ns when it was requeued (its queue time restarts there).
+ */
+#define BIO_LIVE 1
+#define BIO_REQUEUED 2
 
 struct block_stats_key {
 	__u32 target; /* CEPHSCOPE_UNTRACKED for requests of other processes */
@@ -108,6 +121,20 @@ static inline __u32 block_series_slot(__u32 target, __u32 dev)
 static inline __u32 block_slot(__u64 id, __u32 dev, __u64 seed, __u32 slots)
 {
 	return inflight_slot(id, dev, seed, slots);
+}
+
+/*
+ * A request's slot, for keys that are its address (tp_btf): blk-mq carves a queue's requests
+ * side by side out of kernel pages, at least 256 bytes apart (struct request and the driver's
+ * command, cache-aligned), so the address's 4 KiB page is hashed and its 256-byte position in
+ * the page kept: the requests that a queue's tags cycle through take runs of neighbouring
+ * slots, a few pages of the table rather than a page each (a page of the table missing from
+ * the TLB cost more than the program's own work on a virtualised host).
+ */
+static inline __u32 block_request_slot(__u64 address, __u32 dev, __u64 seed, __u32 slots)
+{
+	return ((block_slot(address >> 12, dev, seed, slots) << 4) | ((__u32)(address >> 8) & 15)) &
+	       (slots - 1);
 }
 
 /*

@@ -159,7 +159,7 @@ int tp_rq_complete(struct block_tp_prefix *ctx)
 {
 	struct block_rq_key key = {.id = ctx->sector, .dev = ctx->dev};
 
-	on_rq_complete(&key, ctx->error, ctx->nr_sector != 0);
+	on_rq_complete(&key, ctx->error, ctx->nr_sector != 0, false);
 	return 0;
 }
 
