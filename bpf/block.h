@@ -124,17 +124,29 @@ static inline __u32 block_slot(__u64 id, __u32 dev, __u64 seed, __u32 slots)
 }
 
 /*
+ * Slot POSITION of a run of 2^RUN_BITS neighbouring slots, the run picked by hashing RUN: keys
+ * that sit side by side (a disk's blocks, a queue's requests) take records side by side, in
+ * cache lines and pages of the table that the last key touched.
+ */
+static inline __u32 block_run_slot(__u64 run, __u32 position, __u32 run_bits, __u32 dev, __u64 seed,
+				   __u32 slots)
+{
+	return ((block_slot(run, dev, seed, slots) << run_bits) |
+		(position & ((1U << run_bits) - 1))) &
+	       (slots - 1);
+}
+
+/*
  * A request's slot, for keys that are its address (tp_btf): blk-mq carves a queue's requests
  * side by side out of kernel pages, at least 256 bytes apart (struct request and the driver's
- * command, cache-aligned), so the address's 4 KiB page is hashed and its 256-byte position in
- * the page kept: the requests that a queue's tags cycle through take runs of neighbouring
- * slots, a few pages of the table rather than a page each (a page of the table missing from
- * the TLB cost more than the program's own work on a virtualised host).
+ * command, cache-aligned), and its tags cycle through all of them. So the request's 4 KiB
+ * page picks a run of 16 slots and its 256-byte place in the page the slot: a queue's records
+ * sit in a few pages of the table, not one page each (a 256-slot table, a test build's, took
+ * 100 ns off each issue on a virtualised host).
  */
 static inline __u32 block_request_slot(__u64 address, __u32 dev, __u64 seed, __u32 slots)
 {
-	return ((block_slot(address >> 12, dev, seed, slots) << 4) | ((__u32)(address >> 8) & 15)) &
-	       (slots - 1);
+	return block_run_slot(address >> 12, (__u32)(address >> 8), 4, dev, seed, slots);
 }
 
 /*
@@ -148,8 +160,7 @@ static inline __u32 block_sector_slot(__u64 sector, __u32 dev, __u64 seed, __u32
 {
 	__u64 chunk = (sector >> 6 << 3) | (sector & 7); /* low bits: the hash mixes upwards */
 
-	return ((block_slot(chunk, dev, seed, slots) << 3) | ((__u32)(sector >> 3) & 7)) &
-	       (slots - 1);
+	return block_run_slot(chunk, (__u32)(sector >> 3), 3, dev, seed, slots);
 }
 
 #endif
