@@ -58,9 +58,12 @@ static __always_inline struct op_stats *op_stats_of(const struct op_maps *maps,
  * A call's start lasts from entry to exit, within one thread. In-flight maps (an array of
  * OP_INFLIGHT_SLOTS) hold one slot per thread id modulo their size, rewritten in place: one
  * inlined array load per event, no hash lookup (an LRU hash lookup also dirties the entry's
- * reference bit). A thread's slot holds its id: a thread that finds another's live call
- * there (thread ids OP_INFLIGHT_SLOTS apart, both in a call) takes the slot and counts
- * inflight_full, and the other's exit finds no start.
+ * reference bit). Entry stores its record without reading the slot: the slot's line was last
+ * written at the thread's previous exit, often on another CPU, and waiting for it cost a
+ * tracked entry more than all its other work in a busy OSD (tests/bench/osd-overhead.sh,
+ * part 4). A thread whose slot another thread took (ids OP_INFLIGHT_SLOTS apart, both in a
+ * call) finds that one's id at its exit, counted no_start, as is a call begun before the
+ * programs were attached or its process tracked.
  */
 static __always_inline struct op_start *thread_slot(void *inflight, __u32 tid)
 {
@@ -77,17 +80,11 @@ static __always_inline int op_begin(void *inflight, __u32 op)
 
 	if (target == CEPHSCOPE_UNTRACKED)
 		return 0;
-	__u64 now = bpf_ktime_get_ns();
 	struct op_start *start = thread_slot(inflight, (__u32)id);
 
-	if (!start)
-		return 0;
-	if (start->ts_ns && start->tid != (__u32)id && now - start->ts_ns < INFLIGHT_STALE_NS)
-		count_lost(LOST_INFLIGHT_FULL);
-	start->tid = (__u32)id;
-	start->target = target;
-	start->op = op;
-	start->ts_ns = now;
+	if (start)
+		*start = (struct op_start){
+		    .ts_ns = bpf_ktime_get_ns(), .tid = (__u32)id, .target = target, .op = op};
 	return 0;
 }
 
@@ -101,8 +98,12 @@ static __always_inline int op_finish(const struct op_maps *maps, long ret)
 	if (target_of(id >> 32) == CEPHSCOPE_UNTRACKED)
 		return 0; /* the same filter as op_begin: no in-flight lookup for other processes */
 	start = thread_slot(maps->inflight, (__u32)id);
-	if (!start || !start->ts_ns || start->tid != (__u32)id)
-		return 0; /* started before attach, or displaced */
+	if (!start)
+		return 0;
+	if (!start->ts_ns || start->tid != (__u32)id) {
+		count_lost(LOST_NO_START); /* begun before attach or tracking, or displaced */
+		return 0;
+	}
 	__u64 delta = bpf_ktime_get_ns() - start->ts_ns;
 	key.target = start->target;
 	key.op = start->op;

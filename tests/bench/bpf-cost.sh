@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Prints the BPF run time per event of the syscall and block programs, from the kernel's
 # own accounting (kernel.bpf_stats_enabled=1), for a tracked and an untracked workload, each
-# beside two floors on the same hooks in the same run (bpftrace): an empty program, and one
-# that only reads the clock, which every program that measures a latency must do. Needs
-# bpftrace and bpftool.
+# beside three floors on the same hooks in the same run (bpftrace, common.sh): an empty
+# program, one that only asks whose event it is (which every program that filters on tracked
+# processes must do), and one that only reads the clock (which every program that measures a
+# latency must do). Needs bpftrace and bpftool.
 # A benchmark: it prints figures and asserts nothing about time.
 #   usage: tests/bench/bpf-cost.sh [BUILD_DIR] [PWRITES]
 set -euo pipefail
@@ -21,7 +22,7 @@ old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 # Every line must run whatever the one before did (set -e applies here too).
 cleanup() {
   local f
-  for f in ${floor:-}; do stop_pid "$f"; done
+  stop_floors
   if [ -n "${daemon:-}" ]; then stop_pid "$daemon"; fi
   sysctl -qw kernel.bpf_stats_enabled="$old_stats"
   rm -rf "$work"
@@ -81,51 +82,6 @@ wait_tracked() {
   exit 1
 }
 
-# The floors, on the same hooks in the same run: an empty program ("empty"), and one that reads
-# the clock and nothing else ("clock": bpftrace's nsecs, bpf_ktime_get_boot_ns, as costly as
-# the bpf_ktime_get_ns the collectors call). PROBES is a bpftrace probe list; each floor's
-# programs are in $work/NAME.ids.
-# bpftrace (0.17) has no tp_btf: the block floors are the classic tracepoints of the same
-# events, whose accounted run time is the program's alone, as a tp_btf program's is.
-prog_ids() { bpftool prog show | awk '/^[0-9]+: / { sub(":", "", $1); print $1 }' | sort; }
-start_one_floor() { # NAME PROGRAM
-  prog_ids > "$work/ids.before"
-  bpftrace -e "$2" > "$work/$1.out" 2>&1 &
-  floor="$floor $!"
-  for _ in $(seq 300); do
-    if grep -q '^Attaching' "$work/$1.out"; then
-      sleep 0.5
-      prog_ids | comm -13 "$work/ids.before" - > "$work/$1.ids"
-      return 0
-    fi
-    sleep 0.1
-  done
-  echo "bpftrace did not attach:" >&2
-  cat "$work/$1.out" >&2
-  exit 1
-}
-start_floor() { # PROBES
-  floor=
-  start_one_floor empty "$1 { }"
-  start_one_floor clock "$1 { \$t = nsecs; }"
-}
-stop_floor() {
-  local f
-  for f in $floor; do stop_pid "$f"; done
-  floor=
-}
-# "hook runs run_time_ns" of each program of floor NAME: bpftrace names a program after its
-# tracepoint, cut to the kernel's 15 characters (block_bio_queue, sys_enter_pwrit); bpftool
-# prints no run_time_ns and run_cnt for a program that has not run yet.
-floor_totals() { # NAME
-  local id
-  while read -r id; do bpftool prog show id "$id" 2>/dev/null; done < "$work/$1.ids" |
-    awk '/^[0-9]+: / { c = 0; t = 0; for (i = 1; i < NF; i++) { if ($i == "name") n = $(i + 1); if ($i == "run_time_ns") t = $(i + 1); if ($i == "run_cnt") c = $(i + 1) }
-      print n, c, t }' | sort
-}
-# "hook runs ns/run" between two floor_totals files
-floor_delta() { join "$1" "$2" | awk '{ d = $4 - $2; if (d > 0) printf "%s %d %.1f\n", $1, d, ($5 - $3) / d }'; }
-
 # pwrite64 of 64 B to /dev/null in a loop: syscall events only, no IO.
 pwrites() {
   "$1" -c "import os
@@ -137,25 +93,22 @@ direct_writes() {
   "$work/dd_tracked" if=/dev/zero of="$work/data" bs=4096 count=20000 oflag=direct status=none
 }
 
-# Runs a command under the daemon and the floors; prints each program's ns/run, then each
-# hook's floors and what each of the daemon's programs costs above its own hook's floors.
-# A program's hook is its name less the flavour's prefix: btf_bio_queue and tp_bio_queue run
-# on block_bio_queue, enter_pwrite64 on sys_enter_pwrite64.
+# Runs a command under the daemon and the floors (common.sh); prints each program's ns/run,
+# then each hook's floors and what each of the daemon's programs costs above them.
 measure_with_floor() {
-  local title=$1 probes=$2 name
+  local title=$1 probes=$2
   shift 2
-  start_floor "$probes"
-  for name in empty clock; do floor_totals $name > "$work/$name.0"; done
+  start_floors "$probes"
+  snapshot_floors 0
   measure "$title" "$@"
-  for name in empty clock; do
-    floor_totals $name > "$work/$name.1"
-    floor_delta "$work/$name.0" "$work/$name.1" > "$work/$name.d"
-  done
-  stop_floor
-  join "$work/empty.d" "$work/clock.d" | awk '{ printf "  floor %-25s empty %6.1f ns/run, clock alone %6.1f ns/run (%d runs)\n", $1, $3, $5, $2 }'
-  awk '{ h = $1; sub(/^(btf|tp)_/, "block_", h); sub(/^(enter|exit)_/, "sys_&", h); print substr(h, 1, 15), $1, $3 }' "$work/ran" | sort |
-    join - "$work/empty.d" | join - "$work/clock.d" |
-    awk '$3 > 0 { printf "  %-22s above its hook\x27s empty program %+7.1f ns, above the clock alone %+7.1f ns\n", $2, $3 - $5, $3 - $7 }'
+  snapshot_floors 1
+  floor_deltas
+  stop_floors
+  join "$work/empty.d" "$work/pid.d" | join - "$work/clock.d" |
+    awk '{ printf "  floor %-25s empty %6.1f ns/run, pid alone %6.1f, clock alone %6.1f (%d runs)\n", $1, $3, $5, $7, $2 }'
+  awk '{ print $1, $3 }' "$work/ran" | hook_of_program | sort | join - "$work/empty.d" |
+    join - "$work/pid.d" | join - "$work/clock.d" |
+    awk '$3 > 0 { printf "  %-22s above its hook\x27s empty program %+7.1f ns, above pid alone %+7.1f, above the clock alone %+7.1f\n", $2, $3 - $5, $3 - $7, $3 - $9 }'
 }
 
 echo "kernel $(uname -r), $(nproc) CPUs, $writes pwrites per run"

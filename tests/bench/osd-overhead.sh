@@ -16,8 +16,11 @@
 #      latency, IOPS and OSD CPU per client write without the daemon and with each tier,
 #      alternating; the median of the with-minus-without differences;
 #   4. the whole daemon with the shipped config (config/cephscope.yaml: every collector): the
-#      runs and BPF run time of every program it loads per client write, by collector, and
-#      IOPS with and without it in alternating pairs (THREADS threads);
+#      runs and BPF run time of every program it loads per client write, by collector; in a
+#      second write, its syscall and block programs beside three floors on their tracepoints
+#      in the same OSDs (an empty program, one that asks whose event it is, one that reads the
+#      clock: common.sh), and what the same runs of each floor add up to; IOPS with and
+#      without it in alternating pairs (THREADS threads);
 #   5. the same daemon's IOPS cost in one long write (THREADS threads) that it joins and leaves
 #      in turn, each phase with it against the phases just before and after (PHASE seconds
 #      each, default 15; ROUNDS phases with it). Not in the default PARTS;
@@ -57,9 +60,6 @@ osd_bin=$(readlink -f "/proc/$CEPHSCOPE_CEPH_OSD_0_PID/exe")
 # shellcheck source=tests/bench/common.sh
 source "$repo/tests/bench/common.sh"
 bench_begin osd "$pool"
-
-# ids of every loaded BPF program, to find the ones a daemon or bpftrace loads
-prog_ids() { bpftool prog show | awk '/^[0-9]+: / { sub(":", "", $1); print $1 }' | sort; }
 
 # Runs the daemon with CONFIG and waits until WANT OSD probes are attached; leaves the
 # programs it loaded in $work/ids.
@@ -377,6 +377,34 @@ join "$work/p0" "$work/p1" | awk -v w="$writes" '($4 - $2) / w >= 0.1 {
   printf "    %-30s %6.2f runs, %6.2f us per client write, %6.0f ns per run\n", $1, ($4 - $2) / w, ($5 - $3) / w / 1000, ($5 - $3) / ($4 - $2) }'
 awk -v r=$((r1 - r0)) -v t=$((t1 - t0)) -v w="$writes" \
   'BEGIN { printf "  every program the daemon loaded: %.1f runs, %.2f us per client write\n", r / w, t / w / 1000 }'
+# The floors of the syscall and block programs' runs, in the OSDs: in a second write, the same
+# daemon beside the floors (common.sh) on the tracepoints where those programs ran. The floors
+# attach first, so that on each event they run first: a program that runs first pays for the
+# lines of the event's own path that the work before it evicted.
+join "$work/p0" "$work/p1" | awk -v w="$writes" '($4 - $2) / w >= 0.1 && $1 ~ /^(syscall\/(enter|exit)|block\/(btf|tp))_/ {
+  p = $1; sub(/^[a-z]*\//, "", p)
+  if (sub(/^enter_/, "", p)) print "tracepoint:syscalls:sys_enter_" p
+  else if (sub(/^exit_/, "", p)) print "tracepoint:syscalls:sys_exit_" p
+  else { sub(/^(btf|tp)_/, "", p); print "tracepoint:block:block_" p } }' | sort -u > "$work/floor_probes"
+if [ -s "$work/floor_probes" ]; then
+  start_floors "$(paste -sd, "$work/floor_probes")"
+  start_default_daemon
+  program_totals > "$work/p2"
+  snapshot_floors 0
+  read -r writes _ _ _ < <(bench "${THREADS:-16}")
+  program_totals > "$work/p3"
+  snapshot_floors 1
+  floor_deltas
+  stop_floors
+  stop_runner
+  clean_pool
+  echo "  beside the floors on their tracepoints (another $secs s write): per client write, and ns per run"
+  join "$work/p2" "$work/p3" | awk -v w="$writes" '($4 - $2) / w >= 0.1 { print $1, ($4 - $2) / w, ($5 - $3) / ($4 - $2) }' |
+    hook_of_program | sort | join - "$work/empty.d" | join - "$work/pid.d" | join - "$work/clock.d" |
+    awk '{ printf "    %-30s %6.2f runs, %6.0f ns per run; its hook: empty %4.0f, pid alone %4.0f, clock alone %4.0f\n", $2, $3, $4, $6, $8, $10
+      runs += $3; t += $3 * $4; e += $3 * $6; c += $3 * $10 }
+      END { printf "  these programs: %.1f runs, %.2f us per client write; the same runs of an empty program %.2f us, of one that reads the clock %.2f us\n", runs, t / 1000, e / 1000, c / 1000 }'
+fi
 # A bench right after a cleanup runs while the OSDs still trim the deletes: the order within a
 # pair alternates (without first, then with first), so that this favours neither side.
 set_stats "${iops_stats%% *}"

@@ -3,7 +3,10 @@
 // start tracking it, and makes no other read/write syscall once it has started: the counts
 // cephscope reports must equal these arguments. Linked statically, so no dynamic loader
 // reads libraries while discovery is picking the process up.
+// With --wait-in-preadv2 FIFO GO_FILE it makes one call only, once GO_FILE exists: a preadv2()
+// of one byte from FIFO, which lasts until someone writes to it.
 #include <fcntl.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,9 +22,33 @@ namespace {
   std::exit(1);
 }
 
+void wait_for_file(const char* path) {
+  const timespec tick{0, 2'000'000};
+  while (access(path, F_OK) != 0) {
+    nanosleep(&tick, nullptr);
+  }
+}
+
+int wait_in_preadv2(const char* fifo, const char* go) {
+  const int fd = open(fifo, O_RDWR);  // read-write: the open itself never waits for a writer
+  if (fd < 0) {
+    fail("open FIFO");
+  }
+  char byte = 0;
+  iovec one{&byte, 1};
+  wait_for_file(go);
+  if (preadv2(fd, &one, 1, -1, 0) != 1) {  // offset -1: the FIFO's own position
+    fail("preadv2");
+  }
+  _exit(0);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "--wait-in-preadv2") == 0) {
+    return wait_in_preadv2(argv[2], argv[3]);
+  }
   if (argc != 7) {
     std::fprintf(stderr, "usage: %s FILE GO_FILE WRITES SIZE SYNCS READS\n", argv[0]);
     return 2;
@@ -47,10 +74,7 @@ int main(int argc, char** argv) {
     fail("posix_memalign");
   }
   std::memset(buf, 0x5a, static_cast<std::size_t>(size));
-  const timespec tick{0, 2'000'000};
-  while (access(go, F_OK) != 0) {
-    nanosleep(&tick, nullptr);
-  }
+  wait_for_file(go);
   for (long i = 0; i < writes; ++i) {
     if (pwrite(fd, buf, static_cast<std::size_t>(size), i * size) != size) {
       fail("pwrite");

@@ -110,6 +110,21 @@ std::vector<pid_t> free_pids_in_slot_of(pid_t pid, std::size_t count) {
   return out;
 }
 
+std::pair<pid_t, pid_t> free_pids_apart(pid_t distance) {
+  long pid_max = 0;
+  std::ifstream("/proc/sys/kernel/pid_max") >> pid_max;
+  const auto is_free = [](long p) {
+    return !std::filesystem::exists("/proc/" + std::to_string(p));
+  };
+  for (long p = 301; p + distance < pid_max; ++p) {
+    if (is_free(p) && is_free(p + distance)) {
+      return {static_cast<pid_t>(p), static_cast<pid_t>(p + distance)};
+    }
+  }
+  FAIL("no two free pids " << distance << " apart below pid_max " << pid_max);
+  return {};
+}
+
 pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io, IoPids pids) {
   const std::string other = dir + "/io_other";
   std::filesystem::remove(other);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/daemon_runner.h"
@@ -56,6 +57,9 @@ std::unique_ptr<Subprocess> spawn_as(pid_t pid, const std::vector<std::string>& 
 // `count` pids that are free now, below pid_max, and share the filter slot of `pid`
 // (bpf/cephscope.h: CEPHSCOPE_TRACKED_SLOTS), in ascending order.
 std::vector<pid_t> free_pids_in_slot_of(pid_t pid, std::size_t count);
+
+// Two pids that are free now, below pid_max, `distance` apart (the lowest such pair).
+std::pair<pid_t, pid_t> free_pids_apart(pid_t distance);
 
 // Linux before 5.11 charges BPF memory to RLIMIT_MEMLOCK, later ones to the memory cgroup.
 bool kernel_charges_memlock();

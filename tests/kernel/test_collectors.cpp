@@ -1,5 +1,7 @@
 // The collectors against the running kernel: a program with exactly known IO, tracked by
 // the real daemon, must be counted exactly.
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -8,7 +10,9 @@
 #include <cmath>
 #include <fstream>
 #include <set>
+#include <thread>
 
+#include "bpf/cephscope.h"
 #include "config/syscall_names.h"
 #include "kernel/io_workload.h"
 #include "kernel/vfs_hook_probe.h"
@@ -225,6 +229,61 @@ TEST_CASE("processes that share a slot of the tracked filter are told apart",
   CHECK(m.sum("cephscope_syscall_seconds_count",
               {{"process", kTracked}, {"syscall", "fdatasync"}}) == io.syncs);
   CHECK(m.find("cephscope_syscall_seconds_count", {{"process", "io_other"}}).empty());
+}
+
+// The in-flight slots (bpf/op_latency.bpf.h): one per thread id modulo OP_INFLIGHT_SLOTS,
+// stored at entry without a look at what was there. A call whose slot another thread took
+// while it waited finds that thread's id at its exit: lost as no_start, never timed with the
+// other's start.
+TEST_CASE("a call whose in-flight slot another thread took is counted lost and not timed",
+          "[kernel][syscall]") {
+  const std::string dir = fresh_dir();
+  Daemon daemon(dir, tracking_config());
+  REQUIRE(daemon.wait_ready());
+  INFO("daemon log:\n" << daemon.log());
+  const auto [waiter_pid, taker_pid] = free_pids_apart(OP_INFLIGHT_SLOTS);
+  const std::string fifo = dir + "/fifo";
+  const std::string go = dir + "/go_wait";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  const auto waiter = spawn_as(waiter_pid, {CEPHSCOPE_IO_DRIVER, "--wait-in-preadv2", fifo, go},
+                               dir + "/waiter.log");
+  const std::string pid = std::to_string(waiter_pid);
+  REQUIRE(wait_for(
+      daemon,
+      [&](const Metrics& m) {
+        return !m.find("cephscope_target_info", {{"process", kTracked}, {"pid", pid}}).empty();
+      },
+      std::chrono::seconds(10)));
+  const Labels no_start = {{"collector", "syscall"}, {"reason", "no_start"}};
+  const Labels inflight_full = {{"collector", "syscall"}, {"reason", "inflight_full"}};
+  const Metrics before = daemon.scrape();
+  std::ofstream(go).put('\n');
+  // In the call: /proc/PID/syscall starts with the number of the call it waits in.
+  const auto in_preadv2 = [&] {
+    std::string number;
+    std::ifstream("/proc/" + pid + "/syscall") >> number;
+    return number == std::to_string(SYS_preadv2);
+  };
+  for (int i = 0; i < 500 && !in_preadv2(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(in_preadv2());
+  const IoPattern io;
+  CHECK(run_io(daemon, dir, io, {.tracked = taker_pid}) == taker_pid);
+  {
+    std::ofstream(fifo) << 'x';  // the waiter holds the FIFO open read-write: no wait here
+  }
+  REQUIRE(waiter->wait(std::chrono::seconds(10)) == 0);
+  const Metrics m = daemon.scrape();
+  // The taker's calls are all timed; the waiter's one call is lost, once (both are io_driver).
+  CHECK(m.sum("cephscope_syscall_seconds_count",
+              {{"process", kTracked}, {"syscall", "pwrite64"}}) == io.writes);
+  CHECK(m.sum("cephscope_syscall_seconds_count", {{"process", kTracked}, {"syscall", "preadv2"}}) ==
+        0);
+  CHECK(m.sum("cephscope_events_lost_total", no_start) ==
+        before.sum("cephscope_events_lost_total", no_start) + 1);
+  CHECK(m.sum("cephscope_events_lost_total", inflight_full) ==
+        before.sum("cephscope_events_lost_total", inflight_full));
 }
 
 TEST_CASE("syscall and block collectors count a known IO pattern exactly",
