@@ -173,6 +173,17 @@ pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io, IoPids
   return tracked.pid();
 }
 
+BpfStats::BpfStats() {
+  std::ifstream("/proc/sys/kernel/bpf_stats_enabled") >> was;
+  std::ofstream("/proc/sys/kernel/bpf_stats_enabled") << "1";
+}
+
+BpfStats::~BpfStats() {
+  if (!was.empty()) {
+    std::ofstream("/proc/sys/kernel/bpf_stats_enabled") << was;
+  }
+}
+
 bool kernel_charges_memlock() {
   utsname u{};
   int major = 0;

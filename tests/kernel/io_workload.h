@@ -64,6 +64,16 @@ std::pair<pid_t, pid_t> free_pids_apart(pid_t distance);
 // Linux before 5.11 charges BPF memory to RLIMIT_MEMLOCK, later ones to the memory cgroup.
 bool kernel_charges_memlock();
 
+// kernel.bpf_stats_enabled on for the object's life (the BPF run time and runs per program
+// that /metrics shows), restored after.
+struct BpfStats {
+  std::string was;
+  BpfStats();
+  ~BpfStats();
+  BpfStats(const BpfStats&) = delete;
+  BpfStats& operator=(const BpfStats&) = delete;
+};
+
 // Polls /metrics until pred holds; false on timeout.
 bool wait_for(Daemon& daemon, const std::function<bool(const Metrics&)>& pred,
               std::chrono::milliseconds timeout);

@@ -68,22 +68,6 @@ struct NullBlk {
   NullBlk& operator=(const NullBlk&) = delete;
 };
 
-// kernel.bpf_stats_enabled on for the test's life (the BPF run time per event it prints).
-struct BpfStats {
-  std::string was;
-  BpfStats() {
-    std::ifstream("/proc/sys/kernel/bpf_stats_enabled") >> was;
-    std::ofstream("/proc/sys/kernel/bpf_stats_enabled") << "1";
-  }
-  ~BpfStats() {
-    if (!was.empty()) {
-      std::ofstream("/proc/sys/kernel/bpf_stats_enabled") << was;
-    }
-  }
-  BpfStats(const BpfStats&) = delete;
-  BpfStats& operator=(const BpfStats&) = delete;
-};
-
 // "program 123 ns/run (N runs)" for each of the block collector's programs that ran.
 std::string run_times(const Metrics& m) {
   std::string out;
