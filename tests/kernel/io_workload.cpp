@@ -173,6 +173,16 @@ pid_t run_io(Daemon& daemon, const std::string& dir, const IoPattern& io, IoPids
   return tracked.pid();
 }
 
+bool wait_target(Daemon& daemon, const std::string& process, pid_t pid) {
+  const std::string id = std::to_string(pid);
+  return wait_for(
+      daemon,
+      [&](const Metrics& m) {
+        return !m.find("cephscope_target_info", {{"process", process}, {"pid", id}}).empty();
+      },
+      std::chrono::seconds(10));
+}
+
 BpfStats::BpfStats() {
   std::ifstream("/proc/sys/kernel/bpf_stats_enabled") >> was;
   std::ofstream("/proc/sys/kernel/bpf_stats_enabled") << "1";

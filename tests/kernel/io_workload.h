@@ -74,6 +74,9 @@ struct BpfStats {
   BpfStats& operator=(const BpfStats&) = delete;
 };
 
+// Polls /metrics until the daemon shows `process` with `pid` as a target (10 s at most).
+bool wait_target(Daemon& daemon, const std::string& process, pid_t pid);
+
 // Polls /metrics until pred holds; false on timeout.
 bool wait_for(Daemon& daemon, const std::function<bool(const Metrics&)>& pred,
               std::chrono::milliseconds timeout);

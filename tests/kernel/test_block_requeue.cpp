@@ -84,13 +84,7 @@ TEST_CASE("a requeued request counts once under the process that wrote it",
   Subprocess writer({CEPHSCOPE_IO_DRIVER, "/dev/" + disk.name, go, std::to_string(kWrites),
                      std::to_string(kSize), "0", "0"},
                     dir + "/io_driver.log");
-  const std::string pid = std::to_string(writer.pid());
-  REQUIRE(wait_for(
-      daemon,
-      [&](const Metrics& m) {
-        return !m.find("cephscope_target_info", {{"process", "io_driver"}, {"pid", pid}}).empty();
-      },
-      std::chrono::seconds(10)));
+  REQUIRE(wait_target(daemon, "io_driver", writer.pid()));
   ScsiDebug::busy_every(3);
   std::ofstream(go).put('\n');
   const std::optional<int> status = writer.wait(std::chrono::seconds(60));

@@ -212,14 +212,7 @@ TEST_CASE("processes that share a slot of the tracked filter are told apart",
   const auto holder = spawn_as(
       pids[0], {CEPHSCOPE_IO_DRIVER, dir + "/holder.dat", dir + "/never", "0", "4096", "0", "0"},
       dir + "/holder.log");
-  const std::string holder_pid = std::to_string(pids[0]);
-  REQUIRE(wait_for(
-      daemon,
-      [&](const Metrics& m) {
-        return !m.find("cephscope_target_info", {{"process", kTracked}, {"pid", holder_pid}})
-                    .empty();
-      },
-      std::chrono::seconds(10)));
+  REQUIRE(wait_target(daemon, kTracked, pids[0]));
   const IoPattern io;
   CHECK(run_io(daemon, dir, io, {pids[1], pids[2]}) == pids[1]);
   const Metrics m = daemon.scrape();
@@ -247,13 +240,8 @@ TEST_CASE("a call whose in-flight slot another thread took is counted lost and n
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
   const auto waiter = spawn_as(waiter_pid, {CEPHSCOPE_IO_DRIVER, "--wait-in-preadv2", fifo, go},
                                dir + "/waiter.log");
+  REQUIRE(wait_target(daemon, kTracked, waiter_pid));
   const std::string pid = std::to_string(waiter_pid);
-  REQUIRE(wait_for(
-      daemon,
-      [&](const Metrics& m) {
-        return !m.find("cephscope_target_info", {{"process", kTracked}, {"pid", pid}}).empty();
-      },
-      std::chrono::seconds(10)));
   const Labels no_start = {{"collector", "syscall"}, {"reason", "no_start"}};
   const Labels inflight_full = {{"collector", "syscall"}, {"reason", "inflight_full"}};
   const Metrics before = daemon.scrape();
