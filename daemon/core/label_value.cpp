@@ -1,5 +1,6 @@
 #include "core/label_value.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace cephscope {
@@ -51,6 +52,12 @@ std::size_t utf8_sequence_length(std::string_view s, char32_t& cp) {
 }
 
 std::string label_value(std::string_view raw) {
+  // The usual value, printable ASCII within the bound, is kept as it is: it is asked for on
+  // every series of every scrape.
+  const auto printable_ascii = [](char c) { return c >= 0x20 && c < 0x7F; };
+  if (raw.size() <= kMaxLabelValueBytes && std::all_of(raw.begin(), raw.end(), printable_ascii)) {
+    return std::string(raw);
+  }
   std::string out;
   out.reserve(raw.size() < kMaxLabelValueBytes ? raw.size() : kMaxLabelValueBytes);
   while (!raw.empty()) {

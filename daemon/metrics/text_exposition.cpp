@@ -1,5 +1,6 @@
 #include "metrics/text_exposition.h"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -38,50 +39,42 @@ class TextWriter {
     const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
     out_.append(buf.data(), res.ptr);
   }
-  // A label value: backslash, double quote and line feed escaped as the format says (\n for
-  // a line feed, where prometheus-cpp wrote a backslash and the line feed itself).
-  void escaped(std::string_view s) {
-    if (s.find_first_of("\\\"\n") == std::string_view::npos) {
-      out_.append(s);  // the usual case: sanitised label values need no escape
-      return;
-    }
-    for (const char c : s) {
-      if (c == '\n') {
-        out_.append("\\n");
-        continue;
+  // A metric's labels as `name="value",...`, written once per metric: a histogram repeats
+  // them on each of its lines, and escaping them again for every bucket was most of a
+  // scrape's CPU with a few dozen OSDs.
+  void begin_metric(const prometheus::ClientMetric& metric) {
+    labels_.clear();
+    for (const auto& l : metric.label) {
+      if (!labels_.empty()) {
+        labels_.push_back(',');
       }
-      if (c == '\\' || c == '"') {
-        out_.push_back('\\');
-      }
-      out_.push_back(c);
+      labels_.append(l.name);
+      labels_.append("=\"");
+      escape_into(labels_, l.value);
+      labels_.push_back('"');
     }
   }
 
-  // name{labels[,extra="extra_value"]} and the space before the value.
-  void head(const prometheus::MetricFamily& family, const prometheus::ClientMetric& metric,
-            std::string_view suffix = {}, std::string_view extra = {},
-            std::string_view extra_value = {}) {
+  // name{labels[,extra="extra_value"]} and the space before the value. EXTRA_VALUE is a
+  // number this file formatted (le, quantile): nothing in it needs an escape.
+  void head(const prometheus::MetricFamily& family, std::string_view suffix = {},
+            std::string_view extra = {}, std::string_view extra_value = {}) {
     text(family.name);
     text(suffix);
-    if (metric.label.empty() && extra.empty()) {
+    if (labels_.empty() && extra.empty()) {
       out_.push_back(' ');
       return;
     }
     out_.push_back('{');
-    std::string_view sep;
-    auto label = [&](std::string_view name, std::string_view value) {
-      text(sep);
-      text(name);
-      text("=\"");
-      escaped(value);
-      out_.push_back('"');
-      sep = ",";
-    };
-    for (const auto& l : metric.label) {
-      label(l.name, l.value);
-    }
+    text(labels_);
     if (!extra.empty()) {
-      label(extra, extra_value);
+      if (!labels_.empty()) {
+        out_.push_back(',');
+      }
+      text(extra);
+      text("=\"");
+      text(extra_value);
+      out_.push_back('"');
     }
     text("} ");
   }
@@ -94,16 +87,37 @@ class TextWriter {
   }
 
  private:
+  // A label value: backslash, double quote and line feed escaped as the format says (\n for
+  // a line feed, where prometheus-cpp wrote a backslash and the line feed itself).
+  static void escape_into(std::string& out, std::string_view s) {
+    const auto special = [](char c) { return c == '\\' || c == '"' || c == '\n'; };
+    if (std::none_of(s.begin(), s.end(), special)) {
+      out.append(s);  // the usual case: sanitised label values need no escape
+      return;
+    }
+    for (const char c : s) {
+      if (c == '\n') {
+        out.append("\\n");
+        continue;
+      }
+      if (special(c)) {
+        out.push_back('\\');
+      }
+      out.push_back(c);
+    }
+  }
+
   std::string& out_;
+  std::string labels_;  // the current metric's, from begin_metric
 };
 
 // The _count and _sum lines a histogram and a summary begin with.
 void count_and_sum(TextWriter& w, const prometheus::MetricFamily& family,
                    const prometheus::ClientMetric& metric, std::uint64_t count, double sum) {
-  w.head(family, metric, "_count");
+  w.head(family, "_count");
   w.integer(count);
   w.tail(metric);
-  w.head(family, metric, "_sum");
+  w.head(family, "_sum");
   w.number(sum);
   w.tail(metric);
 }
@@ -115,13 +129,13 @@ void histogram(TextWriter& w, const prometheus::MetricFamily& family,
   double last = -std::numeric_limits<double>::infinity();
   for (const auto& bucket : hist.bucket) {
     std::array<char, 32> buf{};
-    w.head(family, metric, "_bucket", "le", format_number(bucket.upper_bound, buf));
+    w.head(family, "_bucket", "le", format_number(bucket.upper_bound, buf));
     last = bucket.upper_bound;
     w.integer(bucket.cumulative_count);
     w.tail(metric);
   }
   if (last != std::numeric_limits<double>::infinity()) {
-    w.head(family, metric, "_bucket", "le", "+Inf");
+    w.head(family, "_bucket", "le", "+Inf");
     w.integer(hist.sample_count);
     w.tail(metric);
   }
@@ -133,7 +147,7 @@ void summary(TextWriter& w, const prometheus::MetricFamily& family,
   count_and_sum(w, family, metric, sum.sample_count, sum.sample_sum);
   for (const auto& q : sum.quantile) {
     std::array<char, 32> buf{};
-    w.head(family, metric, "", "quantile", format_number(q.quantile, buf));
+    w.head(family, "", "quantile", format_number(q.quantile, buf));
     w.number(q.value);
     w.tail(metric);
   }
@@ -190,6 +204,7 @@ std::string serialize_text(const std::vector<prometheus::MetricFamily>& families
     w.text(type_name(family.type));
     w.text("\n");
     for (const auto& metric : family.metric) {
+      w.begin_metric(metric);
       switch (family.type) {
         case prometheus::MetricType::Histogram:
           histogram(w, family, metric);
@@ -198,7 +213,7 @@ std::string serialize_text(const std::vector<prometheus::MetricFamily>& families
           summary(w, family, metric);
           break;
         default:
-          w.head(family, metric);
+          w.head(family);
           w.number(family.type == prometheus::MetricType::Counter ? metric.counter.value
                    : family.type == prometheus::MetricType::Gauge ? metric.gauge.value
                                                                   : metric.untyped.value);
