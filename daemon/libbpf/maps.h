@@ -62,9 +62,10 @@ Status for_each_key(int map_fd, const std::function<int(const Key&)>& lookup) {
 }
 
 // Calls fn(key, value) for each entry of a hash map (or every index of an array), read in
-// batches (BPF_MAP_LOOKUP_BATCH): a scrape walks a few thousand entries, and a lookup and a
-// next-key call per entry were a fifth of its CPU. A map the kernel has no batch for (a
-// per-CPU array on Debian's 5.10: ENOTSUPP) is walked key by key (for_each_by_key).
+// batches (BPF_MAP_LOOKUP_BATCH): a scrape of 24 OSDs made 1,355 bpf(2) calls with a
+// next-key and a lookup call per entry, where a batch per map or slot does. A map the kernel has
+// no batch for (a per-CPU array on Debian's 5.10: ENOTSUPP) is walked key by key
+// (for_each_by_key).
 // VALUE_BYTES is an entry's value as the kernel copies it (every CPU's, 8-byte strides, for a
 // per-CPU map). ROOM is the entries asked for per call; a hash map's batch holds whole buckets,
 // so a bucket larger than the room is asked for again with room for it.
