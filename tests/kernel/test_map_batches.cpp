@@ -45,6 +45,12 @@ void fill(int fd, std::uint32_t count, std::size_t cpus) {
   }
 }
 
+// Each of the kEntries keys was seen, once.
+bool every_key_once(const std::map<std::uint32_t, int>& seen) {
+  return seen.size() == kEntries &&
+         std::all_of(seen.begin(), seen.end(), [](const auto& kv) { return kv.second == 1; });
+}
+
 }  // namespace
 
 TEST_CASE("batched walks see every entry of a hash once, with its values on each CPU", "[maps]") {
@@ -61,8 +67,7 @@ TEST_CASE("batched walks see every entry of a hash once, with its values on each
         CHECK(value == std::uint64_t{key} * 10);
       });
   REQUIRE(walked.ok());
-  CHECK(seen.size() == kEntries);
-  CHECK(std::all_of(seen.begin(), seen.end(), [](const auto& kv) { return kv.second == 1; }));
+  CHECK(every_key_once(seen));
 
   seen.clear();
   walked = for_each_percpu<std::uint32_t, std::uint64_t>(
@@ -72,8 +77,7 @@ TEST_CASE("batched walks see every entry of a hash once, with its values on each
         CHECK(std::vector<std::uint64_t>(values.begin(), values.end()) == values_of(key, cpus));
       });
   REQUIRE(walked.ok());
-  CHECK(seen.size() == kEntries);
-  CHECK(std::all_of(seen.begin(), seen.end(), [](const auto& kv) { return kv.second == 1; }));
+  CHECK(every_key_once(seen));
 
   // Room for one entry per call: a bucket of two or more (1,000 keys in 1,024 buckets hold
   // many) is refused (ENOSPC) until the room grows to hold it; nothing is lost or seen twice.
@@ -82,8 +86,7 @@ TEST_CASE("batched walks see every entry of a hash once, with its values on each
       plain.get(), sizeof(std::uint32_t), sizeof(std::uint64_t),
       [&](const void* key, const void*) { ++seen[*static_cast<const std::uint32_t*>(key)]; }, 1);
   REQUIRE(walked.ok());
-  CHECK(seen.size() == kEntries);
-  CHECK(std::all_of(seen.begin(), seen.end(), [](const auto& kv) { return kv.second == 1; }));
+  CHECK(every_key_once(seen));
 
   // Key by key, as a kernel without batches for the map is walked.
   seen.clear();
@@ -96,8 +99,7 @@ TEST_CASE("batched walks see every entry of a hash once, with its values on each
                              CHECK(values == values_of(k, cpus));
                            });
   REQUIRE(walked.ok());
-  CHECK(seen.size() == kEntries);
-  CHECK(std::all_of(seen.begin(), seen.end(), [](const auto& kv) { return kv.second == 1; }));
+  CHECK(every_key_once(seen));
 
   // An empty hash: no entry, no error.
   const UniqueFd empty = make_map(BPF_MAP_TYPE_LRU_HASH, 64);
