@@ -34,7 +34,7 @@ function(cephscope_bpf_object name)
   file(GLOB bpf_headers ${PROJECT_SOURCE_DIR}/bpf/*.h)
   add_custom_command(
     OUTPUT ${obj}
-    COMMAND ${BPF_CLANG} -g -O2 -target bpf -Wall -Werror -D__TARGET_ARCH_${BPF_TARGET_ARCH}
+    COMMAND ${CMAKE_C_COMPILER_LAUNCHER} ${BPF_CLANG} -g -O2 -target bpf -Wall -Werror -D__TARGET_ARCH_${BPF_TARGET_ARCH}
             ${debug_flag} -I${CEPHSCOPE_VMLINUX_DIR} -I${PROJECT_SOURCE_DIR}/bpf
             -c ${src} -o ${obj}
     DEPENDS ${src} ${bpf_headers}
