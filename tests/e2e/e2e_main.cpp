@@ -1,11 +1,10 @@
 // main() of the e2e test programs: skips (exit 77, CTest's SKIP_RETURN_CODE) unless run as root
 // against a test cluster named by CEPHSCOPE_CEPH_DIR, then runs the Catch2 session.
-#define CATCH_CONFIG_RUNNER
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include "catch_session.h"
 
 namespace {
 constexpr int kSkip = 77;
@@ -23,6 +22,6 @@ int main(int argc, char** argv) {
         "tests/ceph/cluster.sh up DIR and set CEPHSCOPE_CEPH_DIR=DIR)\n");
     return kSkip;
   }
-  int rc = Catch::Session().run(argc, argv);
+  int rc = run_catch_session(argc, argv);
   return rc == kSkip ? 1 : rc;  // 77 failed assertions must not read as "skipped"
 }

@@ -1,15 +1,14 @@
 // The kernel tests load BPF programs into the running kernel: they need root. Without it
 // they are skipped (CTest exit code 77) with the reason printed, never silently passed.
-#define CATCH_CONFIG_RUNNER
 #include <unistd.h>
 
-#include <catch2/catch.hpp>
 #include <cstdio>
+#include "catch_session.h"
 
 int main(int argc, char** argv) {
   if (geteuid() != 0) {
     std::printf("skipped: the kernel tests load BPF programs and need root\n");
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return run_catch_session(argc, argv);
 }

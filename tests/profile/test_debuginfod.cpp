@@ -3,7 +3,6 @@
 // against a closed port and a server that never answers: offsets fall back to the symbol
 // table, with the reason, within a bounded time. No root needed; exits 77 when the debuginfod
 // server is not installed or this build has no libdebuginfod.
-#define CATCH_CONFIG_RUNNER
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -22,6 +21,7 @@
 #include <string>
 #include <thread>
 
+#include "catch_session.h"
 #include "fixture_util.h"
 #include "profile/elf_file.h"
 #include "profile/probe_set.h"
@@ -422,5 +422,5 @@ int main(int argc, char** argv) {
     std::printf("skipped: no debuginfod server in PATH (Debian package debuginfod)\n");
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return run_catch_session(argc, argv);
 }

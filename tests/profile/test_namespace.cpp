@@ -3,7 +3,6 @@
 // in the host's view. Its binary is then reachable from the host only through
 // /proc/PID/root and /proc/PID/map_files: identify_module() and `cephscope profile show
 // --pid` must find it there. Root only (unshare, mount, map_files); exits 77 otherwise.
-#define CATCH_CONFIG_RUNNER
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -14,6 +13,7 @@
 #include <filesystem>
 #include <string>
 
+#include "catch_session.h"
 #include "fixture_util.h"
 #include "profile/elf_file.h"
 #include "profile/process.h"
@@ -149,5 +149,5 @@ int main(int argc, char** argv) {
     std::printf("skipped: cannot create a mount namespace with a tmpfs (unshare --mount)\n");
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return run_catch_session(argc, argv);
 }
