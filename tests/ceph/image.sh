@@ -18,7 +18,7 @@
 # (about 600 MB, as big as ceph-osd-dbg, for the CLI tools and libceph-common) is left out
 # unless CEPH_IMAGE_COMMON_DBG=1.
 #
-# Cache (outside the repository): /var/cache/cephscope-ceph/RELEASE/
+# Cache (outside the repository): /var/cache/cephscope-tests/ceph-images/RELEASE/
 #   base.tar     the debootstrap root           stamp   what the images were built from
 #   apt-lists/   private apt lists of SUITE (to learn the suite's ceph-osd version)
 #   archives/    .debs, bind-mounted into the build containers (a rebuild downloads nothing)
@@ -33,7 +33,7 @@
 #
 # The mirror may be a frozen snapshot whose sid Release has expired: apt ignores Valid-Until.
 #
-# Env: CEPH_IMAGE_CACHE (default /var/cache/cephscope-ceph), CEPH_IMAGE_MIRROR (default: the
+# Env: CEPH_IMAGE_CACHE (default /var/cache/cephscope-tests/ceph-images), CEPH_IMAGE_MIRROR (default: the
 #      host's Debian mirror), CEPH_IMAGE_COMMON_DBG=1, APT_LOCK_TIMEOUT (s, default 600).
 # Prints the time of debootstrap, import, package installs and commits, and the image sizes.
 set -euo pipefail
@@ -43,7 +43,7 @@ SELF=$(readlink -f "${BASH_SOURCE[0]}")
 source "$(dirname "$SELF")/../lib/debian-mirror.sh"
 # shellcheck source=tests/lib/podman.sh
 source "$(dirname "$SELF")/../lib/podman.sh"
-CACHE_ROOT=${CEPH_IMAGE_CACHE:-/var/cache/cephscope-ceph}
+CACHE_ROOT=${CEPH_IMAGE_CACHE:-${CEPHSCOPE_TEST_CACHE:-/var/cache/cephscope-tests}/ceph-images}
 APT_LOCK_TIMEOUT=${APT_LOCK_TIMEOUT:-600}
 REPO=localhost/cephscope-ceph
 PKGS=(ceph-mon ceph-mgr ceph-osd ceph-common ceph-base)
@@ -219,15 +219,15 @@ else
 fi
 rm -f "$STAMP"
 
-if [ -f "$CACHE/base.tar" ] && [ "$(cat "$CACHE/base.stamp" 2>/dev/null)" = "$SUITE $MIRROR $(date +%G-%V)" ]; then
-    # a base of this week is reused; apt-get upgrade runs in the next layer anyway
+if [ -f "$CACHE/base.tar" ] && [ "$(cat "$CACHE/base.stamp" 2>/dev/null)" = "$SUITE $MIRROR $(sha256sum "$SELF" | cut -d' ' -f1)" ]; then
+    # the base of this suite, mirror and script is reused; apt-get upgrade runs in the next layer
     t=$(now)
     image_exists "$IMAGE_BASE" || podman import -q "$CACHE/base.tar" "$IMAGE_BASE" >/dev/null \
         || die "podman import failed"
-    log "time: import $(since "$t") s (base.tar of this week reused, no debootstrap)"
+    log "time: import $(since "$t") s (base.tar reused, no debootstrap)"
 else
     build_base
-    echo "$SUITE $MIRROR $(date +%G-%V)" > "$CACHE/base.stamp"
+    echo "$SUITE $MIRROR $(sha256sum "$SELF" | cut -d' ' -f1)" > "$CACHE/base.stamp"
 fi
 install_layer "$IMAGE_BASE" "$IMAGE_NODBG" ceph "${PKGS[@]}"
 # shellcheck disable=SC2016

@@ -6,7 +6,7 @@ DEPLOY_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$DEPLOY_HERE/../lib/debian-mirror.sh"
 # shellcheck source=tests/lib/podman.sh
 source "$DEPLOY_HERE/../lib/podman.sh"
-DEPLOY_CACHE=${CEPHSCOPE_DEPLOY_CACHE:-/var/cache/cephscope-deploy}
+DEPLOY_CACHE=${CEPHSCOPE_DEPLOY_CACHE:-${CEPHSCOPE_TEST_CACHE:-/var/cache/cephscope-tests}/deploy}
 
 deploy_log() { printf '[%s] %s\n' "$(basename "$0")" "$*" >&2; }
 deploy_die() { deploy_log "ERROR: $*"; exit 1; }

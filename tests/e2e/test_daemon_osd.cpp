@@ -72,6 +72,33 @@ std::string osd_name(const CephDaemon& osd) {
   return "osd." + std::to_string(osd.id);
 }
 
+// Another cluster on the same host (CEPHSCOPE_CEPH_BYSTANDER_DIR: the fixture's 1-OSD cluster,
+// whose osd.0 shares a name with ours): its OSD is a target of its own, under its own fsid,
+// and none of ours. Every check of this test is made with it running.
+void check_bystander(Daemon& daemon, const ClusterInfo& cluster) {
+  const char* dir = std::getenv("CEPHSCOPE_CEPH_BYSTANDER_DIR");
+  if (dir == nullptr) {
+    return;
+  }
+  const ClusterInfo other = load_cluster_info(std::string(dir) + "/cluster.json");
+  REQUIRE(other.osds.size() == 1);
+  REQUIRE(other.fsid != cluster.fsid);
+  const auto& osd = other.osds[0];
+  auto seen = poll_until(
+      [&] { return !target_info(daemon.scrape(), "ceph_daemon", osd_name(osd), osd.pid).empty(); },
+      30s, 100ms);
+  REQUIRE(seen.has_value());
+  const auto m = daemon.scrape();
+  auto info = target_info(m, "ceph_daemon", osd_name(osd), osd.pid);
+  REQUIRE(info.size() == 1);
+  CHECK(info[0].labels.at("fsid") == other.fsid);
+  for (const auto& ours : m.find("cephscope_target_info", {{"fsid", cluster.fsid}})) {
+    CHECK(ours.labels.at("pid") != std::to_string(osd.pid));
+  }
+  std::printf("the bystander cluster's %s (pid %d) is a target of fsid %s, apart from ours\n",
+              osd_name(osd).c_str(), static_cast<int>(osd.pid), other.fsid.c_str());
+}
+
 // What the daemon says about one OSD at one scrape.
 struct OsdSeries {
   std::map<std::string, double> syscall_count;  // by syscall
@@ -230,6 +257,9 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
     REQUIRE(found.has_value());
     std::printf("3 OSDs on cephscope_target_info %.2f s after /readyz, fsid %s\n", *found,
                 cluster.fsid.c_str());
+    CHECK(m.find("cephscope_target_info", {{"fsid", cluster.fsid}, {"kind", "ceph-osd"}}).size() ==
+          3);
+    check_bystander(daemon, cluster);
   }
 
   rados_cleanup(cluster);

@@ -7,7 +7,7 @@ VM_HERE=${VM_HERE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 source "$VM_HERE/../lib/debian-mirror.sh"
 VM_SRC_DIR=${CEPHSCOPE_SOURCE_DIR:-$(cd "$VM_HERE/../.." && pwd)}
 VM_BUILD_DIR=${CEPHSCOPE_BUILD_DIR:-$VM_SRC_DIR/build}
-VM_CACHE=${CEPHSCOPE_VM_CACHE:-/var/cache/cephscope-vm}
+VM_CACHE=${CEPHSCOPE_VM_CACHE:-${CEPHSCOPE_TEST_CACHE:-/var/cache/cephscope-tests}/vm}
 VM_MEM=${CEPHSCOPE_VM_MEM:-2G}
 VM_SMP=${CEPHSCOPE_VM_SMP:-2}
 VM_ACCEL=${CEPHSCOPE_VM_ACCEL:-tcg}

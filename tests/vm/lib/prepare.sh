@@ -1,5 +1,5 @@
 # prepare: build the guest root filesystem and fetch the matrix kernels, once, into the
-# cache ($CEPHSCOPE_VM_CACHE, default /var/cache/cephscope-vm). Every artefact is keyed and
+# cache ($CEPHSCOPE_VM_CACHE, default /var/cache/cephscope-tests/vm). Every artefact is keyed and
 # stamped (.complete); a later prepare reuses what is there without touching the network.
 # shellcheck shell=bash
 
