@@ -171,7 +171,14 @@ TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving
   REQUIRE(cluster.osds.size() == 3);
   rados_cleanup(cluster);
 
-  const auto before = breakpoints(cluster);
+  // A daemon of the test before may still be tearing down its uprobes: wait for them, bounded.
+  auto before = breakpoints(cluster);
+  for (int i = 0; i < 100 && std::any_of(before.begin(), before.end(),
+                                         [](const auto& b) { return b.second != 0; });
+       ++i) {
+    std::this_thread::sleep_for(100ms);
+    before = breakpoints(cluster);
+  }
   print_breakpoints("before the daemon", before);
   for (const auto& [id, n] : before) {
     INFO(osd_name(id) << ": another tracer's uprobes are in it; this test cannot tell them apart");
