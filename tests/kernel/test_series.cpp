@@ -87,11 +87,16 @@ std::vector<std::string> partial_histograms(const Metrics& m) {
   return out;
 }
 
-// The series that carry label=value.
+// The data series that carry label=value. cephscope_target_info is left out: it names the
+// target's live pids, and goes when the daemon sees the process exit, which may fall between
+// any two scrapes; the data stays for the TTL.
 std::set<std::string> series_of(const Metrics& m, const std::string& label,
                                 const std::string& value) {
   std::set<std::string> out;
   for (const auto& s : m.samples()) {
+    if (s.name == "cephscope_target_info") {
+      continue;
+    }
     if (auto it = s.labels.find(label); it != s.labels.end() && it->second == value) {
       out.insert(series_key(s));
     }
