@@ -171,7 +171,9 @@ TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving
   REQUIRE(cluster.osds.size() == 3);
   rados_cleanup(cluster);
 
-  // A daemon of the test before may still be tearing down its uprobes: wait for them, bounded.
+  // What is in the OSDs' code before this daemon is the baseline: a daemon of the test before may
+  // still be tearing down its uprobes (waited for, bounded), and a byte another tracer (or the
+  // kernel) left is not this daemon's. Every check below compares with it.
   auto before = breakpoints(cluster);
   for (int i = 0; i < 100 && std::any_of(before.begin(), before.end(),
                                          [](const auto& b) { return b.second != 0; });
@@ -181,8 +183,9 @@ TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving
   }
   print_breakpoints("before the daemon", before);
   for (const auto& [id, n] : before) {
-    INFO(osd_name(id) << ": another tracer's uprobes are in it; this test cannot tell them apart");
-    REQUIRE(n == 0);
+    if (n != 0) {
+      WARN(osd_name(id) << ": " << n << " breakpoint(s) not this daemon's, kept as the baseline");
+    }
   }
 
   const std::string dir = test_dir(cluster.dir);
@@ -199,7 +202,7 @@ TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving
     print_breakpoints("while attached", during);
     for (const auto& [id, n] : during) {
       INFO(osd_name(id));
-      CHECK(n > 0);
+      CHECK(n > before.at(id));
     }
     held = held_by(daemon.pid());
     REQUIRE(!held.progs.empty());
@@ -225,7 +228,7 @@ TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving
             }
           }
           for (const auto& [id, n] : breakpoints(cluster)) {
-            if (n != 0) {
+            if (n != before.at(id)) {
               return false;
             }
           }
@@ -267,7 +270,7 @@ TEST_CASE("kill -9 of the daemon leaves no probe in the OSDs, which keep serving
   CHECK(*rc == 0);
   for (const auto& [id, n] : breakpoints(cluster)) {
     INFO(osd_name(id) << " after SIGTERM");
-    CHECK(n == 0);
+    CHECK(n == before.at(id));
   }
   rados_cleanup(cluster);
 }
