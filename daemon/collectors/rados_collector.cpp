@@ -292,6 +292,8 @@ void RadosCollector::scan_libraries(pid_t pid, Process& proc, const std::stop_to
       }
       continue;
     }
+    spdlog::info("rados: {} (pid {}): {}: profile {} ({}) from {}", proc.who, pid, lib,
+                 loaded->profile.build_id, profile::to_string(loaded->origin), loaded->location);
     attach_library(pid, proc, *ident, std::move(plan));
   }
   if (!proc.layout) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -271,7 +272,25 @@ std::string absolute_path(const YAML::Node& node, const std::string& key) {
   return path;
 }
 
-void parse_profiles(const YAML::Node& node, Config::Profiles& out) {
+// A shipped directory: absolute, or relative to the config file's directory (config_dir; empty
+// when the text came from no file), so that a build tree's daemon run with the repository's
+// config/cephscope.yaml finds config/profiles beside it.
+std::string shipped_dir(const YAML::Node& node, const std::string& key,
+                        const std::string& config_dir) {
+  std::string path = scalar(node, key);
+  if (!path.empty() && path.front() == '/') {
+    return path;
+  }
+  if (path.empty() || config_dir.empty()) {
+    throw ConfigProblem{line_of(node), key,
+                        "expected an absolute path, or one relative to the config file's "
+                        "directory (this config was read from no file), got '" +
+                            path + "'"};
+  }
+  return (std::filesystem::path(config_dir) / path).lexically_normal().string();
+}
+
+void parse_profiles(const YAML::Node& node, Config::Profiles& out, const std::string& config_dir) {
   require_map(node, "profiles");
   check_keys(node, "profiles",
              {"cache_dir", "shipped_dirs", "resolver", "resolve_timeout", "resolver_memory_mib"});
@@ -284,7 +303,7 @@ void parse_profiles(const YAML::Node& node, Config::Profiles& out) {
     }
     out.shipped_dirs.clear();
     for (const auto& d : dirs) {
-      out.shipped_dirs.push_back(absolute_path(d, "profiles.shipped_dirs"));
+      out.shipped_dirs.push_back(shipped_dir(d, "profiles.shipped_dirs", config_dir));
     }
   }
   if (node["resolver"]) {
@@ -303,7 +322,7 @@ void parse_profiles(const YAML::Node& node, Config::Profiles& out) {
   }
 }
 
-Config parse_root(const YAML::Node& root) {
+Config parse_root(const YAML::Node& root, const std::string& config_dir) {
   Config cfg;
   if (root.IsNull()) {
     return cfg;  // an empty file means every default
@@ -423,7 +442,7 @@ Config parse_root(const YAML::Node& root) {
     }
   }
   if (root["profiles"]) {
-    parse_profiles(root["profiles"], cfg.profiles);
+    parse_profiles(root["profiles"], cfg.profiles, config_dir);
   }
   return cfg;
 }
@@ -449,9 +468,10 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
   return std::chrono::milliseconds(ms);
 }
 
-Result<Config> parse_config(const std::string& yaml_text, const std::string& source) {
+Result<Config> parse_config(const std::string& yaml_text, const std::string& source,
+                            const std::string& config_dir) {
   return parse_yaml_text<Config, ConfigProblem>(
-      yaml_text, source, [](const YAML::Node& root) { return parse_root(root); });
+      yaml_text, source, [&](const YAML::Node& root) { return parse_root(root, config_dir); });
 }
 
 Result<Config> load_config(const std::string& path) {
@@ -461,7 +481,12 @@ Result<Config> load_config(const std::string& path) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  return parse_config(text.str(), path);
+  std::error_code ec;
+  const auto absolute = std::filesystem::absolute(path, ec);
+  if (ec) {
+    return make_error(ErrorKind::kSystem, path + ": " + ec.message(), ec.value());
+  }
+  return parse_config(text.str(), path, absolute.parent_path().string());
 }
 
 }  // namespace cephscope

@@ -107,7 +107,10 @@ struct Config {
 };
 
 // Parses YAML text; `source` names the file in error messages ("FILE:LINE: key: problem").
-Result<Config> parse_config(const std::string& yaml_text, const std::string& source);
+// config_dir: the directory relative shipped_dirs are taken from (load_config: the file's);
+// empty, such a path is an error.
+Result<Config> parse_config(const std::string& yaml_text, const std::string& source,
+                            const std::string& config_dir = "");
 Result<Config> load_config(const std::string& path);
 
 // "250ms", "10s", "5m", "1h" -> milliseconds; nullopt when malformed.

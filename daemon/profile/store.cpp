@@ -81,8 +81,9 @@ void ProfileStore::load_shipped() {
         rejected_.push_back({f, p.error()});
         continue;
       }
+      // The first directory listed wins: the installed profiles before a build tree's.
       ShippedKey key{p->build_id, p->probe_set};
-      shipped_.insert_or_assign(key, std::make_pair(std::move(p).value(), f));
+      shipped_.try_emplace(key, std::move(p).value(), f);
     }
   }
 }

@@ -53,8 +53,11 @@ namespace {
 
 // BlueStore stages (client writes + replicated writes) against BlueStore's own state_*_lat
 // counters of the same transactions: counts within 1% (Ceph's also counts the few PG
-// metadata transactions), means within 10% or 20 us (the probe ends an interval a moment
-// before Ceph reads its clock, and its own cost lands in Ceph's figure).
+// metadata transactions), means within 10% plus 20 us above Ceph's, 50 us below it. The probe
+// ends an interval a moment before Ceph reads its clock, so its own cost, and any time the
+// OSD's thread is preempted between the two, lands in Ceph's figure only: on a host whose
+// two CPUs were busy throughout, Reef's io_done read 35 us mean against our 7.5 us, over
+// 5,112 transactions counted alike.
 void check_store_stages(const ClusterInfo& cluster, const std::map<int, OsdView>& a,
                         const std::map<int, OsdView>& b, const OsdSnapshot& perf) {
   for (const auto& o : cluster.osds) {
@@ -72,7 +75,8 @@ void check_store_stages(const ClusterInfo& cluster, const std::map<int, OsdView>
       INFO(osd_name(o.id) << " " << st << " against Ceph's " << kBlueStoreStates[i]);
       CHECK(n > 0);
       CHECK(within(ours.count, n, 0.01));
-      CHECK(std::fabs(ours.mean() - ceph.average()) <= 0.10 * ceph.average() + 20e-6);
+      CHECK(ours.mean() - ceph.average() <= 0.10 * ceph.average() + 20e-6);
+      CHECK(ceph.average() - ours.mean() <= 0.10 * ceph.average() + 50e-6);
     }
     std::printf("\n");
   }

@@ -120,14 +120,16 @@ std::vector<std::string> held_client(const ClusterInfo& cluster, const std::stri
 
 // tests/e2e/rados_client.py in WORK with ARGS after its cluster arguments; waits until it is
 // connected (and has its images open).
+// WRAPPER (a command that execs its arguments) goes before it.
 std::unique_ptr<Subprocess> start_client(const ClusterInfo& cluster, const fs::path& work,
                                          const std::vector<std::string>& args,
-                                         bool late_rbd = false) {
+                                         bool late_rbd = false,
+                                         const std::vector<std::string>& wrapper = {}) {
   fs::remove_all(work);
   fs::create_directories(work);
-  std::vector<std::string> argv;
+  std::vector<std::string> argv = wrapper;
   if (late_rbd) {
-    argv = {"/usr/bin/env", "LATE_RBD=1"};  // env execs python3: the same process
+    argv.insert(argv.end(), {"/usr/bin/env", "LATE_RBD=1"});  // env execs python3: same process
   }
   // Debian's python3: python3-rados is built for it, whatever else PATH holds.
   argv.insert(argv.end(),
@@ -292,6 +294,75 @@ TEST_CASE("a python3-rados client's ops are counted exactly", "[e2e][ceph][rados
   CHECK(writes.mean() > 0);
   CHECK(writes.sum < 120);
 
+  end_clients({work}, clients);
+}
+
+// The README's first command: the build tree's daemon with the repository's config file, as it
+// is (only the listen address moved to a free loopback port), and a python3-rados client. Both
+// run in mount namespaces of their own where /usr/lib/debug is empty (the resolver reads a
+// client's debug files through /proc/PID/root, so the client's view is what counts) and the
+// daemon's /var/lib/cephscope too: no debug file and no cached profile, so the client's probes
+// can come only from the repository's config/profiles, which that config names relative to
+// itself.
+TEST_CASE("the build tree's daemon with the repository's config counts a client exactly",
+          "[e2e][ceph][rados][python]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.tool_prefix.empty());  // the host's librados, whose profile is shipped
+  const std::string pool = pool_id(cluster);
+  const std::string dir = test_dir(cluster.dir);
+  const fs::path work = fs::path(dir) / "rados-client";
+  const std::string config = std::string(CEPHSCOPE_SOURCE_DIR) + "/config/cephscope.yaml";
+  const std::string no_debug_files =
+      "mkdir -p /usr/lib/debug && mount -t tmpfs -o size=1m,mode=0755 none /usr/lib/debug";
+  auto in_own_namespace = [](const std::string& script) {
+    return std::vector<std::string>{
+        which("unshare"), "--mount", "--propagation", "private", "sh", "-c", script};
+  };
+  // The harness appends BINARY --config ITS-FILE ($1 to $3; $0 is the repository's config);
+  // its file names the port it chose.
+  auto daemon_wrapper = in_own_namespace(
+      no_debug_files +
+      " && mkdir -p /var/lib/cephscope && mount -t tmpfs -o size=1m,mode=0700 none "
+      "/var/lib/cephscope && listen=$(sed -n 's/^listen: \"\\(.*\\)\"$/\\1/p' \"$3\") && "
+      "exec \"$1\" --config.file \"$0\" --web.listen-address \"$listen\"");
+  daemon_wrapper.push_back(config);
+  Daemon daemon(dir, "", daemon_wrapper);
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+
+  std::vector<std::unique_ptr<Subprocess>> clients;
+  auto client_wrapper = in_own_namespace(no_debug_files + " && exec \"$@\"");
+  client_wrapper.emplace_back("sh");
+  clients.push_back(
+      start_client(cluster, work, {std::to_string(kWrites), "0"}, false, client_wrapper));
+  wait_attached(daemon, "python3");
+  const std::string who = "rados: python3 (pid " + std::to_string(clients.front()->pid()) + "): ";
+  const std::string shipped = std::string(CEPHSCOPE_SOURCE_DIR) + "/config/profiles/";
+  CHECK(daemon.log_has(who, 5s));
+  const std::string log = daemon.log();
+  std::size_t from_shipped = 0;
+  for (std::size_t at = log.find(who); at != std::string::npos; at = log.find(who, at + 1)) {
+    const std::string line = log.substr(at, log.find('\n', at) - at);
+    if (line.find(": profile ") == std::string::npos) {
+      continue;
+    }
+    INFO(line);
+    CHECK(line.find(") from " + shipped) != std::string::npos);  // shipped, or memory of it
+    ++from_shipped;
+  }
+  CHECK(from_shipped > 0);
+  run_clients({work});
+
+  const Metrics m = daemon.scrape();
+  INFO(daemon.scrape_text());
+  const ClientOps writes = client_ops(m, {{"process", "python3"}, {"pool", pool}, {"op", "write"}});
+  std::printf("the repository's config: %.0f of %d writes counted\n", writes.count, kWrites);
+  CHECK(writes.count == kWrites);
+  CHECK(m.sum("cephscope_layer_bytes_total",
+              {{"process", "python3"}, {"layer", "client"}, {"direction", "write"}}) ==
+        kWrites * kOpBytes);
   end_clients({work}, clients);
 }
 

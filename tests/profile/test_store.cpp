@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "fixture_util.h"
 #include "profile/profile_json.h"
@@ -111,6 +114,36 @@ TEST_CASE("shipped profiles are used, bad ones rejected", "[unit][store]") {
   auto other = store.for_binary(FIXTURE_O2, set);
   REQUIRE(other.ok());
   CHECK(other->origin == Origin::kResolved);
+}
+
+TEST_CASE("of two shipped directories with a profile of one build, the first listed wins",
+          "[unit][store]") {
+  test::TempDir dir;
+  const ProbeSet set = fixture_set();
+  StoreOptions o = options_in(dir);
+  fs::create_directories(dir / "repository");
+  {
+    ProfileStore maker(o);
+    auto p = maker.for_binary(FIXTURE_O0, set);
+    REQUIRE(p.ok());
+    REQUIRE(save_profile(dir / "shipped/fixture-O0.json", p->profile).ok());
+    REQUIRE(save_profile(dir / "repository/fixture-O0.json", p->profile).ok());
+    fs::remove_all(o.cache_dir);
+  }
+  const std::string installed = dir / "shipped";
+  const std::string repository = dir / "repository";
+  const std::vector<std::pair<std::string, std::string>> orders = {{installed, repository},
+                                                                   {repository, installed}};
+  for (const auto& [first, second] : orders) {
+    o.shipped_dirs = {first, second};
+    ProfileStore store(o);
+    store.load_shipped();
+    CHECK(store.shipped_count() == 1);
+    auto r = store.for_binary(FIXTURE_O0, set);
+    REQUIRE(r.ok());
+    CHECK(r->origin == Origin::kShipped);
+    CHECK(r->location == first + "/fixture-O0.json");
+  }
 }
 
 TEST_CASE("a FIFO among the profiles is refused without being opened", "[unit][store]") {

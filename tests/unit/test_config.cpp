@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 #include "config/config.h"
 
@@ -24,6 +26,23 @@ TEST_CASE("the shipped default config parses", "[config]") {
   CHECK(r->discovery.series_ttl == std::chrono::minutes(5));
   CHECK(r->collectors.vfs.hook == "auto");
   CHECK(r->limits.max_series == 50000);
+  // The installed profiles first, then the repository's beside the file (a build tree's run).
+  const std::vector<std::string> dirs = {"/usr/share/cephscope/profiles",
+                                         std::string(CEPHSCOPE_SOURCE_DIR) + "/config/profiles"};
+  CHECK(r->profiles.shipped_dirs == dirs);
+}
+
+TEST_CASE("a relative shipped directory is taken from the config file's directory", "[config]") {
+  auto r = parse_config("profiles: {shipped_dirs: [/abs, profiles, ../p/./q/]}\n", "x.yaml",
+                        "/etc/cephscope");
+  REQUIRE(r.ok());
+  const std::vector<std::string> dirs = {"/abs", "/etc/cephscope/profiles", "/etc/p/q/"};
+  CHECK(r->profiles.shipped_dirs == dirs);
+  // Text from no file has no directory to take it from.
+  const auto e = rejected("profiles: {shipped_dirs: [profiles]}\n");
+  CHECK(e.find("test.yaml:1: profiles.shipped_dirs: expected an absolute path, or one relative "
+               "to the config file's directory") != std::string::npos);
+  CHECK(rejected("profiles: {shipped_dirs: ['']}\n").find("got ''") != std::string::npos);
 }
 
 TEST_CASE("an empty config means every default", "[config]") {
