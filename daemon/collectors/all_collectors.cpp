@@ -4,6 +4,7 @@
 #include "collectors/osd_collector.h"
 #include "collectors/rados_collector.h"
 #include "collectors/syscall_collector.h"
+#include "collectors/usdt_collector.h"
 #include "collectors/vfs_collector.h"
 
 namespace cephscope {
@@ -28,6 +29,9 @@ std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorContext& 
   }
   if (c.kclient.enabled) {
     out.push_back(make_kclient_collector(ctx));
+  }
+  if (!ctx.config.usdt.empty()) {
+    out.push_back(make_usdt_collector(ctx));
   }
   return out;
 }

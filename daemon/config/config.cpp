@@ -322,6 +322,93 @@ void parse_profiles(const YAML::Node& node, Config::Profiles& out, const std::st
   }
 }
 
+bool is_marker_word(const std::string& s) {
+  return !s.empty() && s.size() <= 64 &&
+         s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+             std::string::npos;
+}
+
+std::string marker_word(const YAML::Node& node, const std::string& key) {
+  std::string s = scalar(node, key);
+  if (!is_marker_word(s)) {
+    throw ConfigProblem{line_of(node), key, "expected 1-64 of [A-Za-z0-9_], got '" + s + "'"};
+  }
+  return s;
+}
+
+UsdtRule parse_usdt_rule(const YAML::Node& node, const std::string& key,
+                         const std::vector<Matcher>& matchers) {
+  require_map(node, key);
+  check_keys(node, key, {"targets", "binary", "provider", "probe", "span", "start", "end", "key"});
+  UsdtRule r;
+  const auto& targets = node["targets"];
+  if (!targets || !targets.IsSequence() || targets.size() == 0) {
+    throw ConfigProblem{line_of(node), key + ".targets", "expected a list of target names"};
+  }
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    const std::string name = scalar(targets[i], key + ".targets");
+    const bool matcher = std::any_of(matchers.begin(), matchers.end(),
+                                     [&](const Matcher& m) { return m.name == name; });
+    if (!matcher && name != "ceph-osd" && name != "librados-client") {
+      throw ConfigProblem{line_of(targets[i]), key + ".targets",
+                          "'" + name +
+                              "' is not ceph-osd, librados-client or the name of a matcher "
+                              "(discovery.matchers)"};
+    }
+    r.targets.push_back(name);
+  }
+  if (!node["binary"] || !node["provider"]) {
+    throw ConfigProblem{line_of(node), key, "needs binary and provider"};
+  }
+  r.binary = scalar(node["binary"], key + ".binary");
+  if (r.binary.empty() || r.binary.size() > 4096 || r.binary.find('\0') != std::string::npos ||
+      (r.binary.find('/') != std::string::npos && r.binary[0] != '/')) {
+    throw ConfigProblem{line_of(node["binary"]), key + ".binary",
+                        "expected an absolute path or a library's file name"};
+  }
+  r.provider = marker_word(node["provider"], key + ".provider");
+  if (node["probe"]) {
+    if (node["span"] || node["start"] || node["end"] || node["key"]) {
+      throw ConfigProblem{line_of(node), key, "probe (counted) and span are exclusive"};
+    }
+    r.probe = marker_word(node["probe"], key + ".probe");
+    return r;
+  }
+  if (!node["span"] || !node["start"] || !node["end"]) {
+    throw ConfigProblem{line_of(node), key, "needs probe, or span with start and end"};
+  }
+  r.span = marker_word(node["span"], key + ".span");
+  r.start = marker_word(node["start"], key + ".start");
+  r.end = marker_word(node["end"], key + ".end");
+  if (const auto& k = node["key"]) {
+    r.key = static_cast<unsigned>(positive_count(k, key + ".key"));
+    if (r.key > 12) {
+      throw ConfigProblem{line_of(k), key + ".key", "an argument number from 1 to 12"};
+    }
+  }
+  return r;
+}
+
+std::vector<UsdtRule> parse_usdt(const YAML::Node& list, const std::vector<Matcher>& matchers) {
+  if (!list.IsSequence()) {
+    throw ConfigProblem{line_of(list), "usdt", "expected a list"};
+  }
+  if (list.size() > 256) {
+    throw ConfigProblem{line_of(list), "usdt", "at most 256 entries"};
+  }
+  std::vector<UsdtRule> out;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const std::string key = "usdt[" + std::to_string(i) + "]";
+    out.push_back(parse_usdt_rule(list[i], key, matchers));
+    // One series name per provider: two entries of one name would add into one series.
+    if (!names.insert(out.back().name()).second) {
+      throw ConfigProblem{line_of(list[i]), key, out.back().name() + " is named twice"};
+    }
+  }
+  return out;
+}
+
 Config parse_root(const YAML::Node& root, const std::string& config_dir) {
   Config cfg;
   if (root.IsNull()) {
@@ -330,7 +417,7 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
   require_map(root, "(top level)");
   check_keys(root, "",
              {"listen", "log_level", "mount_tracefs", "strict_attach", "discovery", "collectors",
-              "limits", "profiles", "web_config_file"});
+              "limits", "profiles", "web_config_file", "usdt"});
   if (root["listen"]) {
     cfg.listen = scalar(root["listen"], "listen");
     const auto colon = cfg.listen.rfind(':');
@@ -443,6 +530,9 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
   }
   if (root["profiles"]) {
     parse_profiles(root["profiles"], cfg.profiles, config_dir);
+  }
+  if (root["usdt"]) {
+    cfg.usdt = parse_usdt(root["usdt"], cfg.discovery.matchers);
   }
   return cfg;
 }

@@ -22,6 +22,22 @@ struct Matcher {
   std::optional<std::regex> comm;
 };
 
+// A static-marker rule (usdt:, docs/collectors/usdt.md): one marker counted, or a pair of
+// markers timed as a span.
+struct UsdtRule {
+  std::vector<std::string> targets;  // matcher names, "ceph-osd", "librados-client"
+  std::string binary;                // a path inside the target's root, or a library's name
+  std::string provider;
+  std::string probe;  // counted: cephscope_usdt_events_total{probe}; empty for a span
+  std::string span;   // cephscope_usdt_span_seconds{span}; empty for a counted marker
+  std::string start;
+  std::string end;
+  unsigned key = 0;  // the argument (from 1) that start and end share; 0: the thread
+
+  // "python:function__entry", or "python:call" for a span
+  [[nodiscard]] std::string name() const { return provider + ":" + (span.empty() ? probe : span); }
+};
+
 struct CollectorConfig {
   bool enabled = true;
   std::string hook = "auto";  // auto, or one hook type the collector supports
@@ -91,6 +107,8 @@ struct Config {
     // (collectors.block.freeze_hook)
     std::string block_freeze_hook = "auto";
   } collectors;
+
+  std::vector<UsdtRule> usdt;
 
   struct Limits {
     std::size_t max_series = 50'000;

@@ -118,8 +118,8 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
   int64_t version = 0;
   Status header = in_order(
       [&] {
-        return r->known_keys(
-            {"schema", "schema_version", "name", "description", "objects", "functions", "types"});
+        return r->known_keys({"schema", "schema_version", "name", "description", "objects",
+                              "functions", "types", "markers"});
       },
       [&] { return r->string("schema", &schema, 64); },
       [&] { return r->integer("schema_version", &version, 0, 1 << 20); });
@@ -143,7 +143,8 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
         return r->string_array("functions", &set.functions, kMaxItems, is_qualified_name,
                                "a qualified function name", /*required=*/false);
       },
-      [&] { return r->objects("types", kMaxItems, /*required=*/false, &set.types, read_type); });
+      [&] { return r->objects("types", kMaxItems, /*required=*/false, &set.types, read_type); },
+      [&] { return r->boolean("markers", &set.markers, /*required=*/false); });
   if (!body.ok()) {
     return body.error();
   }
@@ -163,6 +164,9 @@ std::string probe_set_digest(const ProbeSet& set) {
   for (const auto& t : set.types) {
     canon["types"].push_back({{"name", t.name}, {"members", t.members}});
   }
+  if (set.markers) {  // absent otherwise: the digests of sets without markers stay as they were
+    canon["markers"] = true;
+  }
   return fnv1a_hex(canon.dump());
 }
 
@@ -176,6 +180,9 @@ std::string probe_set_to_json(const ProbeSet& set) {
               {"types", json::array()}};
   for (const auto& t : set.types) {
     doc["types"].push_back({{"name", t.name}, {"members", t.members}});
+  }
+  if (set.markers) {
+    doc["markers"] = true;
   }
   return doc.dump(2) + "\n";
 }

@@ -30,8 +30,9 @@ struct ProbeSet {
   std::vector<std::string> objects;  // file names the set applies to: "ceph-osd"
   std::vector<std::string> functions;
   std::vector<TypeSpec> types;
-  std::string digest;  // of the canonical content: a cached profile made from another
-                       // version of the spec is resolved again
+  bool markers = false;  // list every static marker (.note.stapsdt) of the binary
+  std::string digest;    // of the canonical content: a cached profile made from another
+                         // version of the spec is resolved again
 
   // True when FILE_NAME ("librados.so.2.0.0") is one of objects (sonames match versions).
   [[nodiscard]] bool applies_to(std::string_view file_name) const;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "profile/markers.h"
 
 namespace cephscope::profile {
 
@@ -99,6 +100,7 @@ struct Profile {
   std::vector<FunctionEntry> functions;
   std::vector<TypeEntry> types;
   std::vector<MemberEntry> members;
+  std::vector<Marker> markers;  // every static marker of the binary, when the set asks
 
   [[nodiscard]] const FunctionEntry* function(std::string_view name) const;
   [[nodiscard]] const TypeEntry* type(std::string_view name) const;

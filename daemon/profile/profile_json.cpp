@@ -294,6 +294,96 @@ Status read_member(const JsonObject& r, MemberEntry* m) {
   return s;
 }
 
+json marker_to_json(const Marker& m) {
+  json jm = {{"provider", m.provider},
+             {"name", m.name},
+             {"vaddr", m.vaddr},
+             {"file_offset", m.file_offset},
+             {"semaphore_offset", m.semaphore_offset},
+             {"arg_spec", fit(m.arg_spec, kMaxShort)}};
+  if (!m.args_error.empty()) {
+    jm["args_error"] = fit(m.args_error, kMaxShort);
+    return jm;
+  }
+  jm["args"] = json::array();
+  for (const auto& a : m.args) {
+    json ja = {{"kind", to_string(a.kind)}, {"size", a.size}, {"signed", a.is_signed}};
+    if (a.kind != MarkerArg::Kind::kConstant) {
+      ja["reg"] = dwarf_reg_name(a.dwarf_reg);
+    }
+    if (a.kind != MarkerArg::Kind::kRegister) {
+      ja["value"] = a.value;
+    }
+    jm["args"].push_back(std::move(ja));
+  }
+  return jm;
+}
+
+Status read_marker_arg(const JsonObject& r, MarkerArg* a) {
+  std::string kind;
+  std::string reg;
+  uint64_t size = 0;
+  Status s = in_order(
+      [&] {
+        return r.known_keys({"kind", "size", "signed", "reg", "value"});
+      },
+      [&] { return r.string("kind", &kind, 16); },
+      [&] { return r.unsigned_integer("size", &size, 8); },
+      [&] { return r.boolean("signed", &a->is_signed); });
+  if (!s.ok()) {
+    return s;
+  }
+  const auto k = marker_arg_kind_from(kind);
+  if (!k) {
+    return invalid_json("unknown argument kind \"" + kind + "\"");
+  }
+  if (size != 1 && size != 2 && size != 4 && size != 8) {
+    return invalid_json("argument size " + std::to_string(size) + " is not 1, 2, 4 or 8");
+  }
+  a->kind = *k;
+  a->size = static_cast<uint8_t>(size);
+  const bool has_reg = *k != MarkerArg::Kind::kConstant;
+  s = in_order([&] { return r.string("reg", &reg, 8, has_reg); },
+               [&] {
+                 return r.integer("value", &a->value, INT64_MIN, INT64_MAX,
+                                  *k != MarkerArg::Kind::kRegister);
+               });
+  if (!s.ok()) {
+    return s;
+  }
+  if (has_reg) {
+    a->dwarf_reg = dwarf_reg_from(reg);
+    if (a->dwarf_reg < 0 || a->dwarf_reg > 15) {
+      return invalid_json("unknown register \"" + reg + "\"");
+    }
+  }
+  return ok_status();
+}
+
+Status read_marker(const JsonObject& r, Marker* m) {
+  auto name = [](std::string_view s) { return is_marker_name(s); };
+  return in_order(
+      [&] {
+        return r.known_keys({"provider", "name", "vaddr", "file_offset", "semaphore_offset",
+                             "arg_spec", "args", "args_error"});
+      },
+      [&] { return r.string("provider", &m->provider, kMaxMarkerName, true, name, "a name"); },
+      [&] { return r.string("name", &m->name, kMaxMarkerName, true, name, "a name"); },
+      [&] { return r.unsigned_integer("vaddr", &m->vaddr, kMaxVaddr); },
+      [&] { return r.unsigned_integer("file_offset", &m->file_offset, kMaxFileOffset); },
+      [&] { return r.unsigned_integer("semaphore_offset", &m->semaphore_offset, kMaxFileOffset); },
+      [&] {
+        return r.string("arg_spec", &m->arg_spec, kMaxShort, true, printable, "printable text");
+      },
+      [&] {
+        return r.string("args_error", &m->args_error, kMaxShort, false, printable,
+                        "printable text");
+      },
+      [&] {
+        return r.objects("args", kMaxMarkerArgs, m->args_error.empty(), &m->args, read_marker_arg);
+      });
+}
+
 }  // namespace
 
 bool is_build_id(std::string_view s) {
@@ -383,6 +473,12 @@ json profile_to_json(const Profile& p) {
     }
     j["members"].push_back(std::move(jm));
   }
+  if (!p.markers.empty()) {
+    j["markers"] = json::array();
+    for (const auto& m : p.markers) {
+      j["markers"].push_back(marker_to_json(m));
+    }
+  }
   return j;
 }
 
@@ -429,7 +525,7 @@ Result<Profile> parse_profile(std::string_view text) {
       [&] {
         return r->known_keys({"schema", "schema_version", "build_id", "object", "binary_path",
                               "source", "debug_file", "probe_set", "probe_set_digest", "generator",
-                              "created", "functions", "types", "members"});
+                              "created", "functions", "types", "members", "markers"});
       },
       [&] {
         return r->string("build_id", &p.build_id, 128, true, is_build_id,
@@ -473,7 +569,8 @@ Result<Profile> parse_profile(std::string_view text) {
       [&] { return r->string("created", &p.created, 64, true, printable, "printable text"); },
       [&] { return r->objects("functions", kMaxEntries, true, &p.functions, read_function); },
       [&] { return r->objects("types", kMaxEntries, true, &p.types, read_type); },
-      [&] { return r->objects("members", kMaxEntries * 4, true, &p.members, read_member); });
+      [&] { return r->objects("members", kMaxEntries * 4, true, &p.members, read_member); },
+      [&] { return r->objects("markers", kMaxMarkers, false, &p.markers, read_marker); });
   if (!body.ok()) {
     return corrupt(body.error().message);
   }

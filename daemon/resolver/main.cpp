@@ -107,7 +107,10 @@ Result<Profile> resolve(const Options& o, std::string& debug_source) {
   search.host_root = o.host_root;
   search.debug_dir = o.debug_dir;
   search.debuginfod = !o.no_debuginfod;
-  auto ref = find_debuginfo(*binary, *build_id, o.binary, search);
+  // Markers alone live in the binary itself: no debug file is looked for.
+  const bool markers_only = set->functions.empty() && set->types.empty();
+  auto ref = markers_only ? Result<DebugFileRef>(make_error(ErrorKind::kNotFound, "markers only"))
+                          : find_debuginfo(*binary, *build_id, o.binary, search);
   std::optional<DwarfFile> dwarf;
   std::string no_dwarf_reason;
   if (ref.ok()) {

@@ -15,6 +15,7 @@
 #include "resolver/dwarf_scan.h"
 #include "resolver/dwarf_types.h"
 #include "resolver/insn.h"
+#include "resolver/markers_note.h"
 #include "resolver/symbols.h"
 
 #ifndef CEPHSCOPE_PROFILE_VERSION
@@ -479,8 +480,8 @@ Result<Profile> resolve_profile(const ElfFile& binary, const DwarfFile* debug, c
   std::vector<FunctionSymbol> symbol_list;
   if (syms.ok()) {
     symbol_list = std::move(syms).value();
-  } else if (debug == nullptr) {
-    return syms.error();
+  } else if (debug == nullptr && !(set.functions.empty() && set.types.empty())) {
+    return syms.error();  // a set of markers alone needs no symbols
   }
   SymbolIndex symbols(std::move(symbol_list));
 
@@ -498,6 +499,13 @@ Result<Profile> resolve_profile(const ElfFile& binary, const DwarfFile* debug, c
 
   Resolution r(binary, debug, set, options, symbols);
   r.run(p);
+  if (set.markers) {
+    auto markers = read_markers(binary);
+    if (!markers.ok()) {
+      return markers.error();
+    }
+    p.markers = std::move(markers).value();
+  }
   if (stats != nullptr) {
     stats->seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
