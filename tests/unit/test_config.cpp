@@ -216,3 +216,43 @@ TEST_CASE("durations", "[config]") {
   CHECK_FALSE(parse_duration("10d").has_value());
   CHECK_FALSE(parse_duration("9999999999s").has_value());
 }
+
+TEST_CASE("usdt rules are read, and each mistake names its key", "[config]") {
+  const std::string matchers = "discovery:\n  matchers:\n    - {name: pyapp, comm: '^usdt-py$'}\n";
+  auto r = parse_config(matchers +
+                            "usdt:\n"
+                            "  - {targets: [pyapp, ceph-osd], binary: /usr/bin/python3.11, "
+                            "provider: python, probe: function__entry}\n"
+                            "  - {targets: [librados-client], binary: libstdc++.so.6, provider: "
+                            "libstdcxx, span: throw_to_catch, start: throw, end: catch, key: 1}\n",
+                        "test.yaml");
+  REQUIRE(r.ok());
+  REQUIRE(r->usdt.size() == 2);
+  CHECK(r->usdt[0].targets == std::vector<std::string>{"pyapp", "ceph-osd"});
+  CHECK(r->usdt[0].name() == "python:function__entry");
+  CHECK(r->usdt[1].span == "throw_to_catch");
+  CHECK(r->usdt[1].key == 1);
+  CHECK(r->usdt[1].name() == "libstdcxx:throw_to_catch");
+
+  const std::string rule = "  - {targets: [pyapp], binary: libx.so, provider: p, ";
+  CHECK(rejected(matchers + "usdt:\n  - {targets: [nobody], binary: libx.so, provider: p, probe: "
+                            "q}\n") ==
+        "test.yaml:5: usdt[0].targets: 'nobody' is not ceph-osd, librados-client or the name of "
+        "a matcher (discovery.matchers)");
+  CHECK(rejected(matchers + "usdt:\n" + rule + "probe: q, span: s}\n") ==
+        "test.yaml:5: usdt[0]: probe (counted) and span are exclusive");
+  CHECK(rejected(matchers + "usdt:\n" + rule + "span: s, start: a}\n") ==
+        "test.yaml:5: usdt[0]: needs probe, or span with start and end");
+  CHECK(rejected(matchers + "usdt:\n" + rule + "probe: 'has space'}\n") ==
+        "test.yaml:5: usdt[0].probe: expected 1-64 of [A-Za-z0-9_], got 'has space'");
+  CHECK(rejected(matchers + "usdt:\n  - {targets: [pyapp], binary: lib/x.so, provider: p, "
+                            "probe: q}\n") ==
+        "test.yaml:5: usdt[0].binary: expected an absolute path or a library's file name");
+  CHECK(rejected(matchers + "usdt:\n" + rule + "span: s, start: a, end: b, key: 13}\n") ==
+        "test.yaml:5: usdt[0].key: an argument number from 1 to 12");
+  CHECK(rejected(matchers + "usdt:\n" + rule + "probe: q}\n" + rule + "probe: q}\n") ==
+        "test.yaml:6: usdt[1]: p:q is named twice");
+  CHECK(rejected(matchers + "usdt:\n" + rule + "probe: q, extra: 1}\n") ==
+        "test.yaml:5: usdt[0].extra: unknown key");
+  CHECK(rejected("usdt: {targets: [x]}\n") == "test.yaml:1: usdt: expected a list");
+}
