@@ -16,6 +16,7 @@
 #include "app/privileges.h"
 #include "app/service_notify.h"
 #include "app/target_sync.h"
+#include "app/usdt_check.h"
 #include "collectors/collector.h"
 #include "collectors/osd_detail_control.h"
 #include "collectors/osd_probes.h"
@@ -169,6 +170,7 @@ int run_check(const Config& config) {
               << "\"\n";
   }
   check_osds(config);
+  check_usdt(config, std::cout);
   // What the OSD collector attaches in each ceph-osd, from its probe table.
   for (const auto& u : osd::kUprobes) {
     const bool off =

@@ -127,10 +127,10 @@ class UsdtCollector final : public BpfCollector {
  private:
   struct Process {
     std::string who;
+    std::string fsid;  // a Ceph daemon's cluster: two clusters' osd.0 are two statuses
     std::uint32_t target = 0;
-    std::vector<std::size_t> rules;  // the rules applying to it
-    std::set<std::size_t> pending;   // rules whose binary was not mapped yet
-    std::vector<Link> links;         // detached before its points are freed
+    std::set<std::size_t> pending;  // rules whose binary was not mapped yet
+    std::vector<Link> links;        // detached before its points are freed
     std::vector<std::uint32_t> points;
     std::map<std::size_t, ProbeStatus> status;  // by rule
   };
@@ -257,6 +257,7 @@ void UsdtCollector::work(const std::stop_token& stop) {
       proc.who = req.attach->identity.process.empty() ? req.attach->identity.ceph_daemon
                                                       : req.attach->identity.process;
       proc.target = req.attach->id;
+      proc.fsid = req.attach->identity.fsid;
       for (std::size_t r = 0; r < rules_.size(); ++r) {
         if (rule_applies(rules_[r], req.attach->identity)) {
           attach_rule(req.pid, proc, r, stop);
@@ -324,7 +325,7 @@ void UsdtCollector::attach_rule(pid_t pid, Process& proc, std::size_t rule,
                                 const std::stop_token& stop) {
   const UsdtRule& r = rules_[rule];
   auto fail = [&](Reason reason, const std::string& detail) {
-    proc.status[rule] = {r.name(), proc.who, false, {reason, detail}};
+    proc.status[rule] = {r.name(), proc.who, false, {reason, detail}, proc.fsid};
     if (!proc.pending.contains(rule)) {  // one line, not one per recheck
       spdlog::warn("usdt: {} (pid {}): {}: {}", proc.who, pid, r.name(), detail);
     }
@@ -343,26 +344,12 @@ void UsdtCollector::attach_rule(pid_t pid, Process& proc, std::size_t rule,
     fail(Reason::kBinaryRefused, r.binary + ": the process maps " + ident->path + " instead");
     return;
   }
-  profile::ProbeSet set;
-  set.name = "usdt";
-  set.objects = {file};
-  set.markers = true;
-  set.digest = profile::probe_set_digest(set);
-  auto loaded = store_.for_module(*ident, set, stop);
+  auto loaded = store_.for_module(*ident, profile::markers_probe_set(file), stop);
   if (!loaded.ok()) {
     fail(reason_of(loaded.error(), Reason::kProfileUnavailable),
          "no marker list: " + loaded.error().message);
     return;
   }
-  auto sites = [&](const std::string& probe) {
-    std::vector<const profile::Marker*> out;
-    for (const auto& m : loaded->profile.markers) {
-      if (m.provider == r.provider && m.name == probe) {
-        out.push_back(&m);
-      }
-    }
-    return out;
-  };
   const std::string in = " in " + ident->path + " (build-id " + ident->build_id + ")";
   std::vector<std::tuple<std::string, std::uint8_t, unsigned>> wanted;
   if (r.span.empty()) {
@@ -372,7 +359,7 @@ void UsdtCollector::attach_rule(pid_t pid, Process& proc, std::size_t rule,
     wanted.emplace_back(r.end, USDT_ROLE_END, r.key);
   }
   for (const auto& [probe, role, key] : wanted) {
-    const auto found = sites(probe);
+    const auto found = profile::marker_sites(loaded->profile.markers, r.provider, probe);
     if (found.empty()) {
       fail(Reason::kSymbolNotFound, "no marker " + r.provider + ":" + probe + in);
       return;
@@ -384,7 +371,7 @@ void UsdtCollector::attach_rule(pid_t pid, Process& proc, std::size_t rule,
       return;
     }
   }
-  proc.status[rule] = {r.name(), proc.who, true, {}};
+  proc.status[rule] = {r.name(), proc.who, true, {}, proc.fsid};
   spdlog::info("usdt: {} (pid {}): {} attached{}", proc.who, pid, r.name(), in);
 }
 

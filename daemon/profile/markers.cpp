@@ -151,6 +151,17 @@ Result<std::vector<MarkerArg>> parse_marker_args(std::string_view spec) {
   return out;
 }
 
+std::vector<const Marker*> marker_sites(const std::vector<Marker>& markers,
+                                        std::string_view provider, std::string_view name) {
+  std::vector<const Marker*> out;
+  for (const auto& m : markers) {
+    if (m.provider == provider && m.name == name) {
+      out.push_back(&m);
+    }
+  }
+  return out;
+}
+
 bool is_marker_name(std::string_view s) {
   if (s.empty() || s.size() > kMaxMarkerName) {
     return false;

@@ -49,6 +49,10 @@ inline constexpr std::size_t kMaxMarkerArgs = 12;
 // and symbol-relative ("8@foo(%rip)") operands are refused with the reason.
 Result<std::vector<MarkerArg>> parse_marker_args(std::string_view spec);
 
+// The sites of PROVIDER:NAME among MARKERS (a marker can sit at several places).
+std::vector<const Marker*> marker_sites(const std::vector<Marker>& markers,
+                                        std::string_view provider, std::string_view name);
+
 // A provider or probe name as notes carry them: [A-Za-z0-9_], 1 to kMaxMarkerName.
 bool is_marker_name(std::string_view s);
 

@@ -158,6 +158,16 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
   return set;
 }
 
+ProbeSet markers_probe_set(const std::string& file_name) {
+  ProbeSet set;
+  set.name = "usdt";
+  set.description = "every static marker (.note.stapsdt)";
+  set.objects = {file_name};
+  set.markers = true;
+  set.digest = probe_set_digest(set);
+  return set;
+}
+
 std::string probe_set_digest(const ProbeSet& set) {
   // What changes the resolved result, not the description.
   json canon = {{"functions", set.functions}, {"objects", set.objects}};

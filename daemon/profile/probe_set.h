@@ -47,6 +47,9 @@ struct MemberRef {
 // Adds each member to its type's spec in SET (the type's first appearance orders the types).
 void add_members(ProbeSet& set, std::span<const MemberRef> members);
 
+// The set that lists every static marker of FILE_NAME and resolves nothing else.
+ProbeSet markers_probe_set(const std::string& file_name);
+
 Result<ProbeSet> parse_probe_set(std::string_view text);
 Result<ProbeSet> load_probe_set(const std::string& path);
 // The digest of what changes a resolved profile (functions, objects, types, members).

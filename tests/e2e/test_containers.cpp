@@ -40,7 +40,10 @@ std::string config(const std::string& pod_logs = "") {
          "  syscall: {enabled: false}\n"
          "  block: {enabled: false}\n"
          "  vfs: {enabled: false}\n"
-         "  osd: {enabled: true, slow_op_threshold: 1s}\n";
+         "  osd: {enabled: true, slow_op_threshold: 1s}\n"
+         // the container's own libstdc++: a marker read through the OSD's root
+         "usdt:\n"
+         "  - {targets: [ceph-osd], binary: libstdc++.so.6, provider: libstdcxx, probe: throw}\n";
 }
 
 std::string osd_name(int id) {
@@ -102,6 +105,28 @@ TEST_CASE("cephadm's containers: osd.N of its fsid, in its container",
     std::printf("%s: fsid %s, target_container %s\n", osd_name(o.id).c_str(), cluster.fsid.c_str(),
                 o.container.c_str());
   }
+  // libstdc++'s throw marker, from the container's copy of the library, in every OSD.
+  const auto usdt_ok = [&](const Metrics& now) {
+    for (const auto& o : cluster.osds) {
+      if (now.sum("cephscope_probe_attached", {{"collector", "usdt"},
+                                               {"target", osd_name(o.id)},
+                                               {"fsid", cluster.fsid},
+                                               {"reason", "ok"}}) != 1) {
+        return false;
+      }
+    }
+    return true;
+  };
+  REQUIRE(poll_until([&] { return usdt_ok(daemon.scrape()); }, 60s));
+  const auto after = daemon.scrape();
+  for (const auto& o : cluster.osds) {
+    const auto events = after.find("cephscope_usdt_events_total",
+                                   {{"ceph_daemon", osd_name(o.id)}, {"fsid", cluster.fsid}});
+    CHECK(events.size() == 1);
+    std::printf("%s: libstdcxx:throw attached in its container, %.0f throws\n",
+                osd_name(o.id).c_str(), events.empty() ? -1.0 : events[0].value);
+  }
+  CHECK(daemon.log_has("libstdcxx:throw attached in /", 1s));
 }
 
 TEST_CASE("a Kubernetes pod: its name and namespace from the kubelet's layout",

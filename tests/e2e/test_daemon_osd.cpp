@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
@@ -161,7 +162,39 @@ std::string daemon_config() {
          "  scan_interval: 1s\n"
          "  series_ttl: 5m\n"
          "  ceph_osd: true\n"
-         "  rados_clients: true\n";
+         "  rados_clients: true\n"
+         // every ceph-osd links libstdc++, whose throw marker is a real USDT in a Ceph process
+         "usdt:\n"
+         "  - {targets: [ceph-osd], binary: libstdc++.so.6, provider: libstdcxx, probe: throw}\n";
+}
+
+// libstdc++'s throw marker in every OSD of the cluster: attached, and its count a series.
+void check_usdt(Daemon& daemon, const ClusterInfo& cluster) {
+  auto attached = poll_until(
+      [&] {
+        const auto m = daemon.scrape();
+        return std::all_of(cluster.osds.begin(), cluster.osds.end(), [&](const auto& osd) {
+          return m.sum("cephscope_probe_attached", {{"collector", "usdt"},
+                                                    {"probe", "libstdcxx:throw"},
+                                                    {"target", osd_name(osd)},
+                                                    {"fsid", cluster.fsid},
+                                                    {"reason", "ok"}}) == 1;
+        });
+      },
+      30s, 100ms);
+  INFO(daemon.log());
+  REQUIRE(attached.has_value());
+  const auto m = daemon.scrape();
+  for (const auto& osd : cluster.osds) {
+    const auto events = m.find("cephscope_usdt_events_total", {{"ceph_daemon", osd_name(osd)},
+                                                               {"fsid", cluster.fsid},
+                                                               {"provider", "libstdcxx"},
+                                                               {"probe", "throw"}});
+    CHECK(events.size() == 1);
+    std::printf("%s: libstdcxx:throw attached %.2f s after the OSDs were found, %.0f throws\n",
+                osd_name(osd).c_str(), *attached, events.empty() ? -1.0 : events[0].value);
+  }
+  std::fflush(stdout);
 }
 
 std::map<int, OsdSeries> all_osds(const ClusterInfo& cluster, const Metrics& m) {
@@ -260,6 +293,7 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
     CHECK(m.find("cephscope_target_info", {{"fsid", cluster.fsid}, {"kind", "ceph-osd"}}).size() ==
           3);
     check_bystander(daemon, cluster);
+    check_usdt(daemon, cluster);
   }
 
   rados_cleanup(cluster);

@@ -246,3 +246,39 @@ TEST_CASE(
   CHECK(semaphore(base.pid(), kPython, sem) == 0);
   CHECK(semaphore(calls.pid(), kPython, sem) == 0);
 }
+
+TEST_CASE("--config.check says for each usdt rule whether its markers are in its binary",
+          "[usdt]") {
+  const std::string dir = test_dir("/tmp/cephscope-usdt-check");
+  const std::string config = dir + "/check.yaml";
+  std::ofstream(config)
+      << "discovery:\n  matchers:\n    - {name: app, comm: '^app$'}\n"
+         "profiles: {cache_dir: "
+      << dir
+      << "/cache, shipped_dirs: []}\n"
+         "usdt:\n"
+         "  - {targets: [app], binary: libstdc++.so.6, provider: libstdcxx, probe: throw}\n"
+         "  - {targets: [app], binary: /usr/bin/python3.11, provider: python, span: call, start: "
+         "function__entry, end: function__return}\n"
+         "  - {targets: [app], binary: libstdc++.so.6, provider: libstdcxx, probe: nothere}\n"
+         "  - {targets: [app], binary: libstdc++.so.6, provider: libstdcxx, span: bad, start: "
+         "throw, end: catch, key: 3}\n"
+         "  - {targets: [app], binary: libnothere.so.1, provider: p, probe: q}\n";
+  std::string out;
+  REQUIRE(run_command(daemon_binary() + " --config.check --config.file " + config, &out) == 0);
+  INFO(out);
+  CHECK(out.find("usdt rule=libstdcxx:throw binary=libstdc++.so.6 host_file=") !=
+        std::string::npos);
+  CHECK(out.find("status=ok sites=throw:1\n") != std::string::npos);
+  CHECK(out.find("usdt rule=python:call binary=/usr/bin/python3.11 status=ok "
+                 "sites=function__entry:1+semaphore,function__return:1+semaphore\n") !=
+        std::string::npos);
+  CHECK(out.find("usdt rule=libstdcxx:nothere") != std::string::npos);
+  CHECK(out.find("status=unavailable reason=symbol_not_found detail=\"no marker "
+                 "libstdcxx:nothere in ") != std::string::npos);
+  CHECK(out.find("status=unavailable reason=members_missing detail=\"libstdcxx:catch argument 3 "
+                 "cannot be read (the marker has 2 arguments)\"") != std::string::npos);
+  CHECK(out.find("usdt rule=p:q binary=libnothere.so.1 status=not_on_host") != std::string::npos);
+  // A check leaves no files behind: nothing was cached.
+  CHECK_FALSE(std::filesystem::exists(dir + "/cache"));
+}
