@@ -32,17 +32,6 @@ std::string curl_status(const std::string& options, const std::string& url) {
   return out.substr(out.size() >= 3 ? out.size() - 3 : 0);
 }
 
-bool wait_for(const std::function<bool()>& done, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
 using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) {
@@ -146,8 +135,8 @@ TEST_CASE("the daemon serves TLS and basic auth from its web config and reloads 
   const std::string https = "https://127.0.0.1:" + port;
   const std::string tls = "--cacert " + pki.ca_cert;
   REQUIRE(
-      wait_for([&] { return curl_status(tls + " -u alice:s3cret", https + "/readyz") == "200"; },
-               std::chrono::seconds(30)));
+      eventually([&] { return curl_status(tls + " -u alice:s3cret", https + "/readyz") == "200"; },
+                 std::chrono::seconds(30)));
   CHECK(daemon.log().find("TLS (min TLS12, client certificates NoClientCert), basic auth (1 "
                           "users)") != std::string::npos);
   CHECK(curl_status(tls + " -u alice:s3cret", https + "/metrics") == "200");
@@ -160,14 +149,14 @@ TEST_CASE("the daemon serves TLS and basic auth from its web config and reloads 
              "basic_auth_users:\n  carol: " + htpasswd_hash("carol", "pw") + "\n");
   kill(daemon.pid(), SIGHUP);
   const std::string http = "http://127.0.0.1:" + port + "/metrics";
-  REQUIRE(wait_for([&] { return curl_status("-u carol:pw", http) == "200"; },
-                   std::chrono::seconds(10)));
+  REQUIRE(eventually([&] { return curl_status("-u carol:pw", http) == "200"; },
+                     std::chrono::seconds(10)));
   CHECK(curl_status("-u alice:s3cret", http) == "401");
 
   // A bad web config at SIGHUP is rejected and the running one stays.
   write_text(dir + "/web.yml", "basic_auth_users:\n  carol: pw\n");
   kill(daemon.pid(), SIGHUP);
-  REQUIRE(wait_for(
+  REQUIRE(eventually(
       [&] {
         return daemon.log().find("basic_auth_users.carol: not a bcrypt hash") != std::string::npos;
       },

@@ -35,18 +35,6 @@ using Seconds = std::chrono::duration<double>;
 
 constexpr const char* CHROOT = "/usr/sbin/chroot";
 
-template <typename Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (pred()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return pred();
-}
-
 // The fsid label of osd.ID's cephscope_target_info for PID; "absent" when not tracked.
 std::string tracked_fsid(Daemon& d, int id, pid_t pid) {
   for (const auto& s : d.scrape().find(

@@ -25,17 +25,6 @@ namespace {
 
 constexpr const char* kPython = "/usr/bin/python3.11";
 
-bool wait_until(const std::function<bool()>& done, std::chrono::seconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return done();
-}
-
 bool file_has(const std::string& path, const std::string& text) {
   std::ifstream in(path);
   std::stringstream s;
@@ -131,7 +120,7 @@ TEST_CASE(
   std::filesystem::remove(go);
   Subprocess thrower({CEPHSCOPE_USDT_THROWER, std::to_string(kThrows), go}, dir + "/thrower.out");
   const std::map<std::string, std::string> who = {{"process", "thrower"}};
-  REQUIRE(wait_until(
+  REQUIRE(eventually(
       [&] {
         auto m = daemon.scrape();
         return m.sum("cephscope_probe_attached",
@@ -158,7 +147,7 @@ TEST_CASE(
   CHECK(before.sum("cephscope_usdt_events_total", who) == 0);
   std::ofstream(go) << "go\n";
   REQUIRE(
-      wait_until([&] { return file_has(dir + "/thrower.out", "done"); }, std::chrono::seconds(20)));
+      eventually([&] { return file_has(dir + "/thrower.out", "done"); }, std::chrono::seconds(20)));
   auto after = daemon.scrape();
   CHECK(after.sum("cephscope_usdt_events_total",
                   {{"process", "thrower"}, {"provider", "libstdcxx"}, {"probe", "throw"}}) ==
@@ -192,7 +181,7 @@ TEST_CASE(
   Subprocess base({exe, CEPHSCOPE_USDT_CALLS, "0", go0}, dir + "/base.out");
   Subprocess calls({exe, CEPHSCOPE_USDT_CALLS, std::to_string(kCalls), go1}, dir + "/calls.out");
   // Before any probe: the program does not compute the marker's arguments.
-  REQUIRE(wait_until([&] { return semaphore(calls.pid(), kPython, sem).has_value(); },
+  REQUIRE(eventually([&] { return semaphore(calls.pid(), kPython, sem).has_value(); },
                      std::chrono::seconds(10)));
   CHECK(semaphore(base.pid(), kPython, sem) == 0);
   CHECK(semaphore(calls.pid(), kPython, sem) == 0);
@@ -217,7 +206,7 @@ TEST_CASE(
     const std::map<std::string, std::string> entry = {
         {"process", "pyapp"}, {"provider", "python"}, {"probe", "function__entry"}};
     const std::map<std::string, std::string> span = {{"process", "pyapp"}, {"span", "call"}};
-    REQUIRE(wait_until(
+    REQUIRE(eventually(
         [&] {
           return semaphore(base.pid(), kPython, sem) == 1 &&
                  semaphore(calls.pid(), kPython, sem) == 1 &&
@@ -228,7 +217,7 @@ TEST_CASE(
     auto run = [&](const std::string& go, const std::string& out) {
       const auto m0 = daemon.scrape();
       std::ofstream(go) << "go\n";
-      REQUIRE(wait_until([&] { return file_has(out, "done"); }, std::chrono::seconds(20)));
+      REQUIRE(eventually([&] { return file_has(out, "done"); }, std::chrono::seconds(20)));
       const auto m1 = daemon.scrape();
       return std::pair{m1.sum("cephscope_usdt_events_total", entry) -
                            m0.sum("cephscope_usdt_events_total", entry),

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ std::optional<std::string> http_get(int port, const std::string& path, int* stat
 
 // A TCP port on 127.0.0.1 free right now.
 int free_port();
+
+// Asks PRED every 100 ms until it holds or TIMEOUT has passed; its last answer.
+bool eventually(const std::function<bool()>& pred,
+                std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
 // Runs a shell command, returning its exit status and output.
 int run_command(const std::string& command, std::string* output = nullptr);
