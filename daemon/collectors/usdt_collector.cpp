@@ -253,6 +253,7 @@ void UsdtCollector::work(const std::stop_token& stop) {
       queue_.pop_front();
     }
     if (req.attach) {
+      spdlog::debug("usdt: attaching pid {} ({})", req.pid, req.attach->identity.process);
       Process proc;
       proc.who = req.attach->identity.process.empty() ? req.attach->identity.ceph_daemon
                                                       : req.attach->identity.process;
@@ -344,6 +345,7 @@ void UsdtCollector::attach_rule(pid_t pid, Process& proc, std::size_t rule,
     fail(Reason::kBinaryRefused, r.binary + ": the process maps " + ident->path + " instead");
     return;
   }
+  spdlog::debug("usdt: {} (pid {}): {}: markers of {}", proc.who, pid, r.name(), ident->host_path);
   auto loaded = store_.for_module(*ident, profile::markers_probe_set(file), stop);
   if (!loaded.ok()) {
     fail(reason_of(loaded.error(), Reason::kProfileUnavailable),

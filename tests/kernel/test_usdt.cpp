@@ -86,7 +86,7 @@ TEST_CASE(
     "[usdt]") {
   const std::string dir = test_dir("/tmp/cephscope-usdt-cxx");
   Daemon daemon(dir,
-                "discovery:\n  scan_interval: 1s\n  matchers:\n"
+                "log_level: debug\ndiscovery:\n  scan_interval: 1s\n  matchers:\n"
                 "    - {name: thrower, comm: '^usdt_thrower$'}\n"
                 "collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: "
                 "false}, osd: {enabled: false}, rados: {enabled: false}, kclient: {enabled: "
@@ -126,7 +126,7 @@ TEST_CASE(
         return m.sum("cephscope_probe_attached",
                      {{"collector", "usdt"}, {"target", "thrower"}, {"reason", "ok"}}) == 2;
       },
-      std::chrono::seconds(20)));
+      std::chrono::seconds(60)));
   // Attached and not hit: the counted marker is a series at 0 already.
   auto before = daemon.scrape();
   // A marker the library lacks, and a library the program never loaded: each says why.
@@ -147,7 +147,7 @@ TEST_CASE(
   CHECK(before.sum("cephscope_usdt_events_total", who) == 0);
   std::ofstream(go) << "go\n";
   REQUIRE(
-      eventually([&] { return file_has(dir + "/thrower.out", "done"); }, std::chrono::seconds(20)));
+      eventually([&] { return file_has(dir + "/thrower.out", "done"); }, std::chrono::seconds(60)));
   auto after = daemon.scrape();
   CHECK(after.sum("cephscope_usdt_events_total",
                   {{"process", "thrower"}, {"provider", "libstdcxx"}, {"probe", "throw"}}) ==
@@ -212,12 +212,12 @@ TEST_CASE(
                  semaphore(calls.pid(), kPython, sem) == 1 &&
                  daemon.scrape().find("cephscope_usdt_events_total", entry).size() == 1;
         },
-        std::chrono::seconds(20)));
+        std::chrono::seconds(60)));
     // Both processes are one target (pyapp): each one's calls are the counter's difference.
     auto run = [&](const std::string& go, const std::string& out) {
       const auto m0 = daemon.scrape();
       std::ofstream(go) << "go\n";
-      REQUIRE(eventually([&] { return file_has(out, "done"); }, std::chrono::seconds(20)));
+      REQUIRE(eventually([&] { return file_has(out, "done"); }, std::chrono::seconds(60)));
       const auto m1 = daemon.scrape();
       return std::pair{m1.sum("cephscope_usdt_events_total", entry) -
                            m0.sum("cephscope_usdt_events_total", entry),
