@@ -1,5 +1,7 @@
 #include "app/usdt_check.h"
 
+#include <fmt/format.h>
+
 #include <unistd.h>
 
 #include <array>
@@ -22,7 +24,7 @@ std::string host_file(const UsdtRule& rule) {
     return rule.binary;
   }
   for (const char* dir : kLibraryDirs) {
-    const std::string path = std::string(dir) + "/" + rule.binary;
+    std::string path = std::string(dir) + "/" + rule.binary;
     if (access(path.c_str(), R_OK) == 0) {
       return path;
     }
@@ -71,8 +73,8 @@ void check_usdt(const Config& config, std::ostream& out) {
     for (const auto& [probe, key] : wanted) {
       const auto found = profile::marker_sites(loaded->profile.markers, rule.provider, probe);
       if (found.empty()) {
-        problem = "no marker " + rule.provider + ":" + probe + " in " + path + " (build-id " +
-                  loaded->profile.build_id + ")";
+        problem = fmt::format("no marker {}:{} in {} (build-id {})", rule.provider, probe, path,
+                              loaded->profile.build_id);
         break;
       }
       sites += (sites.empty() ? "" : ",") + probe + ":" + std::to_string(found.size());

@@ -363,13 +363,13 @@ void UsdtCollector::attach_rule(pid_t pid, Process& proc, std::size_t rule,
   for (const auto& [probe, role, key] : wanted) {
     const auto found = profile::marker_sites(loaded->profile.markers, r.provider, probe);
     if (found.empty()) {
-      fail(Reason::kSymbolNotFound, "no marker " + r.provider + ":" + probe + in);
+      fail(Reason::kSymbolNotFound, fmt::format("no marker {}:{}{}", r.provider, probe, in));
       return;
     }
     if (auto attached = attach_sites(pid, proc, rule, ident->host_path, found, role, key);
         !attached.ok()) {
       fail(reason_of(attached.error(), Reason::kAttachFailed),
-           r.provider + ":" + probe + in + ": " + attached.error().message);
+           fmt::format("{}:{}{}: {}", r.provider, probe, in, attached.error().message));
       return;
     }
   }

@@ -345,12 +345,12 @@ UsdtRule parse_usdt_rule(const YAML::Node& node, const std::string& key,
   if (!targets || !targets.IsSequence() || targets.size() == 0) {
     throw ConfigProblem{line_of(node), key + ".targets", "expected a list of target names"};
   }
-  for (std::size_t i = 0; i < targets.size(); ++i) {
-    const std::string name = scalar(targets[i], key + ".targets");
+  for (const auto& target : targets) {
+    const std::string name = scalar(target, key + ".targets");
     const bool matcher = std::any_of(matchers.begin(), matchers.end(),
                                      [&](const Matcher& m) { return m.name == name; });
     if (!matcher && name != "ceph-osd" && name != "librados-client") {
-      throw ConfigProblem{line_of(targets[i]), key + ".targets",
+      throw ConfigProblem{line_of(target), key + ".targets",
                           "'" + name +
                               "' is not ceph-osd, librados-client or the name of a matcher "
                               "(discovery.matchers)"};

@@ -66,6 +66,7 @@ vm_snapshot_build() { # DEST
   local files=("$VM_DAEMON_BIN" "$VM_RESOLVER_BIN" "$VM_KERNEL_TESTS_BIN" "$VM_BUILD_DIR/tests/kernel/io_driver"
     "$VM_BUILD_DIR/tests/kernel/fake_osd"
     "$VM_BUILD_DIR/tests/kernel/fake_osd.stripped" "$VM_HOOKPROBE_BIN"
+    "$VM_BUILD_DIR/tests/kernel/usdt_thrower" "$VM_BUILD_DIR/tests/kernel/usdt_calls.py"
     "$VM_BUILD_DIR/tests/vm/cephscope_vm_loadcheck")
   for f in "$VM_BUILD_DIR"/skel/*.bpf.o; do [ -f "$f" ] && files+=("$f"); done
   while :; do
