@@ -86,7 +86,7 @@ TEST_CASE(
     "[usdt]") {
   const std::string dir = test_dir("/tmp/cephscope-usdt-cxx");
   Daemon daemon(dir,
-                "log_level: debug\ndiscovery:\n  scan_interval: 1s\n  matchers:\n"
+                "discovery:\n  scan_interval: 1s\n  matchers:\n"
                 "    - {name: thrower, comm: '^usdt_thrower$'}\n"
                 "collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: "
                 "false}, osd: {enabled: false}, rados: {enabled: false}, kclient: {enabled: "
