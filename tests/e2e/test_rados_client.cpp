@@ -679,3 +679,53 @@ TEST_CASE("a client that loads librbd after the probes are in is probed there to
   CHECK(m.sum("cephscope_events_lost_total", {{"collector", "rados"}}) == 0);
   end_clients({work}, clients);
 }
+
+// A program that imports rados and works at once (python3-rados, Go bindings dlopen
+// librados): it connects and writes 500 objects with no pause in which the daemon could find
+// it first. The daemon probes the host's client libraries at start, so the probes are in the
+// library when the client maps it; the client's ops are counted under its pid from the first.
+TEST_CASE("a client that loads librados and writes at once is counted from its first op",
+          "[e2e][ceph][rados][python]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.tool_prefix.empty());  // the host's librados: the library probed at start
+  const std::string pool = pool_id(cluster);
+  const std::string dir = test_dir(cluster.dir);
+  Daemon daemon(dir, daemon_config(true));
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  CHECK(daemon.log_has("rados: host librados.so.2", 30s));
+
+  constexpr int kEagerWrites = 500;
+  const fs::path work = fs::path(dir) / "eager-client";
+  std::vector<std::unique_ptr<Subprocess>> clients;
+  clients.push_back(start_client(cluster, work, {std::to_string(kEagerWrites), "0"}, false,
+                                 {"/usr/bin/env", "EAGER=1"}));
+  const std::string pid = std::to_string(clients[0]->pid());
+  const bool done = poll_until([&] { return fs::exists(work / "done"); }, 120s).has_value();
+  INFO(read_file((work / "client.log").string()));
+  REQUIRE(done);
+  const std::map<std::string, std::string> writes = {
+      {"process", "python3"}, {"pid", pid}, {"pool", pool}, {"op", "write"}};
+  // Discovery finds the client within its scan interval; its ops are then counted whole.
+  poll_until(
+      [&] {
+        return daemon.scrape().sum("cephscope_client_op_seconds_count", writes) >= kEagerWrites;
+      },
+      10s, 200ms);
+  const Metrics m = daemon.scrape();
+  INFO(daemon.scrape_text());
+  const double count = m.sum("cephscope_client_op_seconds_count", writes);
+  const double bytes = m.sum("cephscope_layer_bytes_total",
+                             {{"process", "python3"}, {"layer", "client"}, {"direction", "write"}});
+  std::printf(
+      "a client writing right after `import rados`: %.0f of %d writes, %.0f of %.0f bytes\n", count,
+      kEagerWrites, bytes, kEagerWrites * kOpBytes);
+  CHECK(count == kEagerWrites);
+  CHECK(bytes == kEagerWrites * kOpBytes);
+  CHECK(m.sum("cephscope_client_op_seconds_count",
+              {{"process", "python3"}, {"pid", pid}, {"pool", pool}, {"op", "read"}}) == 1);
+  CHECK(m.sum("cephscope_events_lost_total", {{"collector", "rados"}}) == 0);
+  end_clients({work}, clients);
+}
