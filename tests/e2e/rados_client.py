@@ -16,7 +16,11 @@ import os
 import sys
 import time
 
-import rados
+# IMPORT_DELAY=S: rados is imported S seconds after exec, past the daemon's looks at a fresh
+# process, so that it is found only at its next scan.
+if os.environ.get("IMPORT_DELAY"):
+    time.sleep(float(os.environ["IMPORT_DELAY"]))
+import rados  # noqa: E402
 
 # LATE_RBD=1: librbd is loaded only after DIR/go (as qemu loads its rbd driver), then the
 # client writes DIR/loaded and waits for DIR/go2 before its image writes.
