@@ -9,7 +9,7 @@
  * time, with the op's pool, class and bytes, is kept per Op address (a seeded two-way table,
  * below), the reply's result per thread slot, and the finish
  * folds latency, bytes, resends and errors into one per-CPU stats entry. Member offsets
- * come per library build from rados_build_layouts (its probe profile), found by the probe's
+ * come per library build from rados_layouts (its probe profile), found by the probe's
  * address (rados.h).
  *
  * The daemon attaches the probes to the library file (every process, pid -1): the kernel puts
@@ -34,20 +34,16 @@ volatile __u64 slow_ns;
 /* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, kept current by the daemon. */
 volatile __s64 rt_off_ns;
 
-/* Layouts by library build; rados_builds gives a probe's build: its index + 1, 0 for none. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RADOS_BUILDS_MAX);
-	__type(key, __u32);
-	__type(value, struct rados_layout);
-} rados_build_layouts SEC(".maps");
-
+/*
+ * The layout of the library build each probe is in, by probe and address modulo the page:
+ * one inlined array load per hit (720 KiB, preallocated). have 0: no probe of ours there.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, RADOS_PROBES *RADOS_PAGE);
 	__type(key, __u32); /* probe * RADOS_PAGE + address % RADOS_PAGE */
-	__type(value, __u32);
-} rados_builds SEC(".maps");
+	__type(value, struct rados_layout);
+} rados_layouts SEC(".maps");
 
 /*
  * Ops in flight, in a direct-mapped table of two-way buckets (80 bytes each): a send and its
@@ -88,18 +84,12 @@ struct {
 
 static const struct rados_stats zero_stats;
 
-/* The layout of the library build whose PROBE this hit is: two inlined array loads. */
+/* The layout of the library build whose PROBE this hit is, or NULL. */
 static __always_inline struct rados_layout *hit_layout(struct pt_regs *ctx, __u32 probe)
 {
 	__u32 key = probe * RADOS_PAGE + (__u32)(PT_REGS_IP(ctx) & (RADOS_PAGE - 1));
-	__u32 *build = bpf_map_lookup_elem(&rados_builds, &key);
-	struct rados_layout *l;
-	__u32 index;
+	struct rados_layout *l = bpf_map_lookup_elem(&rados_layouts, &key);
 
-	if (!build || !*build)
-		return 0;
-	index = *build - 1;
-	l = bpf_map_lookup_elem(&rados_build_layouts, &index);
 	return l && (l->have & RADOS_HAVE_OP) ? l : 0;
 }
 

@@ -5,7 +5,6 @@
 
 #include "cephscope.h"
 
-#define RADOS_BUILDS_MAX 16	 /* client library builds probed at once, on the whole host */
 #define RADOS_PAGE 4096		 /* a probe's address modulo this is its file offset's */
 #define RADOS_SENT_BUCKETS 32768 /* in-flight table: 2 ops per bucket, all clients together */
 #define RADOS_STATS_MAX 4096	 /* (client, pool, op) series in the kernel */
@@ -103,7 +102,7 @@ static inline __u32 rados_error_class(__s32 err)
 
 /*
  * The programs, in the order of the daemon's probe table. A hit finds its library build's
- * layout at rados_builds[probe * RADOS_PAGE + address % RADOS_PAGE]: a library file is mapped
+ * layout at rados_layouts[probe * RADOS_PAGE + address % RADOS_PAGE]: a library file is mapped
  * at a page boundary, so the address of a probe modulo the page is its file offset's in every
  * process, and the same function of two builds is told apart by it (the daemon refuses a
  * second build whose offset collides with another's).

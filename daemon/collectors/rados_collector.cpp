@@ -10,7 +10,6 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
-#include <array>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -65,7 +64,8 @@ std::vector<std::string> library_dirs() {
   return dirs;
 }
 
-// A library file, as the kernel keys uprobes: device and inode.
+// A library file, as the kernel keys uprobes: device and inode (as /proc/PID/maps and stat()
+// of a file outside overlayfs give them).
 using FileKey = std::pair<std::uint64_t, std::uint64_t>;
 
 void add_stats(rados_stats& s, const rados_stats& c) {
@@ -118,8 +118,7 @@ class RadosCollector final : public BpfCollector {
   struct Library {
     std::string name;          // "librados.so.2.0.0"
     std::string profile_line;  // "profile BUILD (ORIGIN) from LOCATION", for the clients' logs
-    std::uint32_t build = 0;   // its layout's index in rados_build_layouts
-    std::vector<std::uint32_t> keys;  // its entries in rados_builds
+    std::vector<std::uint32_t> keys;  // its entries in rados_layouts
     std::vector<Link> links;
     std::vector<ProbeStatus> status;  // per probe; the target is each client's
     std::size_t users = 0;            // tracked clients that map it
@@ -163,9 +162,7 @@ class RadosCollector final : public BpfCollector {
   // Plans, places and attaches the probes of one library file; WHO names it in logs.
   Library probe_library(const std::string& who, const std::string& path, const std::string& name,
                         const profile::LoadedProfile& loaded, rados::BuildPlan plan);
-  // The index of LAYOUT in rados_build_layouts (stored there the first time), or nullopt.
-  std::optional<std::uint32_t> build_of(const rados_layout& layout);
-  // Gives back a library's entries in rados_builds and its build's slot.
+  // Gives back a library's entries in rados_layouts.
   void unplace(const Library& lib);
   // One user fewer of each of LIBS: a library no client maps any more is detached, but the
   // daemon's root's.
@@ -177,17 +174,14 @@ class RadosCollector final : public BpfCollector {
   profile::ProbeSet set_;
   rados_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
-  int builds_fd_ = -1;
-  int build_layouts_fd_ = -1;
+  int layouts_fd_ = -1;
   Buckets buckets_ = Buckets::kFull;
   bool instance_labels_ = false;
   bool host_libraries_ = false;
   SlowOpLog* slow_ops_ = nullptr;
 
-  // The worker's: the layouts in rados_build_layouts (with their libraries' count), and
-  // which build each rados_builds entry holds (with its libraries' count).
-  std::array<std::optional<std::pair<rados_layout, std::size_t>>, RADOS_BUILDS_MAX> builds_{};
-  std::map<std::uint32_t, std::pair<std::uint32_t, std::size_t>> build_keys_;
+  // The worker's: the layout each rados_layouts entry holds, and how many libraries put it.
+  std::map<std::uint32_t, std::pair<rados_layout, std::size_t>> placed_;
 
   // Under the maps lock (scrapes, prunes and the worker): series of exited clients that they
   // folded before they were tracked.
@@ -227,8 +221,7 @@ void RadosCollector::start(const CollectorContext& ctx) {
   }
   buckets_ = buckets_setting(ctx.config.collectors.rados.buckets, Buckets::kFull);
   stats_fd_ = bpf_map__fd(skel->maps.rados_stats);
-  builds_fd_ = bpf_map__fd(skel->maps.rados_builds);
-  build_layouts_fd_ = bpf_map__fd(skel->maps.rados_build_layouts);
+  layouts_fd_ = bpf_map__fd(skel->maps.rados_layouts);
   prune_by_target<rados_stats_key>(stats_fd_);
   prune_with([this](const TargetIds& live) -> Result<std::size_t> {
     return std::erase_if(
@@ -377,14 +370,14 @@ void RadosCollector::scan_libraries(pid_t pid, Process& proc, const std::stop_to
                                                            "): " + ident.error().message}});
       continue;
     }
-    const auto key = file_key(ident->host_path);
-    if (!key) {
-      continue;  // gone since identify_module looked
-    }
-    if (auto it = libraries_.find(*key); it != libraries_.end()) {
+    // The file as the process maps it, which is the inode its uprobes go on (overlayfs: the
+    // layer's file, shared by every container of the image, where stat() of the path would
+    // give each container's overlay a key of its own, and the same probes twice).
+    const FileKey key{ident->dev, ident->inode};
+    if (auto it = libraries_.find(key); it != libraries_.end()) {
       std::lock_guard lock(mu_);
       ++it->second.users;
-      proc.libs.push_back(*key);
+      proc.libs.push_back(key);
       spdlog::info("rados: {} (pid {}): {}: {}", proc.who, pid, lib, it->second.profile_line);
       continue;
     }
@@ -434,9 +427,9 @@ void RadosCollector::scan_libraries(pid_t pid, Process& proc, const std::stop_to
       continue;
     }
     probed.users = 1;
-    proc.libs.push_back(*key);
+    proc.libs.push_back(key);
     std::lock_guard lock(mu_);
-    libraries_.emplace(*key, std::move(probed));
+    libraries_.emplace(key, std::move(probed));
   }
   if (proc.libs.empty()) {
     for (const auto& st : proc.refused) {
@@ -502,23 +495,6 @@ void RadosCollector::recheck(const std::stop_token& stop) {
   sweep_pending();
 }
 
-std::optional<std::uint32_t> RadosCollector::build_of(const rados_layout& layout) {
-  std::optional<std::uint32_t> free;
-  for (std::uint32_t i = 0; i < builds_.size(); ++i) {
-    if (builds_[i] && std::memcmp(&builds_[i]->first, &layout, sizeof(layout)) == 0) {
-      return i;
-    }
-    if (!builds_[i] && !free) {
-      free = i;
-    }
-  }
-  if (!free || bpf_map_update_elem(build_layouts_fd_, &*free, &layout, BPF_ANY) != 0) {
-    return std::nullopt;
-  }
-  builds_[*free] = std::pair{layout, std::size_t{0}};
-  return free;
-}
-
 RadosCollector::Library RadosCollector::probe_library(const std::string& who,
                                                       const std::string& path,
                                                       const std::string& name,
@@ -533,24 +509,11 @@ RadosCollector::Library RadosCollector::probe_library(const std::string& who,
                  loaded.profile.build_id, plan.missing_members);
   }
   lib.status = plan.unavailable;
-  const auto build = build_of(plan.layout);
-  if (!build) {
-    for (const auto& point : plan.points) {
-      lib.status.push_back(
-          {point.function,
-           "",
-           false,
-           {Reason::kResourceLimit,
-            fmt::format("{} client library builds are probed already", RADOS_BUILDS_MAX)}});
-    }
-    return lib;
-  }
-  lib.build = *build;
   for (const auto& point : plan.points) {
     const std::uint32_t key =
         point.probe * RADOS_PAGE + static_cast<std::uint32_t>(point.offset & (RADOS_PAGE - 1));
-    auto& [value, users] = build_keys_[key];
-    if (users != 0 && value != *build + 1) {
+    auto& [layout, users] = placed_[key];
+    if (users != 0 && std::memcmp(&layout, &plan.layout, sizeof(layout)) != 0) {
       const Cause why{Reason::kAttachFailed,
                       "its offset modulo the page is another probed build's (that build's "
                       "clients are measured)"};
@@ -558,14 +521,13 @@ RadosCollector::Library RadosCollector::probe_library(const std::string& who,
       lib.status.push_back({point.function, "", false, why});
       continue;
     }
-    const std::uint32_t want = *build + 1;
-    if (users == 0 && bpf_map_update_elem(builds_fd_, &key, &want, BPF_ANY) != 0) {
+    if (users == 0 && bpf_map_update_elem(layouts_fd_, &key, &plan.layout, BPF_ANY) != 0) {
       const int err = errno;
-      build_keys_.erase(key);
+      placed_.erase(key);
       lib.status.push_back({point.function, "", false, {Reason::kInternal, std::strerror(err)}});
       continue;
     }
-    value = want;
+    layout = plan.layout;
     ++users;
     lib.keys.push_back(key);
     auto* prog = bpf_object__find_program_by_name(skel_->obj, point.program.c_str());
@@ -583,7 +545,6 @@ RadosCollector::Library RadosCollector::probe_library(const std::string& who,
     lib.links.emplace_back(link);
     lib.status.push_back({point.function, "", true, {}});
   }
-  ++builds_[*build]->second;
   if (who == "host") {
     spdlog::info("rados: host {} ({}): {} probes attached, {}", name, path, lib.links.size(),
                  lib.profile_line);
@@ -612,15 +573,12 @@ void RadosCollector::release(const std::vector<FileKey>& libs) {
 
 void RadosCollector::unplace(const Library& lib) {
   for (const std::uint32_t key : lib.keys) {
-    auto it = build_keys_.find(key);
-    if (it != build_keys_.end() && --it->second.second == 0) {
-      const std::uint32_t none = 0;
-      bpf_map_update_elem(builds_fd_, &key, &none, BPF_ANY);
-      build_keys_.erase(it);
+    auto it = placed_.find(key);
+    if (it != placed_.end() && --it->second.second == 0) {
+      const rados_layout none{};
+      bpf_map_update_elem(layouts_fd_, &key, &none, BPF_ANY);
+      placed_.erase(it);
     }
-  }
-  if (lib.build < builds_.size() && builds_[lib.build] && --builds_[lib.build]->second == 0) {
-    builds_[lib.build].reset();
   }
 }
 
