@@ -64,9 +64,13 @@ std::vector<std::string> library_dirs() {
   return dirs;
 }
 
-// A library file, as the kernel keys uprobes: device and inode (as /proc/PID/maps and stat()
-// of a file outside overlayfs give them).
-using FileKey = std::pair<std::uint64_t, std::uint64_t>;
+// A library file as uprobes see it: its build-id and inode number. Uprobes go on the file
+// itself, under overlayfs the layer's file, which every container of an image shares; maps
+// and stat() give each container's overlay a device of its own but the layer file's inode
+// number (the device would key one file twice, and its probes would fire twice per call). Two
+// files on different file systems with the same inode number and the same build would be
+// probed through the first only.
+using FileKey = std::pair<std::string, std::uint64_t>;
 
 void add_stats(rados_stats& s, const rados_stats& c) {
   add_hist(s.latency, c.latency);
@@ -77,12 +81,12 @@ void add_stats(rados_stats& s, const rados_stats& c) {
   }
 }
 
-std::optional<FileKey> file_key(const std::string& path) {
+std::optional<std::uint64_t> inode_of(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     return std::nullopt;
   }
-  return FileKey{st.st_dev, st.st_ino};
+  return st.st_ino;
 }
 
 class RadosCollector final : public BpfCollector {
@@ -321,8 +325,8 @@ void RadosCollector::probe_host_libraries(const std::stop_token& stop) {
   for (const char* lib : rados::kLibraries) {
     for (const auto& dir : library_dirs()) {
       const std::string path = dir + "/" + lib;
-      const auto key = file_key(path);
-      if (!key || libraries_.contains(*key)) {
+      const auto inode = inode_of(path);
+      if (!inode) {
         continue;
       }
       auto loaded = store_.for_binary(path, set_, stop);
@@ -330,9 +334,10 @@ void RadosCollector::probe_host_libraries(const std::stop_token& stop) {
         spdlog::info("rados: host {}: no probe profile: {}", path, loaded.error().message);
         break;
       }
+      const FileKey key{loaded->profile.build_id, *inode};
       auto plan = rados::plan_for(loaded->profile, "host");
-      if (plan.points.empty()) {
-        break;  // expected for the library whose Objecter clients do not call
+      if (libraries_.contains(key) || plan.points.empty()) {
+        break;  // no points: expected for the library whose Objecter clients do not call
       }
       std::error_code ec;
       const std::string real = std::filesystem::canonical(path, ec).filename().string();
@@ -344,7 +349,7 @@ void RadosCollector::probe_host_libraries(const std::stop_token& stop) {
       }
       probed.host = true;
       std::lock_guard lock(mu_);
-      libraries_.emplace(*key, std::move(probed));
+      libraries_.emplace(key, std::move(probed));
       break;
     }
   }
@@ -370,10 +375,7 @@ void RadosCollector::scan_libraries(pid_t pid, Process& proc, const std::stop_to
                                                            "): " + ident.error().message}});
       continue;
     }
-    // The file as the process maps it, which is the inode its uprobes go on (overlayfs: the
-    // layer's file, shared by every container of the image, where stat() of the path would
-    // give each container's overlay a key of its own, and the same probes twice).
-    const FileKey key{ident->dev, ident->inode};
+    const FileKey key{ident->build_id, ident->inode};
     if (auto it = libraries_.find(key); it != libraries_.end()) {
       std::lock_guard lock(mu_);
       ++it->second.users;
