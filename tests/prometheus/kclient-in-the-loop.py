@@ -245,7 +245,7 @@ def main():
         c = Checks(prom, at, at - first)
         check_panels(c, facts)
         check_counters(c, facts)
-        log(f"{c.count} checks at {at:.3f}, over the run's {window:.1f} s, {c.failed} failed")
+        log(f"{c.count} checks at {at:.3f}, over the run's {c.window:.1f} s, {c.failed} failed")
         return 1 if c.failed else 0
     finally:
         proc.terminate()
