@@ -3,7 +3,8 @@
 the host scrapes, every second, the daemon of the kclient test in a guest (qemu's user network
 forwards a port of the host's loopback to it: `cephscope-vm run --hostfwd`), with the shipped
 rule files. The test (tests/kernel/test_kclient.cpp) hands over what it drove (facts.json in
-the folder the two share) and waits until this has seen a scrape after that; then every panel
+the folder the two share) and waits until this has seen a scrape after that (and, before its
+second batch, mark.json: a scrape of every series before it grows); then every panel
 of the dashboards that reads the kclient collector (panels.KCLIENT), its variables substituted
 and $__rate_interval the whole run, is evaluated at that scrape's time and must hold:
 
@@ -45,20 +46,29 @@ def log(msg):
     print(f"[kclient-prom {time.monotonic() - T0:6.1f}s] {msg}", flush=True)
 
 
-def wait_for_facts(run, prom):
-    """facts.json once the test wrote it; None when the guest finished without."""
+def wait_for_file(run, names, prom):
+    """The first of NAMES (in RUN/prometheus) the test wrote: (name, its JSON, host time);
+    (None, None, host time) when the guest finished without."""
     seen = False
     while True:
-        for t in prom_targets(prom):
-            if t["health"] == "up" and not seen:
-                seen = True
-                log("first scrape of the guest's daemon")
-        facts = run / "prometheus" / "facts.json"
-        if facts.exists():
-            return json.loads(facts.read_text()), time.time()
+        if not seen and any(t["health"] == "up" for t in prom_targets(prom)):
+            seen = True
+            log("first scrape of the guest's daemon")
+        for name in names:
+            if (run / "prometheus" / name).exists():
+                return name, json.loads((run / "prometheus" / name).read_text()), time.time()
         if (run / "rc").exists():
-            return None, time.time()
-        time.sleep(0.5)
+            return None, None, time.time()
+        time.sleep(0.1)
+
+
+def answer(prom, work, name, t):
+    """Waits for a scrape after host time T, then answers NAME.scraped with its timestamp."""
+    wait_until(f"a scrape of the guest's daemon after {name}", lambda: scraped_after(prom, t),
+               30, period=0.1)
+    at = float(prom.query("timestamp(up == 1)")[0]["value"][1])
+    (work / f"{name}.scraped").write_text(f"{at:.3f}\n")
+    return at
 
 
 def prom_targets(prom):
@@ -227,20 +237,22 @@ def main():
         wait_until("prometheus ready", lambda: get(prom.base + "/-/ready") != "", 60)
         (work / "hostfwd").write_text(f"{host_port}:{GUEST_PORT}\n")
         log(f"prometheus :{prom_port} scrapes 127.0.0.1:{host_port} (the guest's :{GUEST_PORT})")
-        facts, t_facts = wait_for_facts(run, prom)
+        # mark.json: every series is to be scraped before the test's second batch
+        name, facts, t = wait_for_file(run, ("mark.json", "facts.json"), prom)
+        if name == "mark.json":
+            answer(prom, work, name, t)
+            log("a scrape after the mark: the test's second batch follows")
+            name, facts, t = wait_for_file(run, ("facts.json",), prom)
         if facts is None:
             log("FAILED: the guest finished and the kclient test handed nothing over")
             return 1
         if facts.get("kclient") != "ok":
-            (work / "scraped").write_text("skipped\n")
+            (work / "facts.json.scraped").write_text("skipped\n")
             log(f"skipped: the kclient collector is {facts.get('kclient')} on this kernel")
             return 77
-        wait_until("a scrape of the guest's daemon after the hand-off",
-                   lambda: scraped_after(prom, t_facts), 30, period=0.2)
-        # that scrape's and the first one's timestamps, while the test waits
-        at = float(prom.query("timestamp(up == 1)")[0]["value"][1])
+        # the checks run at the scrape after the facts, back to the first one
+        at = answer(prom, work, name, t)
         first = float(prom.query("min_over_time(timestamp(up == 1)[1h:100ms])")[0]["value"][1])
-        (work / "scraped").write_text(f"{at:.3f}\n")
         log(f"the test drove: {facts}")
         c = Checks(prom, at, at - first)
         check_panels(c, facts)
