@@ -151,11 +151,16 @@ std::string prometheus_dir() {
 // Writes `name` (JSON) in the folder shared with the host's checker and waits, bounded, until
 // its Prometheus has scraped the daemon after this point: the checker answers `name.scraped`.
 bool hand_off(const std::string& dir, const std::string& name, const std::string& json) {
-  std::ofstream(dir + "/" + name + ".tmp") << json << "\n";
-  std::filesystem::rename(dir + "/" + name + ".tmp", dir + "/" + name);
+  const std::filesystem::path path = std::filesystem::path(dir) / name;
+  std::filesystem::path tmp = path;
+  std::filesystem::path answer = path;
+  tmp += ".tmp";
+  answer += ".scraped";
+  std::ofstream(tmp) << json << "\n";
+  std::filesystem::rename(tmp, path);
   const auto deadline = Clock::now() + std::chrono::seconds(60);
   while (Clock::now() < deadline) {
-    if (std::filesystem::exists(dir + "/" + name + ".scraped")) {
+    if (std::filesystem::exists(answer)) {
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));

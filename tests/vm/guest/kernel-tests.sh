@@ -54,10 +54,15 @@ section "kernel tests exited $tests_rc (full report: kernel-tests.xml in the run
 kclient_rc=0
 if [ "${CEPHSCOPE_VM_KCLIENT:-1}" = 1 ] && command -v ceph-mon > /dev/null; then
   section "ceph cluster for the kclient test"
+  # the host's Prometheus scrapes the test's daemon (tests/prometheus/kclient-in-the-loop.py):
+  # the NIC comes up beside the cluster (which keeps to 127.0.0.1)
+  net_pid=
+  if [ -n "${CEPHSCOPE_KCLIENT_PROMETHEUS:-}" ]; then
+    "$here/net-up.sh" &
+    net_pid=$!
+  fi
   if "$here/ceph-cluster.sh"; then
-    # the host's Prometheus scrapes the test's daemon (tests/prometheus/kclient-in-the-loop.py):
-    # the NIC comes up once the cluster is up, which keeps to 127.0.0.1
-    if [ -n "${CEPHSCOPE_KCLIENT_PROMETHEUS:-}" ] && ! "$here/net-up.sh"; then
+    if [ -n "$net_pid" ] && ! wait "$net_pid"; then
       unset CEPHSCOPE_KCLIENT_PROMETHEUS
     fi
     section "kclient test: $tests \"[kclient]\""
