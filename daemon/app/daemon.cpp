@@ -12,6 +12,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "app/endpoint_routes.h"
 #include "app/event_fds.h"
 #include "app/privileges.h"
 #include "app/service_notify.h"
@@ -254,12 +255,14 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
   }
   const std::string security = web->summary();
   auto server = HttpServer::start(
-      {.listen = config.listen,
-       .metrics_protobuf = [&] { return exporter.render_protobuf(); },
-       .slow_ops = [&] { return slow_ops.json(); },
-       .osd_detail = [&](const std::string& who,
-                         const std::string& fsid) { return detail_control.request(who, fsid); }},
-      std::move(*web), [&] { return exporter.render(); }, ready);
+      {.listen = config.listen}, std::move(*web),
+      endpoint_routes(
+          {.metrics = [&] { return exporter.render(); },
+           .metrics_protobuf = [&] { return exporter.render_protobuf(); },
+           .slow_ops = [&] { return slow_ops.json(); },
+           .osd_detail = [&](const std::string& who,
+                             const std::string& fsid) { return detail_control.request(who, fsid); },
+           .ready = &ready}));
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message);
     return 1;

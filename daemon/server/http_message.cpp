@@ -152,6 +152,21 @@ void for_each_element(std::string_view header, Visit visit) {
 
 }  // namespace
 
+HeadRead read_request_head(std::string_view data) {
+  const auto end = request_head_end(data);
+  if (end ? *end > kMaxRequestHead : data.size() > kMaxRequestHead) {
+    return {.kind = HeadRead::Kind::kTooLarge, .request = {}};
+  }
+  if (!end) {
+    return {};
+  }
+  auto request = parse_request_head(data.substr(0, *end));
+  if (!request) {
+    return {.kind = HeadRead::Kind::kMalformed, .request = {}};
+  }
+  return {.kind = HeadRead::Kind::kComplete, .request = std::move(*request)};
+}
+
 bool accepts_gzip(std::string_view accept_encoding) {
   double gzip = -1;
   double any = -1;

@@ -34,6 +34,13 @@ std::optional<std::size_t> request_head_end(std::string_view data);
 // Parses a complete head (request line and header lines, CRLF or LF); nullopt when malformed.
 std::optional<HttpRequest> parse_request_head(std::string_view head);
 
+// What the bytes a connection has sent so far come to.
+struct HeadRead {
+  enum class Kind { kIncomplete, kTooLarge, kMalformed, kComplete } kind = Kind::kIncomplete;
+  HttpRequest request;  // when complete
+};
+HeadRead read_request_head(std::string_view data);
+
 // Whether an Accept-Encoding value admits gzip (gzip, x-gzip or *, with a q-value above 0).
 bool accepts_gzip(std::string_view accept_encoding);
 

@@ -44,10 +44,6 @@ constexpr auto kLinger = std::chrono::seconds(2);
 // How long accepting pauses when the process is out of file descriptors.
 constexpr auto kAcceptPause = std::chrono::seconds(1);
 
-const char* const kIndex =
-    "<html><body><h1>cephscope</h1><a href=\"/metrics\">/metrics</a> "
-    "<a href=\"/healthz\">/healthz</a> <a href=\"/readyz\">/readyz</a></body></html>\n";
-
 enum class State {
   kHandshake,  // TLS handshake
   kReadHead,   // reading the request head
@@ -93,19 +89,11 @@ struct Job {
 // What one read or write on a connection came to.
 enum class Io { kProgress, kBlocked, kClosed };
 
-HttpResponse text(int status, std::string body) {
-  HttpResponse r;
-  r.status = status;
-  r.body = std::move(body);
-  return r;
-}
-
 }  // namespace
 
 struct HttpServer::Impl {
   Options options;
-  Render metrics;
-  const std::atomic<bool>& ready;
+  const Routes routes;
   int listen_fd = -1;
   int epoll_fd = -1;
   int wake_fd = -1;
@@ -133,8 +121,7 @@ struct HttpServer::Impl {
   std::thread loop_thread;
   std::vector<std::thread> worker_threads;
 
-  Impl(Options o, Render m, const std::atomic<bool>& r)
-      : options(std::move(o)), metrics(std::move(m)), ready(r) {}
+  Impl(Options o, Routes r) : options(std::move(o)), routes(std::move(r)) {}
   ~Impl() {
     for (int fd : {listen_fd, epoll_fd, wake_fd}) {
       if (fd >= 0) {
@@ -365,7 +352,7 @@ struct HttpServer::Impl {
   }
 
   void respond_now(Connection& c, int status, const std::string& body) {
-    c.out = serialize_response(text(status, body), false);
+    c.out = serialize_response(text_response(status, body), false);
     c.sent = 0;
     c.state = State::kWrite;
     c.deadline = Clock::now() + options.write_timeout;
@@ -395,19 +382,18 @@ struct HttpServer::Impl {
             conns.erase(key);
             return;
           }
-          const auto end = request_head_end(c.in);
-          if (end ? *end > kMaxRequestHead : c.in.size() > kMaxRequestHead) {
+          auto head = read_request_head(c.in);
+          if (head.kind == HeadRead::Kind::kTooLarge) {
             respond_now(c, 431, "request head too large\n");
             continue;
           }
-          if (end) {
-            auto request = parse_request_head(std::string_view(c.in).substr(0, *end));
-            if (!request) {
-              respond_now(c, 400, "malformed request\n");
-              continue;
-            }
+          if (head.kind == HeadRead::Kind::kMalformed) {
+            respond_now(c, 400, "malformed request\n");
+            continue;
+          }
+          if (head.kind == HeadRead::Kind::kComplete) {
             c.state = State::kWorking;
-            submit(Job{key, std::move(*request), c.web, c.loopback});
+            submit(Job{key, std::move(head.request), c.web, c.loopback});
             return;
           }
           if (io == Io::kBlocked) {
@@ -505,10 +491,10 @@ struct HttpServer::Impl {
       }
       std::string bytes;
       try {
-        bytes = answer(job.request, *job.web, job.loopback);
-      } catch (const std::exception& e) {
+        bytes = routes.answer(job.request, *job.web, job.loopback);
+      } catch (const std::exception& e) {  // out of memory, say: the connection still hears
         spdlog::error("http: {}", e.what());
-        bytes = serialize_response(text(500, std::string(e.what()) + "\n"), false);
+        bytes = serialize_response(text_response(500, std::string(e.what()) + "\n"), false);
       }
       {
         std::lock_guard lock(jobs_mu);
@@ -517,102 +503,11 @@ struct HttpServer::Impl {
       wake();
     }
   }
-
-  std::string answer(const HttpRequest& req, const WebConfig& web_config, bool loopback) const {
-    HttpResponse r = route(req, web_config, loopback);
-    r.headers.emplace_back("Vary", "Accept-Encoding");
-    if (!r.body.empty() && accepts_gzip(req.header("accept-encoding").value_or(""))) {
-      if (auto gz = gzip_compress(r.body); gz.ok()) {
-        r.body = std::move(*gz);
-        r.headers.emplace_back("Content-Encoding", "gzip");
-      } else {
-        spdlog::warn("http: sending uncompressed: {}", gz.error().message);
-      }
-    }
-    return serialize_response(r, req.method == "HEAD");
-  }
-
-  // POST /debug/osd-detail?ceph_daemon=osd.N[&fsid=F]: a tier-2 window on that OSD.
-  HttpResponse osd_detail(const HttpRequest& req, const WebConfig& web_config,
-                          bool loopback) const {
-    if (!web_config.auth.enabled() && !loopback) {
-      return text(403, "/debug/osd-detail: only from this host, or with basic_auth_users\n");
-    }
-    if (req.method != "POST") {
-      HttpResponse r = text(405, "only POST\n");
-      r.headers.emplace_back("Allow", "POST");
-      return r;
-    }
-    if (auto len = req.header("content-length"); len && *len != "0") {
-      return text(400, "no body expected: the OSD goes in the query\n");
-    }
-    const auto osd = parse_osd_query(req.target);
-    if (!osd) {
-      return text(400, "expected ceph_daemon=osd.N and, optionally, fsid=<cluster uuid>\n");
-    }
-    auto [status, body] = options.osd_detail(osd->first, osd->second);
-    return text(status, body);
-  }
-
-  HttpResponse route(const HttpRequest& req, const WebConfig& web_config, bool loopback) const {
-    if (!web_config.auth.check(req.header("authorization").value_or(""))) {
-      HttpResponse r = text(401, "Unauthorized\n");
-      r.headers.emplace_back("WWW-Authenticate", BasicAuth::kChallenge);
-      return r;
-    }
-    if (req.path == "/debug/osd-detail" && options.osd_detail) {
-      return osd_detail(req, web_config, loopback);
-    }
-    if (req.method != "GET" && req.method != "HEAD") {
-      HttpResponse r = text(405, "only GET and HEAD\n");
-      r.headers.emplace_back("Allow", "GET, HEAD");
-      return r;
-    }
-    if (req.path == "/metrics") {
-      try {
-        if (options.metrics_protobuf && prefers_protobuf(req.header("accept").value_or(""))) {
-          HttpResponse r = text(200, options.metrics_protobuf());
-          r.content_type = kProtobufExpositionType;
-          r.headers.emplace_back("Vary", "Accept");
-          return r;
-        }
-        HttpResponse r = text(200, metrics());
-        r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-        return r;
-      } catch (const std::exception& e) {
-        spdlog::error("scrape failed: {}", e.what());
-        return text(500, std::string("scrape failed: ") + e.what() + "\n");
-      }
-    }
-    if (req.path == "/healthz") {
-      return text(200, "ok\n");
-    }
-    if (req.path == "/debug/slow-ops" && options.slow_ops) {
-      // object names are tenant data: for the node's own users, or behind the web config's auth
-      if (!web_config.auth.enabled() && !loopback) {
-        return text(403, "/debug/slow-ops: only from this host, or with basic_auth_users\n");
-      }
-      HttpResponse r = text(200, options.slow_ops());
-      r.content_type = "application/json";
-      return r;
-    }
-    if (req.path == "/readyz") {
-      return ready.load() ? text(200, "ready\n")
-                          : text(503, "starting: first discovery pass not done\n");
-    }
-    if (req.path == "/") {
-      HttpResponse r = text(200, kIndex);
-      r.content_type = "text/html; charset=utf-8";
-      return r;
-    }
-    return text(404, "not found\n");
-  }
 };
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(const Options& options, WebConfig web,
-                                                      Render metrics,
-                                                      const std::atomic<bool>& ready) {
-  auto impl = std::make_unique<Impl>(options, std::move(metrics), ready);
+                                                      Routes routes) {
+  auto impl = std::make_unique<Impl>(options, std::move(routes));
   impl->web = std::make_shared<const WebConfig>(std::move(web));
   auto fd = listen_socket(options.listen);
   if (!fd.ok()) {

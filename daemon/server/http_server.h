@@ -1,4 +1,4 @@
-// /metrics, /healthz and /readyz over HTTP or HTTPS, with optional basic auth.
+// The endpoint's transport: HTTP or HTTPS, serving a route table (server/routes.h).
 //
 // One event-loop thread owns every socket: it accepts, runs TLS handshakes, reads request
 // heads and writes responses, all non-blocking, so a client that sends nothing, or half a
@@ -10,43 +10,30 @@
 // waits for a scrape and a health check never waits for the loop.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
-#include <functional>
 #include <memory>
 #include <string>
-#include <utility>
 
 #include "core/result.h"
+#include "server/routes.h"
 #include "server/web_config.h"
 
 namespace cephscope {
 
 class HttpServer {
  public:
-  using Render = std::function<std::string()>;
-
   struct Options {
     std::string listen = "0.0.0.0:9488";  // "PORT", "HOST:PORT" or "[V6]:PORT"; port 0 picks one
     std::chrono::milliseconds header_timeout{10'000};  // accept to a whole head, TLS included
     std::chrono::milliseconds write_timeout{30'000};   // to send one response
     std::size_t max_connections = 128;
     std::size_t workers = 2;  // threads that check credentials, render and compress
-    // The protobuf exposition, for scrapers that prefer it (unset: text for everyone).
-    Render metrics_protobuf;
-    // JSON of the last slow-op records, at /debug/slow-ops: answered from this host, or to
-    // a client the web config's basic auth let in (unset: 404).
-    Render slow_ops;
-    // POST /debug/osd-detail?ceph_daemon=osd.N[&fsid=F], under the same rule: the status and
-    // body of the OSD collector's answer (unset: 404).
-    std::function<std::pair<int, std::string>(const std::string& ceph_daemon,
-                                              const std::string& fsid)>
-        osd_detail;
   };
 
+  // Serves `routes` (server/routes.h): the workers hand them each whole request head.
   static Result<std::unique_ptr<HttpServer>> start(const Options& options, WebConfig web,
-                                                   Render metrics, const std::atomic<bool>& ready);
+                                                   Routes routes);
   ~HttpServer();  // closes every connection; waits for a render under way
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;

@@ -17,11 +17,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "app/endpoint_routes.h"
 #include "server/http_server.h"
 #include "support/daemon_runner.h"
 #include "support/web_fixture.h"
@@ -195,12 +197,15 @@ struct Served {
   std::unique_ptr<HttpServer> server;
   int port = 0;
 
+  // `sources` gives the /debug/ pages; its metrics are `render`.
   explicit Served(
       HttpServer::Options options = {}, WebConfig web = {},
-      HttpServer::Render render = [] { return fake_metrics(); },
-      const std::string& listen = "127.0.0.1:0") {
+      std::function<std::string()> render = [] { return fake_metrics(); },
+      const std::string& listen = "127.0.0.1:0", EndpointSources sources = {}) {
     options.listen = listen;
-    auto s = HttpServer::start(options, std::move(web), std::move(render), ready);
+    sources.metrics = std::move(render);
+    sources.ready = &ready;
+    auto s = HttpServer::start(options, std::move(web), endpoint_routes(std::move(sources)));
     REQUIRE(s.ok());
     server = std::move(*s);
     auto bound = server->port();
@@ -473,12 +478,12 @@ TEST_CASE("/debug/slow-ops: from this host or with basic auth, never to anyone e
           "[endpoint][auth]") {
   const auto elsewhere = own_address();  // a peer address that is not loopback
   REQUIRE(elsewhere.has_value());
-  HttpServer::Options with_records;
+  EndpointSources with_records;
   with_records.slow_ops = [] { return std::string("{\"ops\": []}\n"); };
   const std::string get = request("GET", "/debug/slow-ops");
   {
     Served s(
-        with_records, {}, [] { return fake_metrics(); }, "0.0.0.0:0");
+        {}, {}, [] { return fake_metrics(); }, "0.0.0.0:0", with_records);
     Reply local = ask(s.port, get);
     CHECK(local.status == 200);
     CHECK(local.headers["content-type"] == "application/json");
@@ -495,7 +500,7 @@ TEST_CASE("/debug/slow-ops: from this host or with basic auth, never to anyone e
     auto web = load_web_config(dir + "/web.yml");
     REQUIRE(web.ok());
     Served s(
-        with_records, std::move(*web), [] { return fake_metrics(); }, "0.0.0.0:0");
+        {}, std::move(*web), [] { return fake_metrics(); }, "0.0.0.0:0", with_records);
     CHECK(ask_at(*elsewhere, s.port, get).starts_with("HTTP/1.1 401"));
     CHECK(
         ask_at(*elsewhere, s.port, request("GET", "/debug/slow-ops", basic_header("alice:s3cret")))
@@ -513,13 +518,13 @@ TEST_CASE("POST /debug/osd-detail: checked, passed on, and refused from elsewher
   const auto elsewhere = own_address();
   REQUIRE(elsewhere.has_value());
   std::vector<std::pair<std::string, std::string>> asked;
-  HttpServer::Options o;
+  EndpointSources o;
   o.osd_detail = [&](const std::string& who, const std::string& fsid) {
     asked.emplace_back(who, fsid);
     return std::pair<int, std::string>{who == "osd.7" ? 404 : 200, "answer for " + who + "\n"};
   };
   Served s(
-      o, {}, [] { return fake_metrics(); }, "0.0.0.0:0");
+      {}, {}, [] { return fake_metrics(); }, "0.0.0.0:0", o);
   const std::string fsid = "57d4d0a1-f7ba-4367-9b9e-5a4ea4c0d273";
   Reply ok = ask(s.port, request("POST", "/debug/osd-detail?ceph_daemon=osd.3&fsid=" + fsid));
   CHECK(ok.status == 200);

@@ -21,7 +21,13 @@ hints=$(env | grep -E '^CEPHSCOPE_(EXPECT_VFS_HOOKS|VFS_FSYNC)=' | paste -sd' ' 
 section "kernel $(uname -r), vfs hints: ${hints:-none (the tests probe)}, test dir $CEPHSCOPE_TEST_DIR"
 section "probe"
 t0=$(ts)
-"$here/probe.sh" "$CEPHSCOPE_TEST_DIR" | tee "$out/probe.txt"
+# probe.txt is long (a line per fact, hook and program): the console gets its counts, so that a
+# failure further on stays near the top of what CTest shows
+"$here/probe.sh" "$CEPHSCOPE_TEST_DIR" > "$out/probe.txt"
+awk '/^fact=/ { f++ } /^hook=/ { h++; if (/attach=ok/) ha++ }
+  /^object=/ { o++; if (/load=ok/) ok++; else if (/load=absent/) ab++; else bad++ }
+  END { printf "probe: %d facts, %d hooks (%d attach), %d programs (%d load, %d absent here, %d refused): probe.txt\n",
+        f, h, ha, o, ok, ab, bad }' "$out/probe.txt"
 awk -v a="$t0" -v b="$(ts)" 'BEGIN { printf "%.1f\n", b - a }' > "$out/probe.seconds"
 
 section "$bin --check --config $config"
@@ -42,8 +48,10 @@ t0=$(ts)
 # Catch2 v2 has one reporter: XML streams per test case and carries durations and failures.
 # The full XML (with the tests' INFO, e.g. daemon logs) goes to a file; the console gets the
 # summary as the tests go.
+# (RUN lines only in the file: the console gets a line per result)
 stdbuf -oL "$tests" "$filter" -r xml -d yes | tee "$out/kernel-tests.xml" |
-  awk -v progress=1 -f "$here/../catch2-summary.awk" | tee "$out/kernel-tests.summary"
+  awk -v progress=1 -f "$here/../catch2-summary.awk" | tee "$out/kernel-tests.summary" |
+  grep --line-buffered -v '^RUN '
 tests_rc=${PIPESTATUS[0]}
 awk -v a="$t0" -v b="$(ts)" 'BEGIN { printf "%.1f\n", b - a }' > "$out/kernel-tests.seconds"
 echo "$tests_rc" > "$out/kernel-tests.rc"

@@ -205,7 +205,12 @@ cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] [--expect] KERNEL
     prom_rc=0
     wait "$prom_pid" || prom_rc=$?
     case $prom_rc in 0) prom_rc=passed ;; 77) prom_rc=skipped ;; *) prom_rc=failed ;; esac
-    sed 's/^/prometheus: /' "$out/prometheus/check.log"
+    # the whole log when it failed; its verdict otherwise
+    if [ "$prom_rc" = failed ]; then
+      sed 's/^/prometheus: /' "$out/prometheus/check.log"
+    else
+      tail -n 1 "$out/prometheus/check.log" | sed 's/^/prometheus: /'
+    fi
     vm_log "kernel $label: the kernel-client panels in Prometheus $prom_rc ($out/prometheus/check.log)"
     echo "prometheus=$prom_rc" >> "$out/result"
     [ "$prom_rc" != failed ] || [ "$rc" != 0 ] || rc=1
