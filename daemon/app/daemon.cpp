@@ -204,6 +204,14 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
                    : "",
                capability_names(dropped->dropped));
 
+  const std::uint64_t open_files = raise_open_files_limit();
+  if (open_files < 4096) {
+    spdlog::warn(
+        "open files limited to {} (LimitNOFILE, ulimit -n): each probed process takes "
+        "a descriptor per uprobe, and the endpoint up to 128",
+        open_files);
+  }
+
   // Before any thread starts, so that every thread leaves the signals to the signalfd.
   auto sigfd = open_signal_fd();
   if (!sigfd.ok()) {

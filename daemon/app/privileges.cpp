@@ -3,6 +3,7 @@
 #include <linux/capability.h>
 #include <linux/perf_event.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -217,6 +218,21 @@ Result<Dropped> drop_to(CapabilityMask keep) {
     return s.error();
   }
   return Dropped{kept, before->permitted & ~kept};
+}
+
+std::uint64_t raise_open_files_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    return 0;
+  }
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+      limit = raised;
+    }
+  }
+  return limit.rlim_cur;
 }
 
 }  // namespace cephscope

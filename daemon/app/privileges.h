@@ -43,4 +43,9 @@ struct Dropped {
 // daemon may (CAP_SETPCAP). Call before any thread starts: capabilities are per thread.
 Result<Dropped> drop_to(CapabilityMask keep);
 
+// Raises the soft limit of open files to the hard one (as a unit's LimitNOFILE, or a
+// container runtime, set it): the endpoint's connections and a uprobe link per probe and
+// process need more than the usual 1,024. Returns the soft limit now.
+std::uint64_t raise_open_files_limit();
+
 }  // namespace cephscope
