@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -80,6 +81,7 @@ std::string slowloris(int port, int limit) {
 // A scrape beside `cap` idle connections: its latency, or why it failed.
 std::string scrape_when_full(int port, int cap) {
   std::vector<int> idle;
+  idle.reserve(static_cast<std::size_t>(cap));
   for (int i = 0; i < cap; ++i) {
     idle.push_back(connect_to(port));
   }
@@ -134,7 +136,7 @@ MHD_Result mhd_answer(void*, MHD_Connection* c, const char*, const char*, const 
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   const int cap = argc > 1 ? std::atoi(argv[1]) : 8;
   const int timeout_s = argc > 2 ? std::atoi(argv[2]) : 3;
   const int limit = timeout_s * 5;
@@ -171,4 +173,7 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   MHD_stop_daemon(mhd);
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "endpoint_transports: %s\n", e.what());
+  return 1;
 }
