@@ -98,23 +98,20 @@ bool base64_decode(std::string_view text, std::string& out) {
   return true;
 }
 
-bool BasicAuth::check(std::string_view authorization) const {
-  if (users_.empty()) {
-    return true;
-  }
+std::optional<BasicAuth::Credentials> BasicAuth::credentials(std::string_view authorization) {
   // "Basic" is case-insensitive (RFC 9110 11.1), then one or more spaces and the token.
   constexpr std::string_view kScheme = "basic";
   if (authorization.size() <= kScheme.size()) {
-    return false;
+    return std::nullopt;
   }
   for (std::size_t i = 0; i < kScheme.size(); ++i) {
     if (std::tolower(static_cast<unsigned char>(authorization[i])) != kScheme[i]) {
-      return false;
+      return std::nullopt;
     }
   }
   std::string_view token = authorization.substr(kScheme.size());
   if (token.front() != ' ') {
-    return false;
+    return std::nullopt;
   }
   while (!token.empty() && token.front() == ' ') {
     token.remove_prefix(1);
@@ -124,22 +121,32 @@ bool BasicAuth::check(std::string_view authorization) const {
   }
   std::string decoded;
   if (!base64_decode(token, decoded)) {
-    return false;
+    return std::nullopt;
   }
   const auto colon = decoded.find(':');
   if (colon == std::string::npos) {
-    return false;
+    return std::nullopt;
   }
-  const std::string user = decoded.substr(0, colon);
-  const std::string password = decoded.substr(colon + 1);
+  return Credentials{decoded.substr(0, colon), decoded.substr(colon + 1)};
+}
+
+const std::string& BasicAuth::hash_for(const std::string& user, bool& known) const {
   const auto it = users_.find(user);
-  if (it == users_.end()) {
-    // The same work as for a known user, against some user's hash, and a refusal whatever it
-    // says.
-    (void)verify_password(password, users_.begin()->second);
+  known = it != users_.end();
+  return known ? it->second : users_.begin()->second;
+}
+
+bool BasicAuth::check(std::string_view authorization) const {
+  if (users_.empty()) {
+    return true;
+  }
+  const auto creds = credentials(authorization);
+  if (!creds) {
     return false;
   }
-  return verify_password(password, it->second);
+  bool known = false;
+  const std::string& hash = hash_for(creds->user, known);
+  return verify_password(creds->password, hash) && known;
 }
 
 }  // namespace cephscope

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -29,6 +30,16 @@ class BasicAuth {
   // user costs a bcrypt check like a known one, so the time taken does not tell which users
   // exist.
   [[nodiscard]] bool check(std::string_view authorization) const;
+
+  struct Credentials {
+    std::string user;
+    std::string password;
+  };
+  // The user and password of an Authorization header; nullopt when it is not Basic.
+  static std::optional<Credentials> credentials(std::string_view authorization);
+  // The hash a check of `user` runs against: theirs, or, for an unknown user, some user's (the
+  // same work, and a refusal whatever it says: `known` false).
+  [[nodiscard]] const std::string& hash_for(const std::string& user, bool& known) const;
 
   // The challenge sent with a 401.
   static constexpr const char* kChallenge = R"(Basic realm="cephscope", charset="UTF-8")";

@@ -111,8 +111,10 @@ std::optional<HttpRequest> parse_request_head(std::string_view head) {
   req.method = request_line.substr(0, sp1);
   req.target = request_line.substr(sp1 + 1, sp2 - sp1 - 1);
   req.version = request_line.substr(sp2 + 1);
+  // The target is visible ASCII (RFC 3986: anything else is percent-encoded).
+  const auto visible = [](unsigned char c) { return c > 0x20 && c < 0x7f; };
   if (!is_token(req.method) || req.target.empty() || req.target.front() != '/' ||
-      req.target.find_first_of(" \t") != std::string::npos ||
+      !std::all_of(req.target.begin(), req.target.end(), visible) ||
       (req.version != "HTTP/1.1" && req.version != "HTTP/1.0")) {
     return std::nullopt;
   }
@@ -124,7 +126,8 @@ std::optional<HttpRequest> parse_request_head(std::string_view head) {
     }
     const auto colon = line.find(':');
     // A line starting with white space is obsolete folding, which RFC 9112 lets a server reject.
-    if (colon == std::string_view::npos || !is_token(line.substr(0, colon))) {
+    if (colon == std::string_view::npos || !is_token(line.substr(0, colon)) ||
+        line.find('\0') != std::string_view::npos) {  // RFC 9110 5.5: no NUL in a value
       return std::nullopt;
     }
     req.headers.emplace_back(lower(line.substr(0, colon)), trim(line.substr(colon + 1)));
@@ -239,6 +242,8 @@ const char* status_text(int status) {
       return "Method Not Allowed";
     case 409:
       return "Conflict";
+    case 429:
+      return "Too Many Requests";
     case 431:
       return "Request Header Fields Too Large";
     case 500:

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <sys/epoll.h>
@@ -58,10 +59,11 @@ struct Connection {
   State state = State::kReadHead;
   Clock::time_point deadline;
   std::string in;
+  bool heard = false;  // the client has sent something (a TLS handshake counts)
   std::string out;
   std::size_t sent = 0;
   std::shared_ptr<const WebConfig> web;  // as it was when the connection was accepted
-  bool loopback = false;                 // the peer is this host (127.0.0.0/8, ::1)
+  Peer peer;                             // who connected
 
   Connection() = default;
   Connection(const Connection&) = delete;
@@ -83,7 +85,7 @@ struct Job {
   std::uint64_t id;
   HttpRequest request;
   std::shared_ptr<const WebConfig> web;
-  bool loopback = false;
+  Peer peer;
 };
 
 // What one read or write on a connection came to.
@@ -261,7 +263,7 @@ struct HttpServer::Impl {
       }
       auto conn = std::make_unique<Connection>();
       conn->fd = fd;
-      conn->loopback = is_loopback(peer);
+      conn->peer = {.address = peer_address(peer), .loopback = is_loopback(peer)};
       conn->deadline = Clock::now() + options.header_timeout;
       {
         std::lock_guard lock(web_mu);
@@ -288,15 +290,20 @@ struct HttpServer::Impl {
     }
   }
 
-  // Closes the connection that has waited longest for its request head; false when every
-  // open connection is past its head (being answered, or sending).
+  // Closes the connection that has waited longest for its request head, one that has sent
+  // nothing yet first (a client part-way through its head is likelier to be a scraper than
+  // one of a flood of idle connections); false when every open connection is past its head
+  // (being answered, or sending).
   bool make_room() {
-    for (auto it = conns.begin(); it != conns.end(); ++it) {
-      if (it->second->awaiting_head()) {
-        spdlog::debug("http: {} connections open: closing the oldest still sending its head",
-                      conns.size());
-        conns.erase(it);
-        return true;
+    for (const bool silent_only : {true, false}) {
+      for (auto it = conns.begin(); it != conns.end(); ++it) {
+        const Connection& c = *it->second;
+        if (c.awaiting_head() && (!silent_only || (c.in.empty() && !c.heard))) {
+          spdlog::debug("http: {} connections open: closing the oldest still sending its head",
+                        conns.size());
+          conns.erase(it);
+          return true;
+        }
       }
     }
     spdlog::debug("http: {} connections open, all being answered: refusing a new one",
@@ -364,6 +371,7 @@ struct HttpServer::Impl {
       switch (c.state) {
         case State::kHandshake: {
           const int rc = SSL_accept(c.ssl);
+          c.heard = c.heard || BIO_number_read(SSL_get_rbio(c.ssl)) > 0;
           if (rc == 1) {
             c.state = State::kReadHead;
             continue;
@@ -393,7 +401,7 @@ struct HttpServer::Impl {
           }
           if (head.kind == HeadRead::Kind::kComplete) {
             c.state = State::kWorking;
-            submit(Job{key, std::move(head.request), c.web, c.loopback});
+            submit(Job{key, std::move(head.request), c.web, c.peer});
             return;
           }
           if (io == Io::kBlocked) {
@@ -491,7 +499,7 @@ struct HttpServer::Impl {
       }
       std::string bytes;
       try {
-        bytes = routes.answer(job.request, *job.web, job.loopback);
+        bytes = routes.answer(job.request, *job.web, job.peer);
       } catch (const std::exception& e) {  // out of memory, say: the connection still hears
         spdlog::error("http: {}", e.what());
         bytes = serialize_response(text_response(500, std::string(e.what()) + "\n"), false);

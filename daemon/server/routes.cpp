@@ -32,18 +32,27 @@ Routes& Routes::add(Route route) {
 }
 
 HttpResponse Routes::respond(const HttpRequest& request, const WebConfig& web,
-                             bool loopback) const {
-  if (!web.auth.check(request.header("authorization").value_or(""))) {
-    HttpResponse r = text_response(401, "Unauthorized\n");
-    r.headers.emplace_back("WWW-Authenticate", BasicAuth::kChallenge);
-    return r;
+                             const Peer& peer) const {
+  switch (gate_->check(web.auth, request.header("authorization").value_or(""), peer.address)) {
+    case AuthGate::Verdict::kAllowed:
+      break;
+    case AuthGate::Verdict::kRefused: {
+      HttpResponse r = text_response(401, "Unauthorized\n");
+      r.headers.emplace_back("WWW-Authenticate", BasicAuth::kChallenge);
+      return r;
+    }
+    case AuthGate::Verdict::kThrottled: {
+      HttpResponse r = text_response(429, "too many failed logins from " + peer.address + "\n");
+      r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
   }
   const auto route = std::find_if(routes_.begin(), routes_.end(),
                                   [&](const Route& r) { return r.path == request.path; });
   if (route == routes_.end()) {
     return text_response(404, "not found\n");
   }
-  if (route->access == Access::kThisHostOrAuthenticated && !web.auth.enabled() && !loopback) {
+  if (route->access == Access::kThisHostOrAuthenticated && !web.auth.enabled() && !peer.loopback) {
     return text_response(403, route->path + ": only from this host, or with basic_auth_users\n");
   }
   if (std::find(route->methods.begin(), route->methods.end(), request.method) ==
@@ -60,8 +69,9 @@ HttpResponse Routes::respond(const HttpRequest& request, const WebConfig& web,
   }
 }
 
-std::string Routes::answer(const HttpRequest& request, const WebConfig& web, bool loopback) const {
-  HttpResponse r = respond(request, web, loopback);
+std::string Routes::answer(const HttpRequest& request, const WebConfig& web,
+                           const Peer& peer) const {
+  HttpResponse r = respond(request, web, peer);
   r.headers.emplace_back("Vary", "Accept-Encoding");
   if (!r.body.empty() && accepts_gzip(request.header("accept-encoding").value_or(""))) {
     if (auto gz = gzip_compress(r.body); gz.ok()) {

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 
@@ -71,6 +72,22 @@ bool is_loopback(const sockaddr_storage& peer) {
     return IN6_IS_ADDR_V4MAPPED(&in6) && in6.s6_addr[12] == 127;
   }
   return false;
+}
+
+std::string peer_address(const sockaddr_storage& peer) {
+  std::array<char, INET6_ADDRSTRLEN> text{};
+  if (peer.ss_family == AF_INET) {
+    const auto& in = reinterpret_cast<const sockaddr_in&>(peer);
+    inet_ntop(AF_INET, &in.sin_addr, text.data(), text.size());
+  } else if (peer.ss_family == AF_INET6) {
+    const auto& in6 = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
+    if (IN6_IS_ADDR_V4MAPPED(&in6)) {
+      inet_ntop(AF_INET, &in6.s6_addr[12], text.data(), text.size());
+    } else {
+      inet_ntop(AF_INET6, &in6, text.data(), text.size());
+    }
+  }
+  return text.data();
 }
 
 }  // namespace cephscope

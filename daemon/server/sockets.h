@@ -15,4 +15,7 @@ Result<int> listen_socket(const std::string& listen);
 // Whether an accepted peer is this host: IPv4 127.0.0.0/8, ::1, or IPv4-mapped loopback.
 bool is_loopback(const sockaddr_storage& peer);
 
+// An accepted peer's address as text ("127.0.0.2", "::1"; an IPv4-mapped one as IPv4).
+std::string peer_address(const sockaddr_storage& peer);
+
 }  // namespace cephscope

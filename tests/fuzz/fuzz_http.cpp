@@ -23,8 +23,10 @@ using cephscope::HeadRead;
 
 bool debug_reached = false;  // set by the /debug/ sources, read after each answer
 
-const cephscope::Routes& routes() {
-  static const cephscope::Routes table = cephscope::endpoint_routes({
+// A fresh table per input (its auth gate remembers credentials and failures): each input
+// runs alone, as libFuzzer wants it.
+cephscope::Routes routes() {
+  return cephscope::endpoint_routes({
       .metrics = [] { return std::string("cephscope_up 1\n"); },
       .metrics_protobuf = [] { return std::string("\x05\x0a\x03up", 6); },
       .slow_ops =
@@ -39,7 +41,6 @@ const cephscope::Routes& routes() {
           },
       .ready = nullptr,
   });
-  return table;
 }
 
 // alice:s3cret, bcrypt at its lowest cost so that a run checks many passwords
@@ -76,10 +77,13 @@ void check_response(std::string_view wire, bool head_only) {
 
 void answer(const cephscope::HttpRequest& request) {
   static const cephscope::WebConfig open{};
+  const cephscope::Routes table = routes();
   for (const bool loopback : {true, false}) {
     for (const cephscope::WebConfig* web : {&open, &with_auth()}) {
       debug_reached = false;
-      const std::string wire = routes().answer(request, *web, loopback);
+      const cephscope::Peer peer{.address = loopback ? "127.0.0.1" : "192.0.2.1",
+                                 .loopback = loopback};
+      const std::string wire = table.answer(request, *web, peer);
       check_response(wire, request.method == "HEAD");
       const bool authenticated = web->auth.enabled() && wire.starts_with("HTTP/1.1 2");
       if (debug_reached && !loopback && !authenticated) {

@@ -38,6 +38,15 @@ TEST_CASE("malformed request heads are refused", "[http]") {
     INFO(bad);
     CHECK_FALSE(parse_request_head(bad));
   }
+  // control and non-ASCII bytes in the target, NUL in a header value
+  for (const std::string& bad :
+       {std::string("GET /met\0rics HTTP/1.1\r\n\r\n", 26),
+        std::string("GET /\xff HTTP/1.1\r\n\r\n"), std::string("GET /a\x7f HTTP/1.1\r\n\r\n"),
+        std::string("GET / HTTP/1.1\r\nX: a\0b\r\n\r\n", 26)}) {
+    INFO(bad);
+    CHECK_FALSE(parse_request_head(bad));
+  }
+  CHECK(parse_request_head("GET /m%20x?a=%FF HTTP/1.1\r\nX: caf\xc3\xa9\r\n\r\n"));
 }
 
 TEST_CASE("gzip is used when Accept-Encoding admits it", "[http]") {
