@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -209,11 +210,14 @@ class Run:
             relabel = (", relabel_configs: [{source_labels: [__address__], modulus: 2, "
                        "target_label: __tmp_hash, action: hashmod}, "
                        f"{{source_labels: [__tmp_hash], regex: '{shard}', action: keep}}]")
-        timeout = max(10, int(self.interval * 0.9))
+        timeout = self.timeout()
         return (f"scrape_configs:\n"
                 f"  - {{job_name: cephscope, scrape_timeout: {timeout}s, file_sd_configs: "
                 f"[{{files: ['{self.targets}/nodes.json']}}]{relabel}}}\n"
                 f"  - {{job_name: ceph, file_sd_configs: [{{files: ['{self.targets}/mgr.json']}}]}}\n")
+
+    def timeout(self):
+        return self.interval if self.interval < 10 else max(10, int(self.interval * 0.9))
 
     def prometheus(self, name, config, extra=()):
         port = free_port()
@@ -255,7 +259,7 @@ class Run:
             self.prometheus("federate", self.global_cfg() +
                             "scrape_configs:\n"
                             f"  - {{job_name: federate, honor_labels: true, metrics_path: /federate, "
-                            f"scrape_timeout: {max(10, int(self.interval * 0.9))}s, "
+                            f"scrape_timeout: {self.timeout()}s, "
                             "params: {'match[]': ['{__name__=~\"cephscope:.*\"}']}, "
                             f"static_configs: [{{targets: [{fed_targets}]}}]}}\n")
             self.query_server = shards[0]
@@ -270,7 +274,8 @@ class Run:
             self.query_server = recv
             self.rule_servers = [recv]
         for s in self.servers.values():
-            wait_until(f"{s.name} ready", lambda s=s: get(s.base + "/-/ready") != b"", 120, 1)
+            wait_until(f"{s.name} ready", lambda s=s: s.proc.poll() is not None or
+                       get(s.base + "/-/ready") != b"", 120, 1)
             if s.proc.poll() is not None:
                 raise SystemExit(f"FAILED: {s.name} exited: "
                                  f"{(self.work / (s.name + '.log')).read_text()[-2000:]}")
@@ -377,32 +382,32 @@ class Run:
         out["scrape_duration"] = scrape
         return out
 
-    def dashboard_queries(self):
+    def scopes(self):
+        """The dashboards' variables set to the fleet, to one host and to one OSD of it."""
         s = self.query_server
-        iv = self.interval
-        host = self.truth["host"]["instance"]
-        if self.args.shape == "b":
-            # shard 0 holds the host only if its address hashes there: take one it holds
-            r = s.query('count by (instance) (up{job="cephscope"})')
-            host = sorted(x["metric"]["instance"] for x in r)[0]
+        r = s.query('count by (instance) (cephscope_build_info)')
+        host = sorted(x["metric"]["instance"] for x in r)[0]
         osd_of_host = s.query(f'cephscope_target_info{{instance="{host}", kind="ceph-osd"}}')
-        osd_host = sorted(x["metric"]["ceph_daemon"] for x in osd_of_host)[0]
-        osd = osd_host
-        scopes = {"fleet": {"instance": ".*", "ceph_daemon": ".*", "one_osd": osd},
-                  "host": {"instance": host, "ceph_daemon": ".*", "one_osd": osd_host},
-                  "osd": {"instance": ".*", "ceph_daemon": osd, "one_osd": osd}}
+        osd = sorted(x["metric"]["ceph_daemon"] for x in osd_of_host)[0]
+        return {"fleet": {"instance": ".*", "ceph_daemon": ".*", "one_osd": osd},
+                "host": {"instance": host, "ceph_daemon": ".*", "one_osd": osd},
+                "osd": {"instance": ".*", "ceph_daemon": osd, "one_osd": osd}}
+
+    def dashboard_queries(self, s, boards="*"):
+        iv = self.interval
+        scopes = self.scopes()
         exprs = []
-        for path in sorted((ROOT / "dashboards").glob("*.json")):
+        for path in sorted((ROOT / "dashboards").glob(boards + ".json")):
             board = json.loads(path.read_text())
             for panel in board["panels"]:
                 for i, t in enumerate(panel.get("targets", [])):
-                    exprs.append((path.stem, panel["title"], i, t["expr"]))
+                    exprs.append((path.stem, panel["title"], i, t["expr"], t.get("instant", False)))
         end = time.time()
         span = min(600, self.elapsed())
         step = max(15, iv)
         results = []
         for scope, v in scopes.items():
-            for board, title, i, expr in exprs:
+            for board, title, i, expr, instant in exprs:
                 e = expr
                 for var, val in (("$__rate_interval", f"{4 * iv}s"), ("$cluster", ".*"),
                                  ("$job", ".*"), ("$fsid", ".*"), ("$device", ".*"),
@@ -414,14 +419,18 @@ class Run:
                 for _ in range(self.args.runs):
                     t = time.monotonic()
                     try:
-                        series = len(s.query_range(e, end - span, end, step, timeout=120))
+                        if instant:  # a table: Grafana asks for one instant
+                            series = len(s.query(e, timeout=120))
+                        else:
+                            series = len(s.query_range(e, end - span, end, step, timeout=120))
                     except (OSError, RuntimeError) as x:
                         err = str(x)[:200]
                     times.append(time.monotonic() - t)
                     if times[-1] > self.args.give_up:
                         break  # far over the target: the runs left would say nothing more
                 times.sort()
-                results.append({"scope": scope, "dashboard": board, "panel": title, "target": i,
+                results.append({"server": s.name, "scope": scope, "dashboard": board,
+                                "panel": title, "target": i,
                                 "runs": len(times),
                                 "p50_s": times[len(times) // 2], "p99_s": times[-1],
                                 "series": series, "error": err})
@@ -443,7 +452,11 @@ class Run:
             ok, firing, delivered = self.check_alerts()
             figures = self.server_figures(max(60, 2 * self.interval))
             log(json.dumps(figures))
-            queries = self.dashboard_queries() if a.runs else []
+            queries = self.dashboard_queries(self.query_server) if a.runs else []
+            if a.runs and "federate" in self.servers:
+                # what the federating server holds: the recording rules, which the fleet
+                # dashboard reads
+                queries += self.dashboard_queries(self.servers["federate"], "fleet")
             sim = json.loads(get(f"http://{self.truth['host']['instance']}/stats"))
             report = {"shape": a.shape, "form": a.form, "nodes": a.nodes,
                       "osds_per_node": self.truth["osds_per_node"], "interval_s": self.interval,
@@ -500,13 +513,11 @@ def summarize(r):
             log(f"{name}: scrape duration p50 {d['p50_s']:.2f} s, max {d['max_s']:.2f} s "
                 f"({d['targets']} targets)")
     qs = r["queries"]
-    for scope in ("fleet", "host", "osd"):
-        q = [x for x in qs if x["scope"] == scope]
-        if not q:
-            continue
+    for server, scope in sorted({(x["server"], x["scope"]) for x in qs}):
+        q = [x for x in qs if x["scope"] == scope and x["server"] == server]
         q.sort(key=lambda x: -x["p99_s"])
         over = [x for x in q if x["p99_s"] > 1.0]
-        log(f"queries, {scope}: {len(q)}, p99 max {q[0]['p99_s']:.2f} s "
+        log(f"queries on {server}, {scope}: {len(q)}, p99 max {q[0]['p99_s']:.2f} s "
             f"({q[0]['dashboard']}: {q[0]['panel']}), median of p50 "
             f"{sorted(x['p50_s'] for x in q)[len(q) // 2]:.3f} s, over 1 s: {len(over)}, "
             f"errors: {sum(1 for x in q if x['error'])}")
@@ -515,6 +526,8 @@ def summarize(r):
 
 
 def main():
+    # SIGTERM (ctest's timeout, kill) ends through Run.run's clean-up: no server left behind
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shape", choices="abc", default="a")
     ap.add_argument("--form", choices=("classic", "native"), default="classic")

@@ -1,0 +1,52 @@
+// The fleet: every host's OSDs at once, from the recording rules of the cephscope-fleet group
+// (and the per-OSD quantiles of cephscope-osd-latency) only, never from the raw histograms:
+// at 100 nodes of 24 OSDs those are over a million series, and a panel over them takes tens
+// of seconds (docs/fleet.md). A federating Prometheus that keeps only cephscope:* serves it.
+// For one host or one OSD, the OSD latency and OSD detail dashboards read the raw series.
+local g = import 'lib/panels.libsonnet';
+local sel = 'cluster=~"$cluster", job=~"$job", fsid=~"$fsid"';
+local rule(name, extra='') = name + '{' + sel + (if extra == '' then '' else ', ' + extra) + '}';
+local quantile(q, name, by, extra='') =
+  'histogram_quantile(' + q + ', sum by (' + by + ', le) (' + rule(name, extra) + '))';
+local variable(name, label, expr) = g.template.query(name, label, expr, multi=true, includeAll=true);
+
+g.dashboard(
+  'cephscope-fleet',
+  'cephscope / fleet',
+  'Every host and OSD at once, from recording rules (per host, device class and pool).',
+  [g.template.datasource, g.template.cluster,
+   variable('job', 'Job', 'label_values(cephscope:host_osd_op_seconds:rate5m{cluster=~"$cluster"}, job)'),
+   variable('fsid', 'Ceph cluster (fsid)', 'label_values(cephscope:host_osd_op_seconds:rate5m{cluster=~"$cluster", job=~"$job"}, fsid)')],
+  [g.row('Stage quantiles, all OSDs (cephscope:host_osd_op_stage_seconds:rate5m)', 0)]
+  + g.layout([
+    g.timeseries('Write p99 by stage', '99th percentile of each write stage over every OSD of the selected clusters.',
+                 [g.target(quantile('0.99', 'cephscope:host_osd_op_stage_seconds:rate5m', 'stage', 'op="write"'), '{{stage}}')]),
+    g.timeseries('Write p50 by stage', 'Median of each write stage over every OSD.',
+                 [g.target(quantile('0.5', 'cephscope:host_osd_op_stage_seconds:rate5m', 'stage', 'op="write"'), '{{stage}}')]),
+    g.timeseries('Read p99 by stage', '99th percentile of each read stage over every OSD.',
+                 [g.target(quantile('0.99', 'cephscope:host_osd_op_stage_seconds:rate5m', 'stage', 'op="read"'), '{{stage}}')]),
+    g.timeseries('Replica sub-op p99 by stage', '99th percentile of each stage of replicated writes over every replica.',
+                 [g.target(quantile('0.99', 'cephscope:host_osd_subop_stage_seconds:rate5m', 'stage'), '{{stage}}')]),
+  ], y=1)
+  + [g.row('Hosts, device classes, pools', 17)]
+  + g.layout([
+    g.timeseries('Write p99 per host', '99th percentile of client writes on each host\'s primary OSDs (cephscope:host_osd_op_seconds:rate5m).',
+                 [g.target(quantile('0.99', 'cephscope:host_osd_op_seconds:rate5m', 'instance', 'op="write"'), '{{instance}}')]),
+    g.timeseries('Write p99 per device class', '99th percentile of client writes per OSD device class, from Ceph\'s ceph_osd_metadata (cephscope:device_class_osd_op_seconds:rate5m).',
+                 [g.target(quantile('0.99', 'cephscope:device_class_osd_op_seconds:rate5m', 'device_class, op'), '{{device_class}} {{op}}')]),
+    g.timeseries('Client op p99 per pool', 'Client-observed latency per pool and op, over every client host (cephscope:pool_client_op_seconds:rate5m).',
+                 [g.target('histogram_quantile(0.99, sum by (pool, op, le) (cephscope:pool_client_op_seconds:rate5m{cluster=~"$cluster"}))', 'pool {{pool}} {{op}}')]),
+    g.heatmap('Client write latency, all OSDs', 'Whole client writes on their primaries, every OSD.',
+              'sum by (le) (' + rule('cephscope:host_osd_op_seconds:rate5m', 'op="write"') + ')'),
+  ], y=18)
+  + [g.row('Slow ops and slowest OSDs', 34)]
+  + g.layout([
+    g.timeseries('Slow ops per host and stage', 'Ops over the daemon\'s slow-op threshold per second, per host, op and longest stage (cephscope:host_osd_slow_ops:rate5m).',
+                 [g.target('sum by (instance, op, stage) (' + rule('cephscope:host_osd_slow_ops:rate5m') + ') > 0', '{{instance}} {{op}} {{stage}}')],
+                 unit='ops'),
+    g.table('Slowest OSDs per stage (write p99)', 'The five OSDs with the highest p99 of each write stage over the last 5 minutes (cephscope:osd_op_stage_seconds:p99_5m).',
+            'topk by (stage) (5, max by (ceph_daemon, fsid, stage) (' + rule('cephscope:osd_op_stage_seconds:p99_5m', 'op="write"') + '))'),
+    g.timeseries('Write amplification per host', 'Device bytes written per byte asked to store, per host (cephscope:host_write_amplification:ratio5m).',
+                 [g.target('cephscope:host_write_amplification:ratio5m{cluster=~"$cluster", job=~"$job"}', '{{instance}}')], unit='none'),
+  ], y=35)
+)
