@@ -42,7 +42,7 @@ g.dashboard(
   + [g.row('Slow ops and slowest OSDs', 34)]
   + g.layout([
     g.timeseries('Slow ops per host and stage', 'Ops over the daemon\'s slow-op threshold per second, per host, op and longest stage (cephscope:host_osd_slow_ops:rate5m).',
-                 [g.target('sum by (instance, op, stage) (' + rule('cephscope:host_osd_slow_ops:rate5m') + ') > 0', '{{instance}} {{op}} {{stage}}')],
+                 [g.target('sum by (instance, op, stage) (' + rule('cephscope:host_osd_slow_ops:rate5m') + ')', '{{instance}} {{op}} {{stage}}')],
                  unit='ops'),
     g.table('Slowest OSDs per stage (write p99)', 'The five OSDs with the highest p99 of each write stage over the last 5 minutes (cephscope:osd_op_stage_seconds:p99_5m).',
             'topk by (stage) (5, max by (ceph_daemon, fsid, stage) (' + rule('cephscope:osd_op_stage_seconds:p99_5m', 'op="write"') + '))'),
