@@ -9,7 +9,14 @@
  * time, with the op's pool, class and bytes, is kept per Op address (a seeded two-way table,
  * below), the reply's result per thread slot, and the finish
  * folds latency, bytes, resends and errors into one per-CPU stats entry. Member offsets
- * come per process from rados_layouts (the library build's probe profile).
+ * come per library build from rados_layouts (its probe profile), found by the probe's
+ * address (rados.h).
+ *
+ * The daemon attaches the probes to the library file (every process, pid -1): the kernel puts
+ * them into a process when it maps the file, so a client's first op is seen however soon it
+ * comes after the client loads librados. The finish looks up the client's target; a client
+ * the daemon has not tracked yet folds under its pid with target CEPHSCOPE_UNTRACKED, and the
+ * daemon adds those entries to the client's series once it knows the process.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -17,7 +24,6 @@
 #include "rados.h"
 #include "maps.bpf.h"
 #include "targets.bpf.h" /* every object declares it (the daemon shares one) */
-#include "layouts.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -28,18 +34,14 @@ volatile __u64 slow_ns;
 /* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, kept current by the daemon. */
 volatile __s64 rt_off_ns;
 
-/* Layouts by tgid: the first process of each slot in the array, every one in the hash. */
+/*
+ * The layout of the library build each probe is in, by probe and address modulo the page:
+ * one inlined array load per hit (720 KiB, preallocated). have 0: no probe of ours there.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, RADOS_LAYOUTS_MAX);
-	__type(key, __u32); /* tgid % RADOS_LAYOUTS_MAX */
-	__type(value, struct rados_layout);
-} rados_layout_slots SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, RADOS_LAYOUTS_MAX);
-	__type(key, __u32); /* tgid */
+	__uint(max_entries, RADOS_PROBES *RADOS_PAGE);
+	__type(key, __u32); /* probe * RADOS_PAGE + address % RADOS_PAGE */
 	__type(value, struct rados_layout);
 } rados_layouts SEC(".maps");
 
@@ -82,10 +84,11 @@ struct {
 
 static const struct rados_stats zero_stats;
 
-static __always_inline struct rados_layout *client_layout(__u32 tgid)
+/* The layout of the library build whose PROBE this hit is, or NULL. */
+static __always_inline struct rados_layout *hit_layout(struct pt_regs *ctx, __u32 probe)
 {
-	struct rados_layout *l =
-	    layout_of(&rados_layout_slots, &rados_layouts, tgid, RADOS_LAYOUTS_MAX);
+	__u32 key = probe * RADOS_PAGE + (__u32)(PT_REGS_IP(ctx) & (RADOS_PAGE - 1));
+	struct rados_layout *l = bpf_map_lookup_elem(&rados_layouts, &key);
 
 	return l && (l->have & RADOS_HAVE_OP) ? l : 0;
 }
@@ -101,7 +104,7 @@ SEC("uprobe")
 int BPF_KPROBE(rados_reply, void *objecter, void *reply)
 {
 	__u64 id = bpf_get_current_pid_tgid();
-	struct rados_layout *l = client_layout(id >> 32);
+	struct rados_layout *l = hit_layout(ctx, RADOS_PROBE_REPLY);
 	struct rados_reply *r = thread_reply((__u32)id);
 	__s32 result = 0;
 
@@ -211,7 +214,7 @@ int BPF_KPROBE(rados_send, void *objecter, void *op)
 {
 	__u64 id = bpf_get_current_pid_tgid();
 	__u32 tgid = id >> 32;
-	struct rados_layout *l = client_layout(tgid);
+	struct rados_layout *l = hit_layout(ctx, RADOS_PROBE_SEND);
 	struct rados_sent_bucket *b;
 	struct rados_sent *e;
 	__s32 attempts, flags = 0;
@@ -341,7 +344,7 @@ int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32;
-	struct rados_layout *l = client_layout(tgid);
+	struct rados_layout *l = hit_layout(ctx, RADOS_PROBE_FINISH);
 	struct rados_stats_key skey = {};
 	struct rados_reply *reply;
 	struct rados_stats *stats;
@@ -364,11 +367,13 @@ int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
 	__u64 delta = now - sent.first_send_ns;
 	__s32 attempts = sent.sends;
 
-	skey.target = l->target;
+	skey.target = target_of(tgid);
 	skey.pool = sent.pool;
 	skey.op = sent.op_class;
 	if (instance_labels)
 		instance_of(&skey, l, op, tgid);
+	if (skey.target == CEPHSCOPE_UNTRACKED)
+		skey.pid = tgid; /* not tracked yet: the daemon adds it to its target's series */
 	stats = lookup_or_init(&rados_stats, &skey, &zero_stats);
 	if (!stats)
 		return 0;

@@ -5,7 +5,7 @@
 
 #include "cephscope.h"
 
-#define RADOS_LAYOUTS_MAX 1024	 /* librados client processes with probes */
+#define RADOS_PAGE 4096		 /* a probe's address modulo this is its file offset's */
 #define RADOS_SENT_BUCKETS 32768 /* in-flight table: 2 ops per bucket, all clients together */
 #define RADOS_STATS_MAX 4096	 /* (client, pool, op) series in the kernel */
 #define RADOS_REPLY_SLOTS 4096	 /* one reply being handled per thread slot */
@@ -100,6 +100,20 @@ static inline __u32 rados_error_class(__s32 err)
 	}
 }
 
+/*
+ * The programs, in the order of the daemon's probe table. A hit finds its library build's
+ * layout at rados_layouts[probe * RADOS_PAGE + address % RADOS_PAGE]: a library file is mapped
+ * at a page boundary, so the address of a probe modulo the page is its file offset's in every
+ * process, and the same function of two builds is told apart by it (the daemon refuses a
+ * second build whose offset collides with another's).
+ */
+enum cephscope_rados_probe {
+	RADOS_PROBE_SEND,
+	RADOS_PROBE_REPLY,
+	RADOS_PROBE_FINISH,
+	RADOS_PROBES,
+};
+
 /* Members found in the client library's build (rados_layout.have). */
 #define RADOS_HAVE_OP (1u << 0)	    /* Op::attempts, target pool and flags: the op is seen */
 #define RADOS_HAVE_BYTES (1u << 1)  /* Op::ops and OSDOp's code and extent length */
@@ -107,11 +121,9 @@ static inline __u32 rados_error_class(__s32 err)
 #define RADOS_HAVE_OBJECT (1u << 3) /* Op::target.base_oid.name: the rbd image of an op */
 #define RADOS_HAVE_IDS (1u << 4)    /* Op::tid, target.osd, target.pgid: a slow op's record */
 
-/* Member offsets of one client library build, from its probe profile; one per process. */
+/* Member offsets of one client library build, from its probe profile. */
 struct rados_layout {
-	__u32 tgid; /* the client process (first: bpf/layouts.bpf.h) */
 	__u32 have;
-	__u32 target;	    /* the client's target id */
 	__u32 op_attempts;  /* Objecter::Op::attempts (int): sends so far */
 	__u32 op_pool;	    /* Op::target.base_oloc.pool (s64) */
 	__u32 op_flags;	    /* Op::target.flags (int) */
@@ -157,12 +169,14 @@ struct rados_reply {
 };
 
 struct rados_stats_key {
-	__u32 target;
-	__u32 op; /* enum cephscope_rados_op */
+	__u32 target; /* CEPHSCOPE_UNTRACKED: a process not tracked yet, by its pid */
+	__u32 op;     /* enum cephscope_rados_op */
 	__s64 pool;
 	/*
 	 * Per-instance labels (collectors.rados.instance_labels): an op on an rbd image's data
-	 * objects carries the image id; any other op its process id. Both zero otherwise.
+	 * objects carries the image id; any other op its process id. Both zero otherwise. An
+	 * untracked process's ops carry its pid whatever the setting: the daemon adds them to its
+	 * target's series once it tracks it.
 	 */
 	__u32 pid;
 	__u32 pad;

@@ -131,6 +131,18 @@ void print_summary(const Profile& p, std::FILE* f) {
     }
     std::fputc('\n', f);
   }
+  if (p.markers.empty()) {
+    return;
+  }
+  std::fprintf(f, "\nmarkers (.note.stapsdt)\n");
+  for (const Marker& m : p.markers) {
+    const std::string name = m.provider + ":" + m.name;
+    std::fprintf(f, "  %-40s %s%s%s  args: %s%s%s\n", name.c_str(), hex(m.file_offset).c_str(),
+                 m.semaphore_offset != 0 ? " semaphore " : "",
+                 m.semaphore_offset != 0 ? hex(m.semaphore_offset).c_str() : "",
+                 m.arg_spec.empty() ? "(none)" : m.arg_spec.c_str(),
+                 m.args_error.empty() ? "" : " -- not decoded: ", m.args_error.c_str());
+  }
 }
 
 void generate(const Options& o) {

@@ -128,15 +128,15 @@ struct ProcessChanges {
   std::vector<pid_t> gone;  // attached, or queued and not yet attached, and no longer live
 };
 
-// The changes for the targets of `kind`: pids to attach are added to `queued` (pids with an
-// attach in the queue or in progress); `attached` maps pid to anything.
-template <typename Attached>
-ProcessChanges process_changes(const std::vector<TargetView>& targets, TargetKind kind,
+// The changes for the targets WANTED accepts: pids to attach are added to `queued` (pids with
+// an attach in the queue or in progress); `attached` maps pid to anything.
+template <typename Attached, typename Wanted>
+ProcessChanges process_changes(const std::vector<TargetView>& targets, const Wanted& wanted,
                                const Attached& attached, std::set<pid_t>& queued) {
   ProcessChanges out;
   std::set<pid_t> live;
   for (const auto& t : targets) {
-    if (t.identity.kind != kind) {
+    if (!wanted(t.identity)) {
       continue;
     }
     for (const pid_t pid : t.pids) {
@@ -157,6 +157,14 @@ ProcessChanges process_changes(const std::vector<TargetView>& targets, TargetKin
     }
   }
   return out;
+}
+
+// The same for the targets of KIND.
+template <typename Attached>
+ProcessChanges process_changes(const std::vector<TargetView>& targets, TargetKind kind,
+                               const Attached& attached, std::set<pid_t>& queued) {
+  return process_changes(
+      targets, [kind](const TargetIdentity& t) { return t.kind == kind; }, attached, queued);
 }
 
 // Where a uprobe collector's profile store finds and keeps profiles, and how it runs the

@@ -1,18 +1,21 @@
 // rados collector: client-observed op latency in every librados client of the host, from
-// uprobes on the Objecter of the library each client calls, attached per process at offsets
-// of the library build's probe profile. See docs/collectors/rados.md.
+// uprobes on the Objecter of the library each client calls, attached to the library file (so
+// the kernel puts them into every process that maps it, before its first op) at offsets of
+// the library build's probe profile. See docs/collectors/rados.md.
 #include "collectors/rados_collector.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <iterator>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -22,7 +25,6 @@
 
 #include "bpf/rados.h"
 #include "collectors/bpf_collector.h"
-#include "collectors/layout_table.h"
 #include "collectors/rados_probes.h"
 #include "collectors/ring_reader.h"
 #include "collectors/slow_ops.h"
@@ -40,6 +42,53 @@ using RadosSkel = Skeleton<rados_bpf, rados_bpf__destroy>;
 // How often attached clients are checked for client libraries loaded since.
 constexpr auto kRecheck = std::chrono::seconds(2);
 
+// Where the daemon's own root keeps the client libraries (Debian's multiarch directory,
+// Ceph's private directory beside it, and the other distributions' lib64).
+#if defined(__x86_64__)
+constexpr const char* kMultiarch = "x86_64-linux-gnu";
+#elif defined(__aarch64__)
+constexpr const char* kMultiarch = "aarch64-linux-gnu";
+#else
+constexpr const char* kMultiarch = "";
+#endif
+
+std::vector<std::string> library_dirs() {
+  std::vector<std::string> dirs;
+  if (*kMultiarch != '\0') {
+    dirs.push_back(std::string("/usr/lib/") + kMultiarch);
+    dirs.push_back(std::string("/usr/lib/") + kMultiarch + "/ceph");
+  }
+  for (const char* d : {"/usr/lib64", "/usr/lib64/ceph", "/usr/lib", "/usr/lib/ceph"}) {
+    dirs.emplace_back(d);
+  }
+  return dirs;
+}
+
+// A library file as uprobes see it: its build-id and inode number. Uprobes go on the file
+// itself, under overlayfs the layer's file, which every container of an image shares; maps
+// and stat() give each container's overlay a device of its own but the layer file's inode
+// number (the device would key one file twice, and its probes would fire twice per call). Two
+// files on different file systems with the same inode number and the same build would be
+// probed through the first only.
+using FileKey = std::pair<std::string, std::uint64_t>;
+
+void add_stats(rados_stats& s, const rados_stats& c) {
+  add_hist(s.latency, c.latency);
+  s.bytes += c.bytes;
+  s.resends += c.resends;
+  for (int e = 0; e < RADOS_ERR_COUNT; ++e) {
+    s.errors[e] += c.errors[e];
+  }
+}
+
+std::optional<std::uint64_t> inode_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return std::nullopt;
+  }
+  return st.st_ino;
+}
+
 class RadosCollector final : public BpfCollector {
  public:
   explicit RadosCollector(const CollectorContext& ctx)
@@ -54,7 +103,7 @@ class RadosCollector final : public BpfCollector {
     records_.reset();          // its thread reads attached_
     if (worker_.joinable()) {  // not started when the object failed to load
       worker_.request_stop();
-      worker_.join();  // before attached_ and the object go
+      worker_.join();  // before libraries_ and the object go
     }
   }
   [[nodiscard]] const char* name() const override { return "rados"; }
@@ -68,54 +117,87 @@ class RadosCollector final : public BpfCollector {
   }
 
  private:
-  // The probes of one client process; links detach when it goes.
+  // A client library file with the probes in it: attached for every process (pid -1), so the
+  // kernel puts them into each process that maps the file, at the mapping.
+  struct Library {
+    std::string name;          // "librados.so.2.0.0"
+    std::string profile_line;  // "profile BUILD (ORIGIN) from LOCATION", for the clients' logs
+    std::vector<std::uint32_t> keys;  // its entries in rados_layouts
+    std::vector<Link> links;
+    std::vector<ProbeStatus> status;  // per probe; the target is each client's
+    std::size_t users = 0;            // tracked clients that map it
+    bool host = false;                // the daemon's root's: kept while the daemon runs
+  };
+  // A client process: the libraries it maps, or why none has probes.
   struct Process {
     std::string who;  // the process label, for statuses and logs
     std::uint32_t target = 0;
-    std::optional<rados_layout> layout;  // stored once a library's probes are placed
-    std::set<std::string> seen;          // the libraries found mapped and planned
-    std::vector<Link> links;
-    std::vector<ProbeStatus> status;
+    std::set<std::string> seen;        // the libraries found mapped and looked at
+    std::vector<FileKey> libs;         // those with probes (a user of each)
     std::vector<ProbeStatus> refused;  // why not, while no library has the probes
-    std::size_t linked = 0;            // a recheck's copy: the links the process has already
   };
   struct Request {
     pid_t pid = 0;
     std::optional<TargetView> attach;  // empty: detach
   };
+  using SeriesKey =
+      std::tuple<std::uint32_t, std::int64_t, std::uint32_t, std::uint32_t, std::string>;
 
   void start(const CollectorContext& ctx);
   void work(const std::stop_token& stop);
+  // Probes the client libraries of the daemon's own root before any client maps them.
+  void probe_host_libraries(const std::stop_token& stop);
   // Deletes the per-process series of a client that exited (instance labels): pids are not
   // reused for a series, so they would only pile up.
   void forget_pid(std::uint32_t pid);
+  // Moves the entries a client folded before it was tracked (target CEPHSCOPE_UNTRACKED, its
+  // pid) into carried_ under TARGET, once it has exited: its series never go back.
+  void carry_pending(std::uint32_t pid, std::uint32_t target);
+  // Deletes the entries of untracked processes that exited without being tracked.
+  void sweep_pending();
   // One slow op's record: kept for /debug/slow-ops and logged.
   void take_record(const rados_slow_record& r);
-  void attach_process(const TargetView& target, pid_t pid, Process& proc,
-                      const std::stop_token& stop);
-  // Plans and attaches the libraries of PID not yet seen; a client may load one later
+  // Finds the libraries of PID not yet seen and makes it a user of those with probes,
+  // probing a library file the first time a client maps it; a client may load one later
   // (qemu loads librbd with its rbd block driver).
   void scan_libraries(pid_t pid, Process& proc, const std::stop_token& stop);
-  // Every kRecheck: libraries attached clients mapped since.
+  // Every kRecheck: libraries attached clients mapped since; untracked processes gone.
   void recheck(const std::stop_token& stop);
-  // Attaches the plan of one library; false when its layout could not be stored.
-  bool attach_library(pid_t pid, Process& proc, const profile::ModuleIdentity& module,
-                      rados::BuildPlan plan);
+  // Plans, places and attaches the probes of one library file; WHO names it in logs.
+  Library probe_library(const std::string& who, const std::string& path, const std::string& name,
+                        const profile::LoadedProfile& loaded, rados::BuildPlan plan);
+  // Gives back a library's entries in rados_layouts.
+  void unplace(const Library& lib);
+  // One user fewer of each of LIBS: a library no client maps any more is detached, but the
+  // daemon's root's.
+  void release(const std::vector<FileKey>& libs);
+  [[nodiscard]] std::size_t probes_in(const Process& proc) const;
+  [[nodiscard]] SeriesKey series_key(const rados_stats_key& k, std::uint32_t target) const;
 
   profile::ProfileStore store_;  // the worker's
   profile::ProbeSet set_;
   rados_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
-  std::unique_ptr<LayoutTable<rados_layout>> layouts_;
+  int layouts_fd_ = -1;
   Buckets buckets_ = Buckets::kFull;
   bool instance_labels_ = false;
+  bool host_libraries_ = false;
   SlowOpLog* slow_ops_ = nullptr;
 
-  mutable std::mutex mu_;  // guards the members below
+  // The worker's: the layout each rados_layouts entry holds, and how many libraries put it.
+  std::map<std::uint32_t, std::pair<rados_layout, std::size_t>> placed_;
+
+  // Under the maps lock (scrapes, prunes and the worker): series of exited clients that they
+  // folded before they were tracked.
+  std::map<SeriesKey, rados_stats> carried_;
+
+  mutable std::mutex mu_;  // guards the members below; taken after the maps lock
   std::condition_variable_any wake_;
   std::deque<Request> queue_;
-  std::set<pid_t> queued_;             // pids with an attach in the queue or in progress
-  std::map<pid_t, Process> attached_;  // destroyed before the base closes the object
+  std::set<pid_t> queued_;                 // pids with an attach in the queue or in progress
+  std::map<pid_t, std::uint32_t> owners_;  // client pids and their targets, until carried
+  std::map<FileKey, Library> libraries_;   // written by the worker only
+  std::map<pid_t, Process> attached_;
   std::unique_ptr<RingReader> records_;
   std::jthread worker_;  // last: stops first
 };
@@ -132,6 +214,7 @@ void RadosCollector::start(const CollectorContext& ctx) {
     return;
   }
   instance_labels_ = ctx.config.collectors.rados_instance_labels;
+  host_libraries_ = ctx.config.discovery.rados_clients;
   skel->rodata->instance_labels = instance_labels_;
   skel->rodata->slot_seed = random_seed();
   if (const int err = rados_bpf__load(skel.get()); err != 0) {
@@ -142,10 +225,12 @@ void RadosCollector::start(const CollectorContext& ctx) {
   }
   buckets_ = buckets_setting(ctx.config.collectors.rados.buckets, Buckets::kFull);
   stats_fd_ = bpf_map__fd(skel->maps.rados_stats);
+  layouts_fd_ = bpf_map__fd(skel->maps.rados_layouts);
   prune_by_target<rados_stats_key>(stats_fd_);
-  layouts_ = std::make_unique<LayoutTable<rados_layout>>(bpf_map__fd(skel->maps.rados_layout_slots),
-                                                         bpf_map__fd(skel->maps.rados_layouts),
-                                                         RADOS_LAYOUTS_MAX);
+  prune_with([this](const TargetIds& live) -> Result<std::size_t> {
+    return std::erase_if(
+        carried_, [&](const auto& entry) { return !live.contains(std::get<0>(entry.first)); });
+  });
   skel_ = skel.release();
   rados_bpf* raw = skel_;
   adopt(
@@ -174,6 +259,7 @@ void RadosCollector::sync_targets(const std::vector<TargetView>& targets) {
   const std::size_t before = queue_.size();
   auto changes = process_changes(targets, TargetKind::kRadosClient, attached_, queued_);
   for (auto& [pid, t] : changes.attach) {
+    owners_[pid] = t.id;  // its entries from before it was tracked are its target's from now
     queue_.push_back({pid, std::move(t)});
   }
   for (const pid_t pid : changes.gone) {
@@ -185,6 +271,9 @@ void RadosCollector::sync_targets(const std::vector<TargetView>& targets) {
 }
 
 void RadosCollector::work(const std::stop_token& stop) {
+  if (host_libraries_) {
+    probe_host_libraries(stop);
+  }
   for (;;) {
     Request req;
     {
@@ -205,7 +294,9 @@ void RadosCollector::work(const std::stop_token& stop) {
     }
     if (req.attach) {
       Process proc;
-      attach_process(*req.attach, req.pid, proc, stop);
+      proc.who = req.attach->identity.process;
+      proc.target = req.attach->id;
+      scan_libraries(req.pid, proc, stop);
       std::lock_guard lock(mu_);
       queued_.erase(req.pid);
       attached_.insert_or_assign(req.pid, std::move(proc));
@@ -222,25 +313,51 @@ void RadosCollector::work(const std::stop_token& stop) {
       attached_.erase(it);
     }
     const auto tgid = static_cast<std::uint32_t>(req.pid);
-    if (auto erased = layouts_->erase(tgid); !erased.ok()) {
-      spdlog::warn("rados: {} (pid {}): {}", gone.who, req.pid, erased.error().message);
-    }
+    carry_pending(tgid, gone.target);
     if (instance_labels_) {
       forget_pid(tgid);
     }
-    gone.links.clear();  // the slow part, outside the lock
+    release(gone.libs);
   }
 }
 
-void RadosCollector::attach_process(const TargetView& target, pid_t pid, Process& proc,
-                                    const std::stop_token& stop) {
-  proc.who = target.identity.process;
-  proc.target = target.id;
-  scan_libraries(pid, proc, stop);
+void RadosCollector::probe_host_libraries(const std::stop_token& stop) {
+  for (const char* lib : rados::kLibraries) {
+    for (const auto& dir : library_dirs()) {
+      const std::string path = dir + "/" + lib;
+      const auto inode = inode_of(path);
+      if (!inode) {
+        continue;
+      }
+      auto loaded = store_.for_binary(path, set_, stop);
+      if (!loaded.ok()) {
+        spdlog::info("rados: host {}: no probe profile: {}", path, loaded.error().message);
+        break;
+      }
+      const FileKey key{loaded->profile.build_id, *inode};
+      auto plan = rados::plan_for(loaded->profile, "host");
+      if (libraries_.contains(key) || plan.points.empty()) {
+        break;  // no points: expected for the library whose Objecter clients do not call
+      }
+      std::error_code ec;
+      const std::string real = std::filesystem::canonical(path, ec).filename().string();
+      Library probed =
+          probe_library("host", path, ec ? std::string(lib) : real, *loaded, std::move(plan));
+      if (probed.links.empty()) {
+        unplace(probed);
+        break;
+      }
+      probed.host = true;
+      std::lock_guard lock(mu_);
+      libraries_.emplace(key, std::move(probed));
+      break;
+    }
+  }
 }
 
 void RadosCollector::scan_libraries(pid_t pid, Process& proc, const std::stop_token& stop) {
-  const std::size_t links_before = proc.links.size();
+  const std::size_t probes_before = probes_in(proc);
+  const bool first = proc.seen.empty();
   for (const char* lib : rados::kLibraries) {
     if (proc.seen.contains(lib)) {
       continue;
@@ -256,6 +373,14 @@ void RadosCollector::scan_libraries(pid_t pid, Process& proc, const std::stop_to
                               false,
                               {Reason::kBinaryRefused, "binary refused (" + ident.error().reason +
                                                            "): " + ident.error().message}});
+      continue;
+    }
+    const FileKey key{ident->build_id, ident->inode};
+    if (auto it = libraries_.find(key); it != libraries_.end()) {
+      std::lock_guard lock(mu_);
+      ++it->second.users;
+      proc.libs.push_back(key);
+      spdlog::info("rados: {} (pid {}): {}: {}", proc.who, pid, lib, it->second.profile_line);
       continue;
     }
     auto loaded = store_.for_module(*ident, set_, stop);
@@ -292,19 +417,41 @@ void RadosCollector::scan_libraries(pid_t pid, Process& proc, const std::stop_to
       }
       continue;
     }
-    spdlog::info("rados: {} (pid {}): {}: profile {} ({}) from {}", proc.who, pid, lib,
-                 loaded->profile.build_id, profile::to_string(loaded->origin), loaded->location);
-    attach_library(pid, proc, *ident, std::move(plan));
+    Library probed = probe_library(proc.who + " (pid " + std::to_string(pid) + ")",
+                                   ident->host_path, ident->name, *loaded, std::move(plan));
+    spdlog::info("rados: {} (pid {}): {}: {}", proc.who, pid, lib, probed.profile_line);
+    if (probed.links.empty()) {
+      for (auto st : probed.status) {
+        st.target = proc.who;
+        proc.refused.push_back(std::move(st));
+      }
+      unplace(probed);
+      continue;
+    }
+    probed.users = 1;
+    proc.libs.push_back(key);
+    std::lock_guard lock(mu_);
+    libraries_.emplace(key, std::move(probed));
   }
-  if (!proc.layout) {
+  if (proc.libs.empty()) {
     for (const auto& st : proc.refused) {
       spdlog::warn("rados: {} (pid {}): {}: {}", proc.who, pid, st.probe, st.why.detail);
     }
   }
-  if (proc.links.size() != links_before || links_before + proc.linked == 0) {
-    spdlog::info("rados: {} (pid {}): {} probes attached", proc.who, pid,
-                 proc.linked + proc.links.size());
+  const std::size_t probes = probes_in(proc);
+  if (probes != probes_before || (first && probes == 0)) {
+    spdlog::info("rados: {} (pid {}): {} probes attached", proc.who, pid, probes);
   }
+}
+
+std::size_t RadosCollector::probes_in(const Process& proc) const {
+  std::size_t n = 0;
+  for (const auto& key : proc.libs) {
+    if (auto it = libraries_.find(key); it != libraries_.end()) {
+      n += it->second.links.size();
+    }
+  }
+  return n;
 }
 
 void RadosCollector::recheck(const std::stop_token& stop) {
@@ -316,82 +463,196 @@ void RadosCollector::recheck(const std::stop_token& stop) {
         Process copy;
         copy.who = p.who;
         copy.target = p.target;
-        copy.layout = p.layout;
         copy.seen = p.seen;
-        copy.linked = p.links.size();
+        copy.libs = p.libs;
         todo.emplace_back(pid, std::move(copy));
       }
     }
   }
   for (auto& [pid, found] : todo) {
     const std::size_t seen_before = found.seen.size();
+    const std::size_t libs_before = found.libs.size();
     scan_libraries(pid, found, stop);
     if (found.seen.size() == seen_before) {
       continue;
     }
-    std::lock_guard lock(mu_);
-    auto it = attached_.find(pid);
-    if (it == attached_.end()) {
-      continue;  // gone meanwhile: its new links go with `found`
+    const std::vector<FileKey> added(found.libs.begin() + static_cast<std::ptrdiff_t>(libs_before),
+                                     found.libs.end());
+    {
+      std::lock_guard lock(mu_);
+      auto it = attached_.find(pid);
+      if (it != attached_.end()) {
+        Process& p = it->second;
+        p.seen = found.seen;
+        if (!added.empty()) {
+          p.refused.clear();
+        }
+        p.libs.insert(p.libs.end(), added.begin(), added.end());
+        p.refused.insert(p.refused.end(), found.refused.begin(), found.refused.end());
+        continue;
+      }
     }
-    Process& p = it->second;
-    p.seen = found.seen;
-    if (found.layout) {
-      p.refused.clear();
-    }
-    p.layout = found.layout;
-    p.refused.insert(p.refused.end(), found.refused.begin(), found.refused.end());
-    p.status.insert(p.status.end(), found.status.begin(), found.status.end());
-    std::move(found.links.begin(), found.links.end(), std::back_inserter(p.links));
-    found.links.clear();
+    release(added);  // gone meanwhile
   }
+  sweep_pending();
 }
 
-bool RadosCollector::attach_library(pid_t pid, Process& proc, const profile::ModuleIdentity& module,
-                                    rados::BuildPlan plan) {
-  const std::string where = proc.who + " " + module.name;
+RadosCollector::Library RadosCollector::probe_library(const std::string& who,
+                                                      const std::string& path,
+                                                      const std::string& name,
+                                                      const profile::LoadedProfile& loaded,
+                                                      rados::BuildPlan plan) {
+  Library lib;
+  lib.name = name;
+  lib.profile_line = fmt::format("profile {} ({}) from {}", loaded.profile.build_id,
+                                 profile::to_string(loaded.origin), loaded.location);
   if (!plan.missing_members.empty()) {
-    spdlog::warn("rados: {} build {}: members not resolved: {}", where, module.build_id,
-                 plan.missing_members);
+    spdlog::warn("rados: {} {} build {}: members not resolved: {}", who, name,
+                 loaded.profile.build_id, plan.missing_members);
   }
-  plan.layout.target = proc.target;
-  if (!proc.layout) {
-    if (auto stored = layouts_->put(static_cast<std::uint32_t>(pid), plan.layout); !stored.ok()) {
-      proc.status.push_back(
-          {module.name, proc.who, false, {Reason::kInternal, stored.error().message}});
-      return false;
-    }
-    proc.layout = plan.layout;
-    proc.refused.clear();
-  } else if (std::memcmp(&*proc.layout, &plan.layout, sizeof(plan.layout)) != 0) {
-    // One layout per process: two libraries of one build agree; two builds cannot both be
-    // loaded by one client.
-    proc.status.push_back({module.name,
-                           proc.who,
-                           false,
-                           {Reason::kMembersMissing,
-                            "its layout differs from the other "
-                            "library's in the process"}});
-    return false;
-  }
-  proc.status.insert(proc.status.end(), plan.unavailable.begin(), plan.unavailable.end());
+  lib.status = plan.unavailable;
   for (const auto& point : plan.points) {
+    const std::uint32_t key =
+        point.probe * RADOS_PAGE + static_cast<std::uint32_t>(point.offset & (RADOS_PAGE - 1));
+    auto& [layout, users] = placed_[key];
+    if (users != 0 && std::memcmp(&layout, &plan.layout, sizeof(layout)) != 0) {
+      const Cause why{Reason::kAttachFailed,
+                      "its offset modulo the page is another probed build's (that build's "
+                      "clients are measured)"};
+      spdlog::warn("rados: {} {}: {} not probed: {}", who, name, point.function, why.detail);
+      lib.status.push_back({point.function, "", false, why});
+      continue;
+    }
+    if (users == 0 && bpf_map_update_elem(layouts_fd_, &key, &plan.layout, BPF_ANY) != 0) {
+      const int err = errno;
+      placed_.erase(key);
+      lib.status.push_back({point.function, "", false, {Reason::kInternal, std::strerror(err)}});
+      continue;
+    }
+    layout = plan.layout;
+    ++users;
+    lib.keys.push_back(key);
     auto* prog = bpf_object__find_program_by_name(skel_->obj, point.program.c_str());
     LIBBPF_OPTS(bpf_uprobe_opts, opts);
-    bpf_link* link =
-        bpf_program__attach_uprobe_opts(prog, pid, module.host_path.c_str(), point.offset, &opts);
+    // pid -1: every process that maps the file, from the moment it maps it
+    bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), point.offset, &opts);
     if (link == nullptr) {
       const int err = errno;
       const Cause why{reason_of_errno(err, Reason::kAttachFailed),
                       std::string("attach failed: ") + std::strerror(err)};
-      spdlog::warn("rados: {} (pid {}): {} {}", where, pid, point.function, why.detail);
-      proc.status.push_back({point.function, proc.who, false, why});
+      spdlog::warn("rados: {} {}: {} {}", who, name, point.function, why.detail);
+      lib.status.push_back({point.function, "", false, why});
       continue;
     }
-    proc.links.emplace_back(link);
-    proc.status.push_back({point.function, proc.who, true, {}});
+    lib.links.emplace_back(link);
+    lib.status.push_back({point.function, "", true, {}});
   }
-  return true;
+  if (who == "host") {
+    spdlog::info("rados: host {} ({}): {} probes attached, {}", name, path, lib.links.size(),
+                 lib.profile_line);
+  }
+  return lib;
+}
+
+void RadosCollector::release(const std::vector<FileKey>& libs) {
+  std::vector<Library> gone;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& key : libs) {
+      auto it = libraries_.find(key);
+      if (it == libraries_.end() || --it->second.users > 0 || it->second.host) {
+        continue;
+      }
+      gone.push_back(std::move(it->second));
+      libraries_.erase(it);
+    }
+  }
+  for (auto& lib : gone) {
+    lib.links.clear();  // the slow part, outside the lock
+    unplace(lib);
+  }
+}
+
+void RadosCollector::unplace(const Library& lib) {
+  for (const std::uint32_t key : lib.keys) {
+    auto it = placed_.find(key);
+    if (it != placed_.end() && --it->second.second == 0) {
+      const rados_layout none{};
+      bpf_map_update_elem(layouts_fd_, &key, &none, BPF_ANY);
+      placed_.erase(it);
+    }
+  }
+}
+
+RadosCollector::SeriesKey RadosCollector::series_key(const rados_stats_key& k,
+                                                     std::uint32_t target) const {
+  std::string image(k.image, strnlen(k.image, sizeof(k.image)));
+  // An untracked client's entries carry its pid whatever the labels: it is a label only with
+  // instance labels, and not beside an image.
+  const std::uint32_t pid =
+      k.target != CEPHSCOPE_UNTRACKED || (instance_labels_ && image.empty()) ? k.pid : 0;
+  return {target, k.pool, k.op, pid, std::move(image)};
+}
+
+void RadosCollector::carry_pending(std::uint32_t pid, std::uint32_t target) {
+  const auto lock = maps_lock();
+  std::size_t found = 0;
+  Status walked = for_each_percpu<rados_stats_key, rados_stats>(
+      stats_fd_, [&](const rados_stats_key& k, std::span<const rados_stats> cpus) {
+        if (k.target != CEPHSCOPE_UNTRACKED || k.pid != pid) {
+          return;
+        }
+        ++found;
+        auto& s = carried_[series_key(k, target)];
+        for (const auto& c : cpus) {
+          add_stats(s, c);
+        }
+      });
+  if (!walked.ok()) {
+    spdlog::warn("rados: ops of pid {} from before it was tracked not kept: {}", pid,
+                 walked.error().message);
+  }
+  if (found > 0) {
+    auto gone = prune_keys<rados_stats_key>(stats_fd_, [&](const rados_stats_key& k) {
+      return k.target != CEPHSCOPE_UNTRACKED || k.pid != pid;
+    });
+    if (!gone.ok()) {
+      spdlog::warn("rados: entries of pid {} not deleted: {}", pid, gone.error().message);
+    }
+  }
+  std::lock_guard owners(mu_);
+  owners_.erase(static_cast<pid_t>(pid));
+}
+
+void RadosCollector::sweep_pending() {
+  const auto lock = maps_lock();
+  std::set<std::uint32_t> pids;
+  Status walked = for_each_percpu<rados_stats_key, rados_stats>(
+      stats_fd_, [&](const rados_stats_key& k, std::span<const rados_stats> /*cpus*/) {
+        if (k.target == CEPHSCOPE_UNTRACKED) {
+          pids.insert(k.pid);
+        }
+      });
+  if (!walked.ok() || pids.empty()) {
+    return;
+  }
+  {
+    std::lock_guard owners(mu_);
+    std::erase_if(pids, [&](std::uint32_t pid) {
+      const auto p = static_cast<pid_t>(pid);
+      return owners_.contains(p) || queued_.contains(p) || ::kill(p, 0) == 0 || errno != ESRCH;
+    });
+  }
+  if (pids.empty()) {
+    return;
+  }
+  auto gone = prune_keys<rados_stats_key>(stats_fd_, [&](const rados_stats_key& k) {
+    return k.target != CEPHSCOPE_UNTRACKED || !pids.contains(k.pid);
+  });
+  if (gone.ok()) {
+    spdlog::debug("rados: {} entries of {} processes that exited untracked deleted", *gone,
+                  pids.size());
+  }
 }
 
 void RadosCollector::forget_pid(std::uint32_t pid) {
@@ -401,6 +662,7 @@ void RadosCollector::forget_pid(std::uint32_t pid) {
   if (!gone.ok()) {
     spdlog::warn("rados: series of pid {} not deleted: {}", pid, gone.error().message);
   }
+  std::erase_if(carried_, [&](const auto& entry) { return std::get<3>(entry.first) == pid; });
 }
 
 void RadosCollector::take_record(const rados_slow_record& r) {
@@ -448,8 +710,21 @@ std::vector<ProbeStatus> RadosCollector::probes() const {
   std::lock_guard lock(mu_);
   ProbeStatusMerge merged;
   for (const auto& [pid, proc] : attached_) {
-    for (const ProbeStatus& st : proc.layout ? proc.status : proc.refused) {
-      merged.add(st);
+    if (proc.libs.empty()) {
+      for (const ProbeStatus& st : proc.refused) {
+        merged.add(st);
+      }
+      continue;
+    }
+    for (const auto& key : proc.libs) {
+      auto it = libraries_.find(key);
+      if (it == libraries_.end()) {
+        continue;
+      }
+      for (ProbeStatus st : it->second.status) {
+        st.target = proc.who;
+        merged.add(std::move(st));
+      }
     }
   }
   merged.append_to(out);
@@ -460,19 +735,26 @@ Status RadosCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   if (stats_fd_ < 0) {
     return ok_status();
   }
-  using Key = std::tuple<std::uint32_t, std::int64_t, std::uint32_t, std::uint32_t, std::string>;
-  std::map<Key, rados_stats> sums;
+  std::map<pid_t, std::uint32_t> owners;
+  {
+    std::lock_guard lock(mu_);
+    owners = owners_;
+  }
+  std::map<SeriesKey, rados_stats> sums = carried_;
   Status walked = for_each_percpu<rados_stats_key, rados_stats>(
       stats_fd_, [&](const rados_stats_key& k, std::span<const rados_stats> cpus) {
-        const std::string image(k.image, strnlen(k.image, sizeof(k.image)));
-        auto& s = sums[{k.target, k.pool, k.op, k.pid, image}];
-        for (const auto& c : cpus) {
-          add_hist(s.latency, c.latency);
-          s.bytes += c.bytes;
-          s.resends += c.resends;
-          for (int e = 0; e < RADOS_ERR_COUNT; ++e) {
-            s.errors[e] += c.errors[e];
+        std::uint32_t target = k.target;
+        if (target == CEPHSCOPE_UNTRACKED) {
+          // folded before the client was tracked: its target's once the collector has it
+          auto owner = owners.find(static_cast<pid_t>(k.pid));
+          if (owner == owners.end()) {
+            return;
           }
+          target = owner->second;
+        }
+        auto& s = sums[series_key(k, target)];
+        for (const auto& c : cpus) {
+          add_stats(s, c);
         }
       });
   if (!walked.ok()) {

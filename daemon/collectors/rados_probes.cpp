@@ -80,7 +80,7 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& who,
       plan.unavailable.push_back(
           {u.function, who, false, {members_reason, "members missing: " + plan.missing_members}});
     } else {
-      plan.points.push_back({u.function, u.program, offset});
+      plan.points.push_back({u.function, u.program, u.probe, offset});
     }
   }
   return plan;

@@ -18,16 +18,17 @@ namespace cephscope::rados {
 struct UprobeDef {
   const char* function;
   const char* program;  // its SEC() in bpf/rados.bpf.c
+  std::uint32_t probe;  // enum cephscope_rados_probe: where its hits find their build
   std::uint32_t needs;  // RADOS_HAVE_* groups the program reads
   const char* fires;    // when, for the docs
 };
 
 inline constexpr std::array<UprobeDef, 3> kUprobes = {{
-    {"Objecter::_send_op", "rados_send", RADOS_HAVE_OP,
+    {"Objecter::_send_op", "rados_send", RADOS_PROBE_SEND, RADOS_HAVE_OP,
      "each send of an op; the first send starts its latency"},
-    {"Objecter::handle_osd_op_reply", "rados_reply", RADOS_HAVE_OP,
+    {"Objecter::handle_osd_op_reply", "rados_reply", RADOS_PROBE_REPLY, RADOS_HAVE_OP,
      "each reply from an OSD; keeps the reply's result for the finish"},
-    {"Objecter::_finish_op", "rados_finish", RADOS_HAVE_OP,
+    {"Objecter::_finish_op", "rados_finish", RADOS_PROBE_FINISH, RADOS_HAVE_OP,
      "once per op, when it completes, times out or is cancelled"},
 }};
 
@@ -63,6 +64,7 @@ profile::ProbeSet probe_set();
 struct ProbePoint {
   std::string function;
   std::string program;
+  std::uint32_t probe = 0;  // enum cephscope_rados_probe
   std::uint64_t offset = 0;
 };
 

@@ -162,8 +162,7 @@ class UsdtCollector final : public BpfCollector {
   std::deque<Request> queue_;
   std::set<pid_t> queued_;
   std::map<pid_t, Process> attached_;
-  std::set<pid_t> rechecking_;  // out of attached_ while the worker retries their rules
-  std::jthread worker_;         // last: stops first
+  std::jthread worker_;  // last: stops first
 };
 
 void UsdtCollector::start(const CollectorContext& ctx) {
@@ -208,28 +207,18 @@ void UsdtCollector::sync_targets(const std::vector<TargetView>& targets) {
   }
   std::lock_guard lock(mu_);
   const std::size_t before = queue_.size();
-  std::set<pid_t> live;
-  for (const auto& t : targets) {
-    if (!std::any_of(rules_.begin(), rules_.end(),
-                     [&](const UsdtRule& r) { return rule_applies(r, t.identity); })) {
-      continue;
-    }
-    for (const pid_t pid : t.pids) {
-      live.insert(pid);
-      if (!attached_.contains(pid) && queued_.insert(pid).second) {
-        queue_.push_back({pid, t});
-      }
-    }
+  auto changes = process_changes(
+      targets,
+      [&](const TargetIdentity& t) {
+        return std::any_of(rules_.begin(), rules_.end(),
+                           [&](const UsdtRule& r) { return rule_applies(r, t); });
+      },
+      attached_, queued_);
+  for (auto& [pid, t] : changes.attach) {
+    queue_.push_back({pid, std::move(t)});
   }
-  for (const auto& [pid, p] : attached_) {
-    if (!live.contains(pid)) {
-      queue_.push_back({pid, std::nullopt});
-    }
-  }
-  for (const pid_t pid : rechecking_) {
-    if (!live.contains(pid)) {
-      queue_.push_back({pid, std::nullopt});
-    }
+  for (const pid_t pid : changes.gone) {
+    queue_.push_back({pid, std::nullopt});
   }
   if (queue_.size() != before) {
     wake_.notify_one();
@@ -296,7 +285,7 @@ void UsdtCollector::recheck(const std::stop_token& stop) {
         ++it;
         continue;
       }
-      rechecking_.insert(it->first);  // sync_targets still sees it
+      queued_.insert(it->first);  // sync_targets sees it as an attach in progress
       todo.emplace_back(it->first, std::move(it->second));
       it = attached_.erase(it);
     }
@@ -307,7 +296,7 @@ void UsdtCollector::recheck(const std::stop_token& stop) {
       attach_rule(pid, proc, rule, stop);
     }
     std::lock_guard lock(mu_);
-    rechecking_.erase(pid);
+    queued_.erase(pid);
     attached_.insert_or_assign(pid, std::move(proc));  // a detach queued meanwhile comes next
   }
 }

@@ -5,7 +5,8 @@
     rados_client.py CONF POOL DIR IMAGE=N...
 
 Connects (and opens the rbd images), writes DIR/ready and waits for DIR/go (the daemon's
-probes are attached by then); then makes WRITES 4 KiB writes to objects client-N, READS 4 KiB
+probes are attached by then), or with EAGER=1 goes on at once, as a program that imports rados
+and works right away; then makes WRITES 4 KiB writes to objects client-N, READS 4 KiB
 reads of them and one read of an object that does not exist (one not_found error), or N 4 KiB
 writes to each IMAGE (4 KiB apart: one data object op each); writes DIR/done and waits for
 DIR/exit (so that the process lives while the test scrapes). Object names carry the pid, so
@@ -15,11 +16,16 @@ import os
 import sys
 import time
 
-import rados
+# IMPORT_DELAY=S: rados is imported S seconds after exec, past the daemon's looks at a fresh
+# process, so that it is found only at its next scan.
+if os.environ.get("IMPORT_DELAY"):
+    time.sleep(float(os.environ["IMPORT_DELAY"]))
+import rados  # noqa: E402
 
 # LATE_RBD=1: librbd is loaded only after DIR/go (as qemu loads its rbd driver), then the
 # client writes DIR/loaded and waits for DIR/go2 before its image writes.
 LATE = os.environ.get("LATE_RBD") == "1"
+EAGER = os.environ.get("EAGER") == "1"
 if not LATE:
     import rbd  # loaded with librados, before the daemon's first look at the process
 
@@ -57,7 +63,8 @@ def main():
     if names and not LATE:
         images = [(rbd.Image(ioctx, name), int(count)) for name, count in names]
     open(os.path.join(where, "ready"), "w").close()
-    wait_for(os.path.join(where, "go"))
+    if not EAGER:
+        wait_for(os.path.join(where, "go"))
     if names and LATE:
         import rbd as late_rbd
         images = [(late_rbd.Image(ioctx, name), int(count)) for name, count in names]

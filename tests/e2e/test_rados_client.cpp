@@ -14,6 +14,8 @@
 //   4. rbd bench (librbd) making 1024 4 KiB writes to an image of the pool: counted under
 //      process="rbd" and the pool, the client layer's write bytes exactly 1024 times 4 KiB
 //      (librbd's own metadata ops, object-map updates and the lock, carry no data).
+//   5. A client that writes right after `import rados`, and one found by discovery only after
+//      its last op: every op counted, from the first, before and after the client's exit.
 // Figures are printed; the 10% agreement is the only tolerance.
 #include <signal.h>
 #include <unistd.h>
@@ -47,17 +49,18 @@ constexpr int kWrites = 200;
 constexpr int kReads = 150;
 constexpr double kOpBytes = 4096;
 
-std::string daemon_config(bool instance_labels = false, const std::string& rados_extra = "") {
-  return std::string(
-             "log_level: info\n"
-             "discovery: {scan_interval: 1s, series_ttl: 5m, ceph_osd: true, "
-             "rados_clients: true}\n"
-             "collectors:\n"
-             "  syscall: {enabled: false}\n"
-             "  vfs: {enabled: false}\n"
-             "  block: {enabled: false}\n"
-             "  osd: {enabled: true, detail: never}\n"
-             "  rados: {enabled: true, instance_labels: ") +
+std::string daemon_config(bool instance_labels = false, const std::string& rados_extra = "",
+                          const std::string& scan_interval = "1s") {
+  return "log_level: info\n"
+         "discovery: {scan_interval: " +
+         scan_interval +
+         ", series_ttl: 5m, ceph_osd: true, rados_clients: true}\n"
+         "collectors:\n"
+         "  syscall: {enabled: false}\n"
+         "  vfs: {enabled: false}\n"
+         "  block: {enabled: false}\n"
+         "  osd: {enabled: true, detail: never}\n"
+         "  rados: {enabled: true, instance_labels: " +
          (instance_labels ? "true" : "false") + rados_extra +
          "}\n"
          "profiles: {shipped_dirs: [" CEPHSCOPE_SOURCE_DIR "/config/profiles]}\n";
@@ -678,4 +681,103 @@ TEST_CASE("a client that loads librbd after the probes are in is probed there to
               {{"process", "python3"}, {"image", id}, {"pool", pool}, {"op", "write"}}) == 20);
   CHECK(m.sum("cephscope_events_lost_total", {{"collector", "rados"}}) == 0);
   end_clients({work}, clients);
+}
+
+// A program that imports rados and works at once (python3-rados, Go bindings dlopen
+// librados): it connects and writes 500 objects with no pause in which the daemon could find
+// it first. The daemon probes the host's client libraries at start, so the probes are in the
+// library when the client maps it; the client's ops are counted under its pid from the first.
+TEST_CASE("a client that loads librados and writes at once is counted from its first op",
+          "[e2e][ceph][rados][python]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.tool_prefix.empty());  // the host's librados: the library probed at start
+  const std::string pool = pool_id(cluster);
+  const std::string dir = test_dir(cluster.dir);
+  Daemon daemon(dir, daemon_config(true));
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  CHECK(daemon.log_has("rados: host librados.so.2", 30s));
+
+  constexpr int kEagerWrites = 500;
+  const fs::path work = fs::path(dir) / "eager-client";
+  std::vector<std::unique_ptr<Subprocess>> clients;
+  clients.push_back(start_client(cluster, work, {std::to_string(kEagerWrites), "0"}, false,
+                                 {"/usr/bin/env", "EAGER=1"}));
+  const std::string pid = std::to_string(clients[0]->pid());
+  const bool done = poll_until([&] { return fs::exists(work / "done"); }, 120s).has_value();
+  INFO(read_file((work / "client.log").string()));
+  REQUIRE(done);
+  const std::map<std::string, std::string> writes = {
+      {"process", "python3"}, {"pid", pid}, {"pool", pool}, {"op", "write"}};
+  // Discovery finds the client within its scan interval; its ops are then counted whole.
+  poll_until(
+      [&] {
+        return daemon.scrape().sum("cephscope_client_op_seconds_count", writes) >= kEagerWrites;
+      },
+      10s, 200ms);
+  const Metrics m = daemon.scrape();
+  INFO(daemon.scrape_text());
+  const double count = m.sum("cephscope_client_op_seconds_count", writes);
+  const double bytes = m.sum("cephscope_layer_bytes_total",
+                             {{"process", "python3"}, {"layer", "client"}, {"direction", "write"}});
+  std::printf(
+      "a client writing right after `import rados`: %.0f of %d writes, %.0f of %.0f bytes\n", count,
+      kEagerWrites, bytes, kEagerWrites * kOpBytes);
+  CHECK(count == kEagerWrites);
+  CHECK(bytes == kEagerWrites * kOpBytes);
+  CHECK(m.sum("cephscope_client_op_seconds_count",
+              {{"process", "python3"}, {"pid", pid}, {"pool", pool}, {"op", "read"}}) == 1);
+  CHECK(m.sum("cephscope_events_lost_total", {{"collector", "rados"}}) == 0);
+  end_clients({work}, clients);
+}
+
+// The same client, but one that imports rados 1.5 s after exec, past the daemon's looks at a
+// fresh process (at exec, 100 ms and 1 s after), with a scan every 3 s: the ops it makes before
+// the scan finds it fold under its pid alone, and count under its target from then on; after
+// it exits they stay (the collector keeps them), so the series never goes back.
+TEST_CASE("a client found after its ops keeps them after its exit too",
+          "[e2e][ceph][rados][python]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.tool_prefix.empty());
+  const std::string pool = pool_id(cluster);
+  const std::string dir = test_dir(cluster.dir);
+  Daemon daemon(dir, daemon_config(false, "", "3s"));
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  CHECK(daemon.log_has("rados: host librados.so.2", 30s));
+
+  constexpr int kWritesFound = 300;
+  const fs::path work = fs::path(dir) / "found-late-client";
+  std::vector<std::unique_ptr<Subprocess>> clients;
+  clients.push_back(start_client(cluster, work, {std::to_string(kWritesFound), "0"}, false,
+                                 {"/usr/bin/env", "EAGER=1", "IMPORT_DELAY=1.5"}));
+  const std::string pid = std::to_string(clients[0]->pid());
+  const bool done = poll_until([&] { return fs::exists(work / "done"); }, 120s).has_value();
+  INFO(read_file((work / "client.log").string()));
+  REQUIRE(done);
+  const bool tracked_before_done = daemon.log_has("tracking pid " + pid + " ", 0s);
+  const std::map<std::string, std::string> writes = {
+      {"process", "python3"}, {"pool", pool}, {"op", "write"}};
+  auto counted = [&] { return daemon.scrape().sum("cephscope_client_op_seconds_count", writes); };
+  poll_until([&] { return counted() >= kWritesFound; }, 10s, 200ms);
+  const double alive = counted();
+  end_clients({work}, clients);
+  CHECK(daemon.log_has("pid " + pid + " of python3 exited", 10s));
+  std::this_thread::sleep_for(3s);  // the attach worker's detach, and a look at untracked pids
+  const Metrics m = daemon.scrape();
+  INFO(daemon.scrape_text());
+  const double gone = m.sum("cephscope_client_op_seconds_count", writes);
+  std::printf(
+      "a client found %s its last op: %.0f of %d writes while it ran, %.0f after its exit\n",
+      tracked_before_done ? "before" : "after", alive, kWritesFound, gone);
+  CHECK(alive == kWritesFound);
+  CHECK(gone == kWritesFound);
+  CHECK(m.sum("cephscope_layer_bytes_total",
+              {{"process", "python3"}, {"layer", "client"}, {"direction", "write"}}) ==
+        kWritesFound * kOpBytes);
+  CHECK(m.sum("cephscope_events_lost_total", {{"collector", "rados"}}) == 0);
 }

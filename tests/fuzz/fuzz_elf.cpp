@@ -1,14 +1,16 @@
-// libFuzzer entry: ElfFile, the resolver's symbol reader and the daemon's offset verifier
-// (symbols, .eh_frame, capstone) over arbitrary bytes. A file is either refused with an error
-// or read; nothing it holds may crash the reader or make it read outside the file.
+// libFuzzer entry: ElfFile, the resolver's symbol and static-marker readers and the daemon's
+// offset verifier (symbols, .eh_frame, capstone) over arbitrary bytes. A file is either refused
+// with an error or read; nothing it holds may crash the reader or make it read outside the file.
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "memfd_file.h"
 #include "profile/elf_file.h"
 #include "profile/verify.h"
+#include "resolver/markers_note.h"
 #include "resolver/symbols.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -40,6 +42,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)elf->read_at(*off, 16);
     }
   }
+  // The notes, and the raw bytes as one argument spec string.
+  (void)read_markers(*elf);
+  (void)parse_marker_args(std::string_view(reinterpret_cast<const char*>(data), size));
   auto symbols = read_function_symbols(*elf);
   if (!symbols.ok()) {
     return 0;

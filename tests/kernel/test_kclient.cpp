@@ -3,8 +3,11 @@
 // (CEPHSCOPE_KCLIENT_CEPH=1: the kernel-matrix guests start one, tests/vm/guest/ceph-cluster.sh)
 // it loads rbd and ceph, the probes follow, and known IO is counted exactly: N O_DIRECT 4 KiB
 // writes to a mapped rbd device are N OSD write requests of 4 KiB on that device, M file
-// creates on a CephFS mount are M MDS create requests, and a tracked process's O_DIRECT
-// writes on CephFS are its own.
+// creates on a CephFS mount are M MDS create requests, a tracked process's O_DIRECT writes on
+// CephFS are its own, and reads of never-written blocks (rbd) and of a hole (CephFS) are
+// not_found errors with no bytes. With CEPHSCOPE_KCLIENT_PROMETHEUS (the guests, when the
+// harness runs Prometheus on the host: tests/prometheus/kclient-in-the-loop.py) the daemon
+// listens where the host's forwarded port reaches it, and the test hands what it drove over.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -16,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "io_workload.h"
 #include "support/daemon_runner.h"
@@ -107,18 +111,61 @@ double creates_within(const Metrics& before, const Metrics& after, double second
   return in_bucket(after) - in_bucket(before);
 }
 
-// `count` O_DIRECT writes of 4 KiB to `dev`, 256 KiB apart: one OSD request each.
-void write_direct(const std::string& dev, int count) {
-  const int fd = open(dev.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+// `count` O_DIRECT writes (or reads) of 4 KiB at `offset` in `path`, 256 KiB apart: one OSD
+// request each.
+void direct_io(const std::string& path, int count, bool write, off_t offset = 0) {
+  const int fd = open(path.c_str(), (write ? O_WRONLY : O_RDONLY) | O_DIRECT | O_CLOEXEC);
   REQUIRE(fd >= 0);
   void* buf = nullptr;
   REQUIRE(posix_memalign(&buf, 4096, 4096) == 0);
   std::memset(buf, 0x5a, 4096);
   for (int i = 0; i < count; ++i) {
-    REQUIRE(pwrite(fd, buf, 4096, static_cast<off_t>(i) * 262144) == 4096);
+    const off_t at = offset + static_cast<off_t>(i) * 262144;
+    REQUIRE((write ? pwrite(fd, buf, 4096, at) : pread(fd, buf, 4096, at)) == 4096);
   }
   std::free(buf);
   close(fd);
+}
+void write_direct(const std::string& dev, int count) {
+  direct_io(dev, count, true);
+}
+
+// Reads of what was never written: not_found errors (after minus before) and read bytes.
+std::pair<double, double> hole_reads(const Metrics& before, const Metrics& after,
+                                     std::map<std::string, std::string> who) {
+  who["op"] = "read";
+  const double bytes = after.sum("cephscope_kclient_osd_request_bytes_total", who) -
+                       before.sum("cephscope_kclient_osd_request_bytes_total", who);
+  who["class"] = "not_found";
+  return {after.sum("cephscope_kclient_osd_request_errors_total", who) -
+              before.sum("cephscope_kclient_osd_request_errors_total", who),
+          bytes};
+}
+
+// The folder the host's Prometheus checker shares with the test, or "".
+std::string prometheus_dir() {
+  const char* v = std::getenv("CEPHSCOPE_KCLIENT_PROMETHEUS");
+  return v != nullptr ? v : "";
+}
+
+// Writes `name` (JSON) in the folder shared with the host's checker and waits, bounded, until
+// its Prometheus has scraped the daemon after this point: the checker answers `name.scraped`.
+bool hand_off(const std::string& dir, const std::string& name, const std::string& json) {
+  const std::filesystem::path path = std::filesystem::path(dir) / name;
+  std::filesystem::path tmp = path;
+  std::filesystem::path answer = path;
+  tmp += ".tmp";
+  answer += ".scraped";
+  std::ofstream(tmp) << json << "\n";
+  std::filesystem::rename(tmp, path);
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  while (Clock::now() < deadline) {
+    if (std::filesystem::exists(answer)) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return false;
 }
 
 // Figures, not assertions: each program's runs per request and BPF run time per run over
@@ -152,8 +199,12 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
     return;
   }
   const std::string dir = fresh_dir();
-  Daemon daemon(dir, tracking_config("  syscall: {enabled: false}\n  block: {enabled: false}\n"
-                                     "  vfs: {enabled: false}\n  rados: {enabled: false}\n"));
+  const std::string prometheus = prometheus_dir();
+  const auto started = Clock::now();
+  Daemon daemon(dir,
+                tracking_config("  syscall: {enabled: false}\n  block: {enabled: false}\n"
+                                "  vfs: {enabled: false}\n  rados: {enabled: false}\n"),
+                {}, prometheus.empty() ? "" : "0.0.0.0:9488");
   DaemonLogOnFailure show_log(daemon);
   REQUIRE(daemon.wait_ready());
 
@@ -182,6 +233,9 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
     CHECK(probe_attached(loaded, "__complete_request", "kernel_feature_missing") == 0);
     REQUIRE_FALSE(std::filesystem::exists("/sys/kernel/btf/libceph"));
     WARN("kclient: libceph has no BTF on this kernel: the collector reports it unavailable");
+    if (!prometheus.empty()) {
+      hand_off(prometheus, "facts.json", R"({"kclient": "unavailable"})");
+    }
     return;
   }
   std::printf("kclient: hook %s after libceph loaded\n", hook.c_str());
@@ -191,13 +245,18 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
     CHECK(probe_attached(loaded, probe, "ok") == 1);
   }
 
+  // what the test drove, for the host's Prometheus checker
+  std::string rbd_device;
+  constexpr int kWrites = 64;
+  constexpr int kKprobeWrites = 16;
+  constexpr int kHoleReads = 8;
   {  // N O_DIRECT 4 KiB writes to a mapped rbd device: N OSD write requests on that device
-    constexpr int kWrites = 64;
     const std::string image = "rbd/kclient-" + std::to_string(getpid());
     run("rbd create " + image + " --size 64M --image-feature layering");
     const std::string dev = run("rbd map -o noudev " + image);
     REQUIRE(dev.rfind("/dev/rbd", 0) == 0);
     const std::string device = dev.substr(5);  // rbd0
+    rbd_device = device;
     const std::map<std::string, std::string> who = {{"device", device}, {"op", "write"}};
     const Metrics before_writes = daemon.scrape();
     const Requests start = osd_requests(before_writes, who);
@@ -238,7 +297,6 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
     DaemonLogOnFailure show_kprobe_log(kprobes);
     REQUIRE(kprobes.wait_ready());
     REQUIRE(wait_loaded(kprobes) == "kprobe");
-    constexpr int kKprobeWrites = 16;
     const Requests k0 = osd_requests(kprobes.scrape(), who);
     write_direct(dev, kKprobeWrites);
     const Requests k1 = osd_requests(kprobes.scrape(), who);
@@ -247,6 +305,15 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
     CHECK(k1.count - k0.count == kKprobeWrites);
     CHECK(k1.bytes - k0.bytes == kKprobeWrites * 4096.0);
     CHECK(kprobes.stop() == 0);
+
+    // reads of an object never written: the OSD answers ENOENT and krbd reads zeros
+    const Metrics h0 = daemon.scrape();
+    direct_io(dev, kHoleReads, false, 32 << 20);
+    const auto [holes, hole_bytes] = hole_reads(h0, daemon.scrape(), {{"device", device}});
+    std::printf("kclient: %d reads of unwritten rbd blocks -> %.0f not_found errors\n", kHoleReads,
+                holes);
+    CHECK(holes == kHoleReads);
+    CHECK(hole_bytes == 0);
     run("rbd unmap -o noudev " + dev);
     run("rbd rm --no-progress " + image);
   }
@@ -325,6 +392,54 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
     CHECK(writes.bytes == static_cast<double>(io.writes * io.size));
     CHECK(reads.count == io.reads);
     CHECK(reads.bytes == static_cast<double>(io.reads * io.size));
+
+    // reads of a hole in a CephFS file: one not_found error per read (objects of 4 MiB)
+    constexpr int kHoles = 3;
+    const std::string sparse = files + "/sparse";
+    std::ofstream(sparse).close();
+    std::filesystem::resize_file(sparse, 16 << 20);
+    const auto cephfs_holes = [&] {
+      const Metrics s0 = daemon.scrape();
+      for (int i = 1; i <= kHoles; ++i) {
+        direct_io(sparse, 1, false, static_cast<off_t>(i) << 22);
+      }
+      return hole_reads(s0, daemon.scrape(), {{"client", client}});
+    };
+    const auto [holes, hole_bytes] = cephfs_holes();
+    std::printf("kclient: %d reads of a CephFS hole -> %.0f not_found errors\n", kHoles, holes);
+    CHECK(holes >= kHoles);
+    CHECK(hole_bytes == 0);
+
+    if (!prometheus.empty()) {
+      // A second batch once the host's Prometheus has seen every series: each panel's rate
+      // then sees it grow. Then what the test drove, for the checker.
+      const auto t_prometheus = Clock::now();
+      CHECK(hand_off(prometheus, "mark.json", "{}"));
+      constexpr int kMoreCreates = 5;
+      for (int i = 0; i < kMoreCreates; ++i) {
+        std::ofstream(files + "/g" + std::to_string(i));
+      }
+      direct_io(sparse, 4, true);
+      cephfs_holes();
+      wait_for(
+          daemon,
+          [&](const Metrics& s) { return creates(s).first - c0 >= kCreates + kMoreCreates; },
+          std::chrono::seconds(60));
+      char facts[1024];
+      std::snprintf(facts, sizeof facts,
+                    R"({"kclient": "ok", "device": "%s", "rbd_writes": %d, "rbd_write_bytes": %d, )"
+                    R"("rbd_hole_reads": %d, "cephfs_client": "%s", "mds_creates": %d, )"
+                    R"("cephfs_hole_reads": %d, "driver_writes": %d, "driver_write_bytes": %d, )"
+                    R"("seconds": %.1f})",
+                    rbd_device.c_str(), kWrites + kKprobeWrites, (kWrites + kKprobeWrites) * 4096,
+                    kHoleReads, client.c_str(), kCreates + kMoreCreates, 2 * kHoles,
+                    static_cast<int>(io.writes), static_cast<int>(io.writes * io.size),
+                    seconds_since(started));
+      CHECK(hand_off(prometheus, "facts.json", facts));
+      std::printf(
+          "kclient: the Prometheus phase took %.1f s (a scrape, a second batch, a scrape)\n",
+          seconds_since(t_prometheus));
+    }
     std::filesystem::remove_all(files);
   }
 }

@@ -28,6 +28,8 @@ from pathlib import Path
 from harness import free_port, get, host_cluster, start_daemon, wait_until
 from panels import DASHBOARDS, Prom, check_dashboards
 
+KCLIENT_RULES = "cephscope:kclient_"
+
 RULES = [DASHBOARDS / "rules/cephscope-rules.yml", DASHBOARDS / "rules/cephscope-alerts.yml"]
 T0 = time.monotonic()
 
@@ -52,8 +54,10 @@ class Webhook(http.server.BaseHTTPRequestHandler):
 def check_recording_rules(prom, rule_files):
     import yaml
     failed = 0
+    # the kernel client's rules read what only the kernel-matrix guest has: checked there
+    # (kclient-in-the-loop.py)
     records = [r["record"] for f in rule_files for g in yaml.safe_load(f.read_text())["groups"]
-               for r in g["rules"] if "record" in r]
+               for r in g["rules"] if "record" in r and not r["record"].startswith(KCLIENT_RULES)]
     for name in records:
         n = len(prom.query(name))
         if n == 0:

@@ -29,11 +29,14 @@ std::string test_dir(const std::string& fallback) {
 }
 
 Daemon::Daemon(const std::string& dir, const std::string& config_body,
-               const std::vector<std::string>& wrapper)
-    : port_(free_port()) {
+               const std::vector<std::string>& wrapper, const std::string& listen)
+    : port_(listen.empty() ? free_port() : std::stoi(listen.substr(listen.rfind(':') + 1))) {
   config_ = dir + "/cephscope.yaml";
   log_ = dir + "/cephscope.log";
-  std::ofstream(config_) << "listen: \"127.0.0.1:" << port_ << "\"\n" << config_body;
+  std::ofstream(config_) << "listen: \""
+                         << (listen.empty() ? "127.0.0.1:" + std::to_string(port_) : listen)
+                         << "\"\n"
+                         << config_body;
   std::vector<std::string> argv = wrapper;
   argv.insert(argv.end(), {daemon_binary(), "--config", config_});
   process_ = std::make_unique<Subprocess>(argv, log_);

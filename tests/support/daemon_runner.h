@@ -18,10 +18,11 @@ std::string test_dir(const std::string& fallback);
 
 class Daemon {
  public:
-  // config_body: YAML without `listen`, which the runner sets to a free port. `wrapper` runs
-  // the daemon through another program (e.g. setpriv with a capability set).
+  // config_body: YAML without `listen`, which the runner sets to a free port on 127.0.0.1, or
+  // to `listen` (HOST:PORT, e.g. 0.0.0.0:9488 for a scraper outside). `wrapper` runs the
+  // daemon through another program (e.g. setpriv with a capability set).
   Daemon(const std::string& dir, const std::string& config_body,
-         const std::vector<std::string>& wrapper = {});
+         const std::vector<std::string>& wrapper = {}, const std::string& listen = "");
   ~Daemon();
 
   // Waits for /readyz; false on timeout or early exit (the log is in log_path()).

@@ -54,7 +54,17 @@ section "kernel tests exited $tests_rc (full report: kernel-tests.xml in the run
 kclient_rc=0
 if [ "${CEPHSCOPE_VM_KCLIENT:-1}" = 1 ] && command -v ceph-mon > /dev/null; then
   section "ceph cluster for the kclient test"
+  # the host's Prometheus scrapes the test's daemon (tests/prometheus/kclient-in-the-loop.py):
+  # the NIC comes up beside the cluster (which keeps to 127.0.0.1)
+  net_pid=
+  if [ -n "${CEPHSCOPE_KCLIENT_PROMETHEUS:-}" ]; then
+    "$here/net-up.sh" &
+    net_pid=$!
+  fi
   if "$here/ceph-cluster.sh"; then
+    if [ -n "$net_pid" ] && ! wait "$net_pid"; then
+      unset CEPHSCOPE_KCLIENT_PROMETHEUS
+    fi
     section "kclient test: $tests \"[kclient]\""
     CEPHSCOPE_KCLIENT_CEPH=1 stdbuf -oL "$tests" "[kclient]" -r xml -d yes |
       tee "$out/kclient-tests.xml" | awk -v progress=1 -f "$here/../catch2-summary.awk" |
@@ -74,6 +84,9 @@ if [ "${CEPHSCOPE_VM_KCLIENT:-1}" = 1 ] && command -v ceph-mon > /dev/null; then
     kclient_rc=1
   fi
   echo "$kclient_rc" > "$out/kclient-tests.rc"
+elif [ -n "${CEPHSCOPE_KCLIENT_PROMETHEUS:-}" ]; then
+  echo '{"kclient": "not tested here (CEPHSCOPE_VM_KCLIENT=0 or no Ceph in the root)"}' \
+    > "$CEPHSCOPE_KCLIENT_PROMETHEUS/facts.json"
 fi
 [ $tests_rc = 0 ] || exit "$tests_rc"
 [ $kclient_rc = 0 ] || exit "$kclient_rc"

@@ -20,6 +20,9 @@ or 124 (timeout), 125 (guest died twice: panic or no status), 126 (guest setup f
   -e, --env K=V      set K=V in CMD's environment (repeatable); CEPHSCOPE_* variables of the
                      caller are passed through, except CEPHSCOPE_VM_*
   --share H[:G[:rw]] share host folder H at guest path G (default H), read-only unless :rw
+  --hostfwd HP:GP    a virtio NIC on qemu's user network, restricted (no way out), that
+                     forwards the host's 127.0.0.1:HP to the guest's 10.0.2.15:GP (the guest
+                     brings eth0 up itself: guest/net-up.sh)
   --timeout SEC      limit for the whole guest run            [CEPHSCOPE_VM_TIMEOUT=1800]
   --boot-timeout SEC limit until CMD starts                   [CEPHSCOPE_VM_BOOT_TIMEOUT=300]
   --no-retry         do not boot again when the guest dies
@@ -141,7 +144,7 @@ vm_boot_once() {
 }
 
 cmd_run() {
-  local label= out= retry=1 envs=() shares=() t0 prep_s dir scratch_dir kdir kver kimg initrd
+  local label= out= retry=1 envs=() shares=() net=() t0 prep_s dir scratch_dir kdir kver kimg initrd
   while [ $# -gt 0 ]; do
     case $1 in
       --) shift; break ;;
@@ -149,6 +152,10 @@ cmd_run() {
       --out) out=$2; shift 2 ;;
       -e | --env) envs+=("$2"); shift 2 ;;
       --share) shares+=("$2"); shift 2 ;;
+      --hostfwd)
+        net=(-netdev "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:${2%%:*}-:${2#*:}"
+          -device virtio-net-pci,netdev=net0)
+        shift 2 ;;
       --timeout) VM_TIMEOUT=$2; shift 2 ;;
       --boot-timeout) VM_BOOT_TIMEOUT=$2; shift 2 ;;
       --no-retry) retry=0; shift ;;
@@ -231,7 +238,7 @@ cmd_run() {
   vm_log "kernel $label ($kver, ${kimg##*/}): booting qemu -accel $VM_ACCEL -smp $VM_SMP -m $VM_MEM (prepare ${prep_s}s)"
   local attempt=1 max=$((1 + retry)) status
   while :; do
-    vm_boot_once "$dir" "$kimg" "$initrd" "$scratch_dir/scratch.img" "${fs[@]}"
+    vm_boot_once "$dir" "$kimg" "$initrd" "$scratch_dir/scratch.img" "${fs[@]}" "${net[@]}"
     case $ATTEMPT_OUTCOME in
       done) status=$(cat "$dir/rc"); break ;;
       timeout) status=$VM_RC_TIMEOUT; break ;;

@@ -170,13 +170,46 @@ cmd_kernel_tests() { # [--out DIR] [--filter CATCH2-FILTER] [--expect] KERNEL
     fi
     snap_share=(--share "$VM_SNAPSHOT_DIR:$VM_BUILD_DIR")
   fi
-  vm_call cmd_run --out "$out" "${snap_share[@]}" "${hint_args[@]}" \
+  # Prometheus in the loop for the kernel client: Debian's prometheus on the host scrapes the
+  # kclient test's daemon through a forwarded port (tests/prometheus/kclient-in-the-loop.py)
+  local prom_pid= prom_args=() prom_rc=
+  rm -rf "$out/prometheus" "$out/rc"
+  if [ "${CEPHSCOPE_VM_PROMETHEUS:-1}" = 1 ] && command -v prometheus > /dev/null; then
+    mkdir -p "$out/prometheus"
+    (cd "$VM_SRC_DIR/tests/prometheus" &&
+      exec python3 kclient-in-the-loop.py "$out" > "$out/prometheus/check.log" 2>&1) &
+    prom_pid=$!
+    for _ in $(seq 300); do
+      [ -s "$out/prometheus/hostfwd" ] || ! kill -0 "$prom_pid" 2> /dev/null && break
+      sleep 0.1
+    done
+    if [ -s "$out/prometheus/hostfwd" ]; then
+      prom_args=(--hostfwd "$(cat "$out/prometheus/hostfwd")"
+        -e CEPHSCOPE_KCLIENT_PROMETHEUS=/cephscope-vm/prometheus)
+    else
+      vm_log "the kclient Prometheus check did not start: $(tail -n 3 "$out/prometheus/check.log")"
+    fi
+  else
+    vm_log "WARNING: no Prometheus check of the kernel-client panels (prometheus not installed or CEPHSCOPE_VM_PROMETHEUS=0)"
+  fi
+  vm_call cmd_run --out "$out" "${snap_share[@]}" "${hint_args[@]}" "${prom_args[@]}" \
     -e "CEPHSCOPE_BIN=$VM_DAEMON_BIN" \
     -e "CEPHSCOPE_BUILD_DIR=$VM_BUILD_DIR" \
     -e "CEPHSCOPE_VM_CHECK_CONFIG=$VM_CHECK_CONFIG" \
     -e "CEPHSCOPE_VM_TEST_FILTER=$filter" \
     "$label" -- "$VM_HERE/guest/kernel-tests.sh"
   rc=$VM_CALL_RC
+  if [ -n "$prom_pid" ]; then
+    for _ in $(seq 600); do kill -0 "$prom_pid" 2> /dev/null || break; sleep 0.1; done
+    kill "$prom_pid" 2> /dev/null || true
+    prom_rc=0
+    wait "$prom_pid" || prom_rc=$?
+    case $prom_rc in 0) prom_rc=passed ;; 77) prom_rc=skipped ;; *) prom_rc=failed ;; esac
+    sed 's/^/prometheus: /' "$out/prometheus/check.log"
+    vm_log "kernel $label: the kernel-client panels in Prometheus $prom_rc ($out/prometheus/check.log)"
+    echo "prometheus=$prom_rc" >> "$out/result"
+    [ "$prom_rc" != failed ] || [ "$rc" != 0 ] || rc=1
+  fi
   echo "vfs_hints=${hints[*]}" >> "$out/result"
   echo "filter=$filter" >> "$out/result"
   if [ -f "$out/out/kernel-tests.summary" ]; then
