@@ -15,7 +15,7 @@ TEXT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # zero_threshold 6, zero_count 7, positive_span 12, positive_delta 13.
 COUNTER, GAUGE, SUMMARY, UNTYPED, HISTOGRAM = 0, 1, 2, 3, 4
 KIND_FIELD = {GAUGE: 2, COUNTER: 3, UNTYPED: 5}
-HIST_SLOTS, COARSE_BUCKETS = 26 + 1, 13 + 1
+HIST_SLOTS, COARSE_BUCKETS = 25 + 1, 13 + 1  # bpf/histogram.h: 25 finite slots, +Inf
 FIRST_SLOT_INDEX = -20  # slot 0 (le 1e-06) is native bucket -20 of schema 0
 
 
