@@ -6,24 +6,21 @@ local sel = g.sel('instance=~"$instance", fsid=~"$fsid", ceph_daemon=~"$ceph_dae
 local withHostname(expr) =
   '(' + expr + ' * on (ceph_daemon) group_left (hostname) max by (ceph_daemon, hostname) (ceph_osd_metadata{cluster=~"$cluster"})) or ' + expr;
 local stageMean(op) = g.mean('cephscope_osd_op_stage_seconds', sel + ', op="' + op + '"', 'stage');
-// Fleet scale (docs/fleet.md): with every OSD selected ($ceph_daemon is `.*`), the panels below
-// read a per-host recording rule instead of every OSD's buckets (4-26 s at 100 nodes of 24
-// OSDs). Each is `raw or rule`, and the variable empties one side in the index, before any
-// sample is read: `ceph_daemon_all!~"$ceph_daemon"` (a label no series has, so "" is tested)
-// drops every raw series when the value is `.*`, and the rule's series, which have no
-// ceph_daemon, match `ceph_daemon=~"$ceph_daemon"` only then. (`sum by(le)` on the rule: the
-// same on either kind of server, so g.native leaves it as it is.)
+// Fleet scale (docs/fleet.md): with every OSD selected ($ceph_daemon is `.*`), the stage
+// quantiles read the per-host quantile rules instead of every OSD's buckets (4-26 s at 100
+// nodes of 24 OSDs), and show the highest host's (one host selected: that host's). Each is
+// `raw or rule`, and the variable empties one side in the index, before any sample is read:
+// `ceph_daemon_all!~"$ceph_daemon"` (a label no series has, so "" is tested) drops every raw
+// series when the value is `.*`, and the rule's series, which have no ceph_daemon, match
+// `ceph_daemon=~"$ceph_daemon"` only then. (The rule side has no `le`: g.native leaves it as
+// it is.)
 local rawOnly = sel + ', ceph_daemon_all!~"$ceph_daemon"';
 local ruleSel = g.sel('instance=~"$instance", fsid=~"$fsid", ceph_daemon=~"$ceph_daemon"');
 local quantileOr(q, metric, rule, by, extra) =
   'histogram_quantile(' + q + ', sum by (' + by + ', le) (rate(' + metric + '_bucket{' + rawOnly + extra
-  + '}[$__rate_interval]))) or histogram_quantile(' + q + ', sum by (' + by + ', le) (' + rule
-  + '{' + ruleSel + extra + '}))';
-local stageQuantile(q, op) =
-  quantileOr(q, 'cephscope_osd_op_stage_seconds', 'cephscope:host_osd_op_stage_seconds:rate5m', 'stage', ', op="' + op + '"');
-local heatmapOr(op) =
-  'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + rawOnly + ', op="' + op + '"}[$__rate_interval])) or sum by(le) (cephscope:host_osd_op_seconds:rate5m{'
-  + ruleSel + ', op="' + op + '"})';
+  + '}[$__rate_interval]))) or max by (' + by + ') (' + rule + '{' + ruleSel + extra + '})';
+local stageQuantile(q, rule, op) =
+  quantileOr(q, 'cephscope_osd_op_stage_seconds', rule, 'stage', ', op="' + op + '"');
 
 g.dashboard(
   'cephscope-osd-latency',
@@ -42,21 +39,21 @@ g.dashboard(
   ], y=1)
   + [g.row('Stage quantiles', 9)]
   + g.layout([
-    g.timeseries('Write p99 by stage', '99th percentile of each write stage, from the histograms (not an average of averages).',
-                 [g.target(stageQuantile('0.99', 'write'), '{{stage}}')]),
-    g.timeseries('Write p50 by stage', 'Median of each write stage.',
-                 [g.target(stageQuantile('0.5', 'write'), '{{stage}}')]),
-    g.timeseries('Read p99 by stage', '99th percentile of each read stage.',
-                 [g.target(stageQuantile('0.99', 'read'), '{{stage}}')]),
-    g.timeseries('Replica sub-op p99 by stage', '99th percentile of each stage of replicated writes on the replicas.',
-                 [g.target(quantileOr('0.99', 'cephscope_osd_subop_stage_seconds', 'cephscope:host_osd_subop_stage_seconds:rate5m', 'stage', ''), '{{stage}}')]),
+    g.timeseries('Write p99 by stage', '99th percentile of each write stage, from the histograms (not an average of averages); with every OSD selected, the highest of the hosts\' (recording rule cephscope:host_osd_op_stage_seconds:p99_5m).',
+                 [g.target(stageQuantile('0.99', 'cephscope:host_osd_op_stage_seconds:p99_5m', 'write'), '{{stage}}')]),
+    g.timeseries('Write p50 by stage', 'Median of each write stage; with every OSD selected, the highest of the hosts\' (recording rule cephscope:host_osd_op_stage_seconds:p50_5m).',
+                 [g.target(stageQuantile('0.5', 'cephscope:host_osd_op_stage_seconds:p50_5m', 'write'), '{{stage}}')]),
+    g.timeseries('Read p99 by stage', '99th percentile of each read stage; with every OSD selected, the highest of the hosts\'.',
+                 [g.target(stageQuantile('0.99', 'cephscope:host_osd_op_stage_seconds:p99_5m', 'read'), '{{stage}}')]),
+    g.timeseries('Replica sub-op p99 by stage', '99th percentile of each stage of replicated writes on the replicas; with every OSD selected, the highest of the hosts\' (recording rule cephscope:host_osd_subop_stage_seconds:p99_5m).',
+                 [g.target(quantileOr('0.99', 'cephscope_osd_subop_stage_seconds', 'cephscope:host_osd_subop_stage_seconds:p99_5m', 'stage', ''), '{{stage}}')]),
   ], y=10)
   + [g.row('Heatmaps', 26)]
   + g.layout([
     g.heatmap('Client write latency', 'Whole client writes on their primary: received to reply (Ceph\'s op_w_latency).',
-              heatmapOr('write')),
+              'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="write"}[$__rate_interval]))'),
     g.heatmap('Client read latency', 'Whole client reads on their primary (Ceph\'s op_r_latency).',
-              heatmapOr('read')),
+              'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="read"}[$__rate_interval]))'),
   ], y=27)
   + [g.row('Slow ops and slowest OSDs', 35)]
   + g.layout([
@@ -69,7 +66,7 @@ g.dashboard(
             withHostname('topk by (stage) (5, max by (ceph_daemon, fsid, stage) (cephscope:osd_op_stage_seconds:p99_5m{' + sel + ', op="write"}))')),
     g.timeseries('Whole write p99 per OSD', '99th percentile of client writes per primary OSD over 5 minutes (recording rule cephscope:osd_op_seconds:p99_5m).',
                  [g.target('max by (ceph_daemon, fsid) (cephscope:osd_op_seconds:p99_5m{' + sel + ', op="write"})', '{{ceph_daemon}}')]),
-    g.timeseries('Write p99 per host', '99th percentile of client writes per cephscope instance (host), all its OSDs, over 5 minutes (recording rule cephscope:host_osd_op_seconds:rate5m).',
-                 [g.target('histogram_quantile(0.99, sum by (instance, le) (cephscope:host_osd_op_seconds:rate5m{' + g.sel('instance=~"$instance", fsid=~"$fsid"') + ', op="write"}))', '{{instance}}')]),
+    g.timeseries('Write p99 per host', '99th percentile of client writes per cephscope instance (host), all its OSDs, over 5 minutes (recording rule cephscope:host_osd_op_seconds:p99_5m).',
+                 [g.target('max by (instance) (cephscope:host_osd_op_seconds:p99_5m{' + g.sel('instance=~"$instance", fsid=~"$fsid"') + ', op="write"})', '{{instance}}')]),
   ], y=36)
 )
