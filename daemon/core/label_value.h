@@ -7,17 +7,14 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"
+
 namespace cephscope {
 
 // The longest label value written, in bytes.
 inline constexpr std::size_t kMaxLabelValueBytes = 128;
 
 inline constexpr std::string_view kUtf8Replacement = "\xEF\xBF\xBD";  // U+FFFD
-
-// The length of the well-formed UTF-8 sequence at the start of S (Unicode 15, table 3-7: no
-// overlong forms, no surrogates, nothing above U+10FFFF) with its code point in CP, or 0 when
-// there is none. S is not empty.
-std::size_t utf8_sequence_length(std::string_view s, char32_t& cp);
 
 // RAW as a label value: valid UTF-8 (each byte of an invalid sequence becomes U+FFFD), no
 // control characters (C0, DEL and C1 become U+FFFD), at most kMaxLabelValueBytes bytes (cut

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "core/unique_fd.h"
+#include "core/utf8.h"
 #include "profile/json_util.h"
 #include "profile/probe_set.h"
 
@@ -46,41 +47,6 @@ bool is_hex16(std::string_view s) {
          });
 }
 
-// Length of the valid UTF-8 sequence at S[0] (RFC 3629: no overlongs, no surrogates, at most
-// U+10FFFF), or 0.
-size_t utf8_length(std::string_view s) {
-  const auto b = [&](size_t i) { return static_cast<unsigned char>(s[i]); };
-  const unsigned char c = b(0);
-  size_t len = 0;
-  unsigned char lo = 0x80;
-  unsigned char hi = 0xbf;
-  if (c < 0x80) {
-    return 1;
-  }
-  if (c >= 0xc2 && c <= 0xdf) {
-    len = 2;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    len = 3;
-    lo = c == 0xe0 ? 0xa0 : 0x80;
-    hi = c == 0xed ? 0x9f : 0xbf;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    len = 4;
-    lo = c == 0xf0 ? 0x90 : 0x80;
-    hi = c == 0xf4 ? 0x8f : 0xbf;
-  } else {
-    return 0;
-  }
-  if (s.size() < len || b(1) < lo || b(1) > hi) {
-    return 0;
-  }
-  for (size_t k = 2; k < len; ++k) {
-    if (b(k) < 0x80 || b(k) > 0xbf) {
-      return 0;
-    }
-  }
-  return len;
-}
-
 // Text from binaries (names, DWARF strings) made into what the reader accepts: valid UTF-8,
 // no control characters (both become '?'), at most MAX bytes. So whatever is written can be
 // read back.
@@ -88,7 +54,8 @@ std::string fit(std::string_view in, size_t max) {
   std::string out;
   out.reserve(std::min(in.size(), max));
   for (size_t i = 0; i < in.size();) {
-    const size_t len = utf8_length(in.substr(i));
+    char32_t cp = 0;
+    const size_t len = utf8_sequence_length(in.substr(i), cp);
     const auto c = static_cast<unsigned char>(in[i]);
     const bool ok = len > 0 && !(len == 1 && (c < 0x20 || c == 0x7f));
     const size_t add = ok ? len : 1;
