@@ -145,7 +145,7 @@ int run_check(const Config& config) {
   std::cout << "capabilities held=" << capability_names(held)
             << " kept_once_started=" << capability_names(held & keep)
             << " missing=" << capability_names(running_set() & ~held) << "\n";
-  auto events = ProcessEvents::start([](pid_t, bool) {});
+  auto events = ProcessEvents::start();
   if (!events.ok()) {
     std::cout << "discovery: unavailable (" << events.error().message << ")\n";
   }
@@ -185,8 +185,237 @@ int run_check(const Config& config) {
   return 0;
 }
 
+namespace {
+
+// The running daemon. Members are declared in the order they come to life, so they die in
+// reverse: the endpoint first (no scrape reads a collector being torn down), then the
+// collectors (each one's links before its BPF object), discovery, the process events, and
+// the signal descriptor last. Nothing holds a callback into a member that is not there yet:
+// process events are handed to discovery only when the loop consumes them.
+class Daemon {
+ public:
+  Daemon(std::string config_path, Config config, Overrides overrides, Kernel kernel, Fd signals)
+      : config_path_(std::move(config_path)),
+        config_(std::move(config)),
+        overrides_(std::move(overrides)),
+        kernel_(std::move(kernel)),
+        signals_(std::move(signals)),
+        slow_ops_(config_.collectors.osd_slow_op_records) {}
+
+  // Everything up to ready: the process events, discovery, the collectors, the endpoint and
+  // the first discovery and attach pass. The exit status when start-up fails.
+  std::optional<int> start();
+  // The event loop, until SIGTERM or SIGINT: the exit status.
+  int run();
+
+ private:
+  // Reads the config file again: the parts that change at once (log level, discovery, limits,
+  // the web config) apply, a config that does not load leaves the running one in force.
+  void reload();
+  [[nodiscard]] std::string status_line() const;
+
+  const std::string config_path_;
+  Config config_;
+  const Overrides overrides_;
+  const Kernel kernel_;
+  const Fd signals_;
+  std::unique_ptr<ProcessEvents> events_;
+  std::optional<TargetRegistry> registry_;
+  std::optional<Discovery> discovery_;
+  SlowOpLog slow_ops_;
+  OsdDetailControl detail_control_;
+  std::vector<std::unique_ptr<Collector>> collectors_;
+  std::optional<TargetSync> target_sync_;
+  std::optional<Exporter> exporter_;
+  std::atomic<bool> ready_{false};
+  std::unique_ptr<HttpServer> server_;
+  std::optional<Fd> inputs_;  // epoll over the signals and the process events
+  std::optional<ServiceNotifier> notifier_;
+  Clock::time_point next_scan_;
+};
+
+std::optional<int> Daemon::start() {
+  auto events = ProcessEvents::start();
+  if (!events.ok()) {
+    spdlog::critical("{}", events.error().message);
+    return 1;
+  }
+  events_ = std::move(*events);
+  registry_.emplace(events_->tracked_maps(), config_.discovery.series_ttl,
+                    static_cast<std::size_t>(events_->tracked_map_capacity()));
+  discovery_.emplace(ProcReader("/proc"), *registry_);
+  discovery_->set_config(config_.discovery);
+
+  collectors_ = make_collectors({kernel_.features, config_, events_->tracked_maps(),
+                                 kernel_.tracefs_dir, &slow_ops_, &detail_control_});
+  for (const auto& c : collectors_) {
+    spdlog::info("collector {}: {}", c->name(), c->hook());
+    for (const auto& p : c->probes()) {
+      if (!p.attached && config_.strict_attach) {
+        spdlog::critical("strict_attach: {} probe {} did not attach ({}): {}", c->name(), p.probe,
+                         to_string(p.why.reason), p.why.detail);
+        return 1;
+      }
+    }
+  }
+  target_sync_.emplace(*registry_, collectors_);
+  exporter_.emplace(*registry_, collectors_, events_.get(), kernel_.features);
+  exporter_->set_max_series(config_.limits.max_series);
+
+  auto web = load_web_config(config_.web_config_file);
+  if (!web.ok()) {
+    spdlog::critical("{}", web.error().message);
+    return 2;
+  }
+  const std::string security = web->summary();
+  auto server = HttpServer::start(
+      {.listen = config_.listen}, std::move(*web),
+      endpoint_routes({.metrics = [this] { return exporter_->render(); },
+                       .metrics_protobuf = [this] { return exporter_->render_protobuf(); },
+                       .slow_ops = [this] { return slow_ops_.json(); },
+                       .osd_detail =
+                           [this](const std::string& who, const std::string& fsid) {
+                             return detail_control_.request(who, fsid);
+                           },
+                       .ready = &ready_}));
+  if (!server.ok()) {
+    spdlog::critical("{}", server.error().message);
+    return 1;
+  }
+  server_ = std::move(*server);
+  spdlog::info("serving /metrics on {}: {}", config_.listen, security);
+
+  auto inputs = watch_inputs({signals_.get(), events_->poll_fd()});
+  if (!inputs.ok()) {
+    spdlog::critical("{}", inputs.error().message);
+    return 1;
+  }
+  inputs_.emplace(std::move(*inputs));
+  auto notifier = ServiceNotifier::from_environment();
+  if (!notifier.ok()) {
+    spdlog::critical("{}", notifier.error().message);
+    return 1;
+  }
+  notifier_.emplace(std::move(*notifier));
+
+  discovery_->scan(Clock::now());
+  (*target_sync_)();  // the first attach pass, before anyone is told the daemon is ready
+  ready_ = true;
+  notifier_->ready(status_line());
+  next_scan_ = Clock::now() + config_.discovery.scan_interval;
+  return std::nullopt;
+}
+
+// STATUS= for systemctl status: what is tracked, what works.
+std::string Daemon::status_line() const {
+  std::size_t up = 0;
+  for (const auto& c : collectors_) {
+    up += c->hook() != "unavailable" ? 1 : 0;
+  }
+  return std::to_string(registry_->tracked_processes()) + " processes tracked, " +
+         std::to_string(up) + " of " + std::to_string(collectors_.size()) +
+         " collectors up, serving " + config_.listen;
+}
+
+void Daemon::reload() {
+  notifier_->reloading();
+  auto fresh = load_config(config_path_);
+  if (!fresh.ok()) {
+    notifier_->ready(status_line());
+    spdlog::error("reload rejected, the running config stays in force: {}", fresh.error().message);
+    return;
+  }
+  apply_overrides(*fresh, overrides_);
+  auto fresh_web = load_web_config(fresh->web_config_file);
+  if (!fresh_web.ok()) {
+    notifier_->ready(status_line());
+    spdlog::error("reload rejected, the running config stays in force: {}",
+                  fresh_web.error().message);
+    return;
+  }
+  spdlog::info("endpoint: {}", fresh_web->summary());
+  server_->set_web_config(std::move(*fresh_web));
+  if (fresh->listen != config_.listen) {
+    spdlog::warn("reload: listen changes at the next restart");
+  }
+  config_.log_level = fresh->log_level;
+  spdlog::set_level(spdlog::level::from_str(config_.log_level));
+  config_.discovery = fresh->discovery;
+  config_.limits = fresh->limits;
+  discovery_->set_config(config_.discovery);
+  registry_->set_ttl(config_.discovery.series_ttl);
+  exporter_->set_max_series(config_.limits.max_series);
+  next_scan_ = Clock::now();
+  spdlog::info("config reloaded from {}", config_path_);
+  notifier_->ready(status_line());
+}
+
+int Daemon::run() {
+  const auto on_process = [this](pid_t pid, bool exec) {
+    const auto now = Clock::now();
+    if (exec) {
+      discovery_->on_exec(pid, now);
+    } else {
+      discovery_->on_exit(pid, now);
+    }
+  };
+  for (;;) {
+    std::array<epoll_event, 4> evs{};
+    const int n = epoll_wait(inputs_->get(), evs.data(), evs.size(), 100);
+    if (n < 0 && errno != EINTR) {
+      spdlog::critical("epoll_wait: {}", std::strerror(errno));
+      return 1;
+    }
+    for (int i = 0; i < n; ++i) {
+      if (evs[i].data.fd != signals_.get()) {
+        if (auto consumed = events_->consume(on_process); !consumed.ok()) {
+          spdlog::critical("{}", consumed.error().message);
+          return 1;
+        }
+        continue;
+      }
+      for (;;) {
+        auto signal = next_signal(signals_);
+        if (!signal.ok()) {
+          spdlog::critical("{}", signal.error().message);
+          return 1;
+        }
+        if (!*signal) {
+          break;
+        }
+        if (**signal != SIGHUP) {
+          spdlog::info("signal {}: shutting down", **signal);
+          notifier_->stopping();
+          return 0;  // the members' destructors detach every probe, in reverse order
+        }
+        reload();
+      }
+    }
+    if (auto serving = server_->status(); !serving.ok()) {
+      spdlog::critical("{}", serving.error().message);
+      return 1;
+    }
+    const auto now = Clock::now();
+    discovery_->recheck_due(now);
+    if (now >= next_scan_) {
+      discovery_->scan(now);
+      next_scan_ = now + config_.discovery.scan_interval;
+    }
+    (*target_sync_)();
+    for (const auto& c : collectors_) {
+      c->refresh(now);
+    }
+    // The loop runs at least every 100 ms: a ping proves it is not stuck.
+    notifier_->watchdog(now);
+    notifier_->status(status_line());
+  }
+}
+
+}  // namespace
+
 int run_daemon(const std::string& config_path, Config config, const Overrides& overrides) {
-  const auto [tracefs, features] = prepare_kernel(config);
+  Kernel kernel = prepare_kernel(config);
+  const KernelFeatures& features = kernel.features;
   spdlog::info("kernel {}: tp_btf {}, fentry {}, kprobe {}", features.kernel_release,
                features.tp_btf.available ? "yes" : "no", features.fentry.available ? "yes" : "no",
                features.kprobe.available ? "yes" : "no");
@@ -203,7 +432,6 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
                    ? " (sys_admin: this kernel refuses perf events or uprobes without it)"
                    : "",
                capability_names(dropped->dropped));
-
   const std::uint64_t open_files = raise_open_files_limit();
   if (open_files < 4096) {
     spdlog::warn(
@@ -211,182 +439,17 @@ int run_daemon(const std::string& config_path, Config config, const Overrides& o
         "a descriptor per uprobe, and the endpoint up to 128",
         open_files);
   }
-
   // Before any thread starts, so that every thread leaves the signals to the signalfd.
-  auto sigfd = open_signal_fd();
-  if (!sigfd.ok()) {
-    spdlog::critical("{}", sigfd.error().message);
+  auto signals = open_signal_fd();
+  if (!signals.ok()) {
+    spdlog::critical("{}", signals.error().message);
     return 1;
   }
-
-  std::unique_ptr<Discovery> discovery;
-  auto events = ProcessEvents::start([&](pid_t pid, bool exec) {
-    const auto now = Clock::now();
-    if (exec) {
-      discovery->on_exec(pid, now);
-    } else {
-      discovery->on_exit(pid, now);
-    }
-  });
-  if (!events.ok()) {
-    spdlog::critical("{}", events.error().message);
-    return 1;
+  Daemon daemon(config_path, std::move(config), overrides, std::move(kernel), std::move(*signals));
+  if (auto failed = daemon.start()) {
+    return *failed;
   }
-  TargetRegistry registry((*events)->tracked_maps(), config.discovery.series_ttl,
-                          static_cast<std::size_t>((*events)->tracked_map_capacity()));
-  discovery = std::make_unique<Discovery>(ProcReader("/proc"), registry);
-  discovery->set_config(config.discovery);
-
-  SlowOpLog slow_ops(config.collectors.osd_slow_op_records);
-  OsdDetailControl detail_control;
-  const CollectorContext ctx{features, config,    (*events)->tracked_maps(),
-                             tracefs,  &slow_ops, &detail_control};
-  const auto collectors = make_collectors(ctx);
-  for (const auto& c : collectors) {
-    spdlog::info("collector {}: {}", c->name(), c->hook());
-    for (const auto& p : c->probes()) {
-      if (!p.attached && config.strict_attach) {
-        spdlog::critical("strict_attach: {} probe {} did not attach ({}): {}", c->name(), p.probe,
-                         to_string(p.why.reason), p.why.detail);
-        return 1;
-      }
-    }
-  }
-
-  Exporter exporter(registry, collectors, events->get(), features);
-  exporter.set_max_series(config.limits.max_series);
-  std::atomic<bool> ready{false};
-  auto web = load_web_config(config.web_config_file);
-  if (!web.ok()) {
-    spdlog::critical("{}", web.error().message);
-    return 2;
-  }
-  const std::string security = web->summary();
-  auto server = HttpServer::start(
-      {.listen = config.listen}, std::move(*web),
-      endpoint_routes(
-          {.metrics = [&] { return exporter.render(); },
-           .metrics_protobuf = [&] { return exporter.render_protobuf(); },
-           .slow_ops = [&] { return slow_ops.json(); },
-           .osd_detail = [&](const std::string& who,
-                             const std::string& fsid) { return detail_control.request(who, fsid); },
-           .ready = &ready}));
-  if (!server.ok()) {
-    spdlog::critical("{}", server.error().message);
-    return 1;
-  }
-  spdlog::info("serving /metrics on {}: {}", config.listen, security);
-
-  auto epfd = watch_inputs({sigfd->get(), (*events)->poll_fd()});
-  if (!epfd.ok()) {
-    spdlog::critical("{}", epfd.error().message);
-    return 1;
-  }
-
-  auto notifier = ServiceNotifier::from_environment();
-  if (!notifier.ok()) {
-    spdlog::critical("{}", notifier.error().message);
-    return 1;
-  }
-  // STATUS= for systemctl status: what is tracked, what works.
-  auto status_line = [&] {
-    std::size_t up = 0;
-    for (const auto& c : collectors) {
-      up += c->hook() != "unavailable" ? 1 : 0;
-    }
-    return std::to_string(registry.tracked_processes()) + " processes tracked, " +
-           std::to_string(up) + " of " + std::to_string(collectors.size()) +
-           " collectors up, serving " + config.listen;
-  };
-
-  TargetSync target_sync(registry, collectors);
-  discovery->scan(Clock::now());
-  target_sync();  // the first attach pass, before anyone is told the daemon is ready
-  ready = true;
-  notifier->ready(status_line());
-  auto next_scan = Clock::now() + config.discovery.scan_interval;
-  for (;;) {
-    std::array<epoll_event, 4> evs{};
-    const int n = epoll_wait(epfd->get(), evs.data(), evs.size(), 100);
-    if (n < 0 && errno != EINTR) {
-      spdlog::critical("epoll_wait: {}", std::strerror(errno));
-      return 1;
-    }
-    for (int i = 0; i < n; ++i) {
-      if (evs[i].data.fd != sigfd->get()) {
-        if (auto consumed = (*events)->consume(); !consumed.ok()) {
-          spdlog::critical("{}", consumed.error().message);
-          return 1;
-        }
-        continue;
-      }
-      for (;;) {
-        auto signal = next_signal(*sigfd);
-        if (!signal.ok()) {
-          spdlog::critical("{}", signal.error().message);
-          return 1;
-        }
-        if (!*signal) {
-          break;
-        }
-        if (**signal != SIGHUP) {
-          spdlog::info("signal {}: shutting down", **signal);
-          notifier->stopping();
-          return 0;  // destructors detach every probe: server first, then collectors, then
-                     // discovery
-        }
-        notifier->reloading();
-        const auto reloaded = [&] { notifier->ready(status_line()); };
-        auto fresh = load_config(config_path);
-        if (!fresh.ok()) {
-          reloaded();
-          spdlog::error("reload rejected, the running config stays in force: {}",
-                        fresh.error().message);
-          continue;
-        }
-        apply_overrides(*fresh, overrides);
-        auto fresh_web = load_web_config(fresh->web_config_file);
-        if (!fresh_web.ok()) {
-          reloaded();
-          spdlog::error("reload rejected, the running config stays in force: {}",
-                        fresh_web.error().message);
-          continue;
-        }
-        spdlog::info("endpoint: {}", fresh_web->summary());
-        (*server)->set_web_config(std::move(*fresh_web));
-        if (fresh->listen != config.listen) {
-          spdlog::warn("reload: listen changes at the next restart");
-        }
-        config.log_level = fresh->log_level;
-        spdlog::set_level(spdlog::level::from_str(config.log_level));
-        config.discovery = fresh->discovery;
-        config.limits = fresh->limits;
-        discovery->set_config(config.discovery);
-        registry.set_ttl(config.discovery.series_ttl);
-        exporter.set_max_series(config.limits.max_series);
-        next_scan = Clock::now();
-        spdlog::info("config reloaded from {}", config_path);
-        reloaded();
-      }
-    }
-    if (auto serving = (*server)->status(); !serving.ok()) {
-      spdlog::critical("{}", serving.error().message);
-      return 1;
-    }
-    const auto now = Clock::now();
-    discovery->recheck_due(now);
-    if (now >= next_scan) {
-      discovery->scan(now);
-      next_scan = now + config.discovery.scan_interval;
-    }
-    target_sync();
-    for (const auto& c : collectors) {
-      c->refresh(now);
-    }
-    // The loop runs at least every 100 ms: a ping proves it is not stuck.
-    notifier->watchdog(now);
-    notifier->status(status_line());
-  }
+  return daemon.run();
 }
 
 }  // namespace cephscope

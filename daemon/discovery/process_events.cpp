@@ -9,9 +9,8 @@
 
 namespace cephscope {
 
-Result<std::unique_ptr<ProcessEvents>> ProcessEvents::start(Handler handler) {
+Result<std::unique_ptr<ProcessEvents>> ProcessEvents::start() {
   std::unique_ptr<ProcessEvents> self(new ProcessEvents());
-  self->handler_ = std::move(handler);
   self->skel_ = discovery_bpf__open_and_load();
   if (self->skel_ == nullptr) {
     const int err = errno;
@@ -55,7 +54,9 @@ int ProcessEvents::on_event(void* ctx, void* data, std::size_t size) {
     return 0;
   }
   const auto* e = static_cast<const process_event*>(data);
-  self->handler_(static_cast<pid_t>(e->tgid), e->type == PROCESS_EXEC);
+  if (self->handler_ != nullptr) {
+    (*self->handler_)(static_cast<pid_t>(e->tgid), e->type == PROCESS_EXEC);
+  }
   return 0;
 }
 
@@ -68,8 +69,11 @@ int ProcessEvents::tracked_map_capacity() const {
 int ProcessEvents::poll_fd() const {
   return ring_buffer__epoll_fd(ring_);
 }
-Status ProcessEvents::consume() {
-  if (const int n = ring_buffer__consume(ring_); n < 0) {
+Status ProcessEvents::consume(const Handler& handler) {
+  handler_ = &handler;
+  const int n = ring_buffer__consume(ring_);
+  handler_ = nullptr;
+  if (n < 0) {
     return make_error(
         ErrorKind::kSystem,
         std::string("cannot read the process event ring buffer: ") + std::strerror(-n), -n);

@@ -19,7 +19,7 @@ class ProcessEvents {
  public:
   using Handler = std::function<void(pid_t pid, bool exec)>;
 
-  static Result<std::unique_ptr<ProcessEvents>> start(Handler handler);
+  static Result<std::unique_ptr<ProcessEvents>> start();
   ~ProcessEvents();
   ProcessEvents(const ProcessEvents&) = delete;
   ProcessEvents& operator=(const ProcessEvents&) = delete;
@@ -28,8 +28,8 @@ class ProcessEvents {
   [[nodiscard]] int tracked_map_capacity() const;
   // An fd that becomes readable when events wait; then call consume().
   [[nodiscard]] int poll_fd() const;
-  // Hands every waiting event to the handler.
-  Status consume();
+  // Hands every waiting event to `handler`, which is held only during the call.
+  Status consume(const Handler& handler);
   // Exec and exit events dropped because the ring buffer was full.
   [[nodiscard]] Result<std::uint64_t> lost() const;
 
@@ -40,7 +40,7 @@ class ProcessEvents {
   discovery_bpf* skel_ = nullptr;
   std::vector<Link> links_;
   ring_buffer* ring_ = nullptr;
-  Handler handler_;
+  const Handler* handler_ = nullptr;  // during consume() only
 };
 
 }  // namespace cephscope
