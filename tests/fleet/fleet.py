@@ -45,7 +45,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE))
+sys.path.insert(1, str(ROOT / "tests/prometheus"))
 import exposition as ex  # noqa: E402
+from harness import Webhook, free_port  # noqa: E402
 
 RULES = [ROOT / "dashboards/rules/cephscope-rules.yml", ROOT / "dashboards/rules/cephscope-alerts.yml"]
 T0 = time.monotonic()
@@ -53,13 +55,6 @@ T0 = time.monotonic()
 
 def log(msg):
     print(f"[fleet {time.monotonic() - T0:7.1f}s] {msg}", flush=True)
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url, timeout=60):
@@ -133,19 +128,6 @@ class Prom:
 def one(metrics, name, **match):
     return sum(v for labels, v in metrics.get(name, [])
                if all(labels.get(k) == x for k, x in match.items()))
-
-
-class Webhook(http.server.BaseHTTPRequestHandler):
-    received = []
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        Webhook.received.append((time.time(), json.loads(body)))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
 
 
 class Run:

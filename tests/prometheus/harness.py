@@ -1,5 +1,6 @@
 """What the Prometheus-in-the-loop scripts of this folder share: free ports, HTTP GETs and
 bounded waits."""
+import http.server
 import json
 import os
 import socket
@@ -8,6 +9,20 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+
+class Webhook(http.server.BaseHTTPRequestHandler):
+    """Alertmanager's webhook receiver: every notification, with the time it came."""
+    received = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        Webhook.received.append((time.time(), json.loads(body)))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
 
 
 def free_port():

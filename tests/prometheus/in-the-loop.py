@@ -25,7 +25,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness import free_port, get, host_cluster, start_daemon, wait_until
+from harness import Webhook, free_port, get, host_cluster, start_daemon, wait_until
 from panels import DASHBOARDS, Prom, check_dashboards
 
 KCLIENT_RULES = "cephscope:kclient_"
@@ -36,19 +36,6 @@ T0 = time.monotonic()
 
 def log(msg):
     print(f"[in-the-loop {time.monotonic() - T0:6.1f}s] {msg}", flush=True)
-
-
-class Webhook(http.server.BaseHTTPRequestHandler):
-    received = []
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        Webhook.received.append((time.time(), json.loads(body)))
-        self.send_response(200)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
 
 
 def check_recording_rules(prom, rule_files):
