@@ -327,7 +327,12 @@ TEST_CASE("hostile clients all at once: the scraper is answered within 1 s, noth
                       << rss_before << " -> " << rss_first << " -> " << rss_after << " KiB");
   CHECK(fds_first <= fds_before);
   CHECK(fds_after <= fds_before);
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan's quarantine holds freed memory back (up to 256 MB): RSS says nothing there
+  WARN("RSS not compared in an ASan build");
+#else
   CHECK(rss_after <= rss_first * 11 / 10);
+#endif
   CHECK(ask(plain.port, scrape).status == 200);
   std::filesystem::remove_all(dir);
 }
