@@ -481,6 +481,12 @@ OsdCounters parse_osd_perf_dump(std::string_view json) {
         c.bluestore_state[i] = latency(j.at("bluestore"), kBlueStoreStates[i]);
       }
     }
+    for (std::size_t i = 0; i < kStoreCounters.size(); ++i) {
+      const auto& [section, name] = kStoreCounters[i];
+      if (j.contains(section) && j.at(section).contains(name)) {
+        c.store_bytes[i] = j.at(section).at(name).get<std::uint64_t>();
+      }
+    }
     return c;
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("perf dump: ") + e.what());
@@ -504,6 +510,9 @@ OsdCounters delta(const OsdCounters& b, const OsdCounters& a) {
   d.subop_w_latency = sub(a.subop_w_latency, b.subop_w_latency, "subop_w_latency");
   for (std::size_t i = 0; i < kBlueStoreStates.size(); ++i) {
     d.bluestore_state[i] = sub(a.bluestore_state[i], b.bluestore_state[i], kBlueStoreStates[i]);
+  }
+  for (std::size_t i = 0; i < kStoreCounters.size(); ++i) {
+    d.store_bytes[i] = sub(a.store_bytes[i], b.store_bytes[i], kStoreCounters[i].second);
   }
   return d;
 }
@@ -545,6 +554,9 @@ OsdCounters sum(const OsdSnapshot& snapshot) {
     add(t.subop_w_latency, c.subop_w_latency);
     for (std::size_t i = 0; i < kBlueStoreStates.size(); ++i) {
       add(t.bluestore_state[i], c.bluestore_state[i]);
+    }
+    for (std::size_t i = 0; i < kStoreCounters.size(); ++i) {
+      t.store_bytes[i] += c.store_bytes[i];
     }
   }
   return t;
