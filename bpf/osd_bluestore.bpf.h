@@ -20,7 +20,26 @@ struct {
 	__type(value, struct osd_bs_bytes);
 } osd_bs_bytes SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, OSD_STATS_SLOTS *OSD_BS_KIND_COUNT);
+	__type(key, __u32);
+	__type(value, struct osd_bs_bytes);
+} osd_bs_slots SEC(".maps");
+
 static const struct osd_bs_bytes zero_bs_bytes;
+
+/* The counters of KEY's process: in its stats slot (STATS_SLOT = 1 + the slot), else the hash. */
+static __always_inline struct osd_bs_bytes *bs_counters(__u32 stats_slot,
+							 const struct osd_bs_key *key)
+{
+	if (stats_slot - 1 < OSD_STATS_SLOTS && key->kind < OSD_BS_KIND_COUNT) {
+		__u32 i = osd_bs_slot_index(stats_slot, key->kind);
+
+		return bpf_map_lookup_elem(&osd_bs_slots, &i);
+	}
+	return lookup_or_init(&osd_bs_bytes, key, &zero_bs_bytes);
+}
 
 /* The write's kind from its IOContext: whose member it is, or BlueFS's (owner NULL). */
 static __always_inline __u32 bs_kind(const struct osd_layout *l, const void *ioc, __u64 hint)
@@ -46,13 +65,16 @@ static __always_inline int bs_count(const void *bl, const void *ioc, __u64 hint,
 	struct osd_bs_bytes *v;
 	__u32 len = 0;
 
-	if (!l || l->target == CEPHSCOPE_UNTRACKED || !(l->have & OSD_HAVE_BS_IO))
+	if (!l || l->target == CEPHSCOPE_UNTRACKED || !(l->have & OSD_HAVE_BS_IO) ||
+	    bench_cut == CUT_AFTER_LOOKUPS)
 		return 0;
 	if (!bl || bpf_probe_read_user(&len, sizeof(len), bl + l->bl_len))
 		return 0;
 	key.target = l->target;
 	key.kind = sync ? OSD_BS_BLUEFS : bs_kind(l, ioc, hint);
-	v = lookup_or_init(&osd_bs_bytes, &key, &zero_bs_bytes);
+	if (bench_cut == CUT_AFTER_READS) /* benchmarks: all but finding the counters */
+		return 0;
+	v = bs_counters(l->stats_slot, &key);
 	if (!v)
 		return 0;
 	v->bytes += len;

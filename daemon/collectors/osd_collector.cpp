@@ -216,7 +216,8 @@ void OsdCollector::start(const CollectorContext& ctx) {
   prune_by_target<osd_last_replica_key>(last_replica_fd_);
   store_fd_ = bpf_map__fd(skel->maps.osd_bs_bytes);
   prune_by_target<osd_bs_key>(store_fd_);
-  slots_ = std::make_unique<OsdStatsSlots>(bpf_map__fd(skel->maps.osd_stats_slots));
+  slots_ = std::make_unique<OsdStatsSlots>(bpf_map__fd(skel->maps.osd_stats_slots),
+                                           bpf_map__fd(skel->maps.osd_bs_slots));
   layouts_ = std::make_unique<LayoutTable<osd_layout>>(bpf_map__fd(skel->maps.osd_layout_slots),
                                                        bpf_map__fd(skel->maps.osd_layouts),
                                                        OSD_LAYOUTS_MAX);
@@ -669,14 +670,18 @@ Status OsdCollector::store_layer(MetricSink& out, const TargetLabelMap& targets)
     }
   }
   std::map<std::pair<std::uint32_t, std::uint32_t>, osd_bs_bytes> sums;
+  auto add = [&](std::uint32_t target, std::uint32_t kind, std::span<const osd_bs_bytes> cpus) {
+    auto& s = sums[{target, kind}];
+    for (const auto& c : cpus) {
+      s.bytes += c.bytes;
+      s.writes += c.writes;
+    }
+  };
   Status walked = for_each_percpu<osd_bs_key, osd_bs_bytes>(
-      store_fd_, [&](const osd_bs_key& k, std::span<const osd_bs_bytes> cpus) {
-        auto& s = sums[{k.target, k.kind}];
-        for (const auto& c : cpus) {
-          s.bytes += c.bytes;
-          s.writes += c.writes;
-        }
-      });
+      store_fd_, [&](const osd_bs_key& k, auto cpus) { add(k.target, k.kind, cpus); });
+  if (walked.ok()) {
+    walked = slots_->for_each_store(add);
+  }
   if (!walked.ok()) {
     return walked;
   }
