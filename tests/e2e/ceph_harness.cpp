@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <csignal>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace cephscope::test {
 namespace {
@@ -482,9 +484,14 @@ OsdCounters parse_osd_perf_dump(std::string_view json) {
       }
     }
     for (std::size_t i = 0; i < kStoreCounters.size(); ++i) {
-      const auto& [section, name] = kStoreCounters[i];
-      if (j.contains(section) && j.at(section).contains(name)) {
-        c.store_bytes[i] = j.at(section).at(name).get<std::uint64_t>();
+      const auto& [section, names] = kStoreCounters[i];
+      for (std::string_view rest = names; j.contains(section) && !rest.empty();) {
+        const std::string name(rest.substr(0, rest.find('|')));
+        rest.remove_prefix(std::min(rest.size(), name.size() + 1));
+        if (j.at(section).contains(name)) {
+          c.store_bytes[i] = j.at(section).at(name).get<std::uint64_t>();
+          break;
+        }
       }
     }
     return c;

@@ -172,7 +172,7 @@ struct OsdCounters {
 };
 
 // The counters of the bytes BlueStore and BlueFS write (sections "bluestore", "bluefs"), in
-// the order of OsdCounters::store_bytes.
+// the order of OsdCounters::store_bytes; "a|b": Pacific's name, then Reef's and later ones'.
 enum StoreCounter {
   kWriteBigBytes,
   kWriteSmallBytes,
@@ -185,11 +185,11 @@ enum StoreCounter {
   kBlueFsLogCompactions,  // a count: each rewrites BlueFS's log, which logged_bytes leaves out
 };
 inline constexpr std::array<std::pair<const char*, const char*>, 9> kStoreCounters = {{
-    {"bluestore", "bluestore_write_big_bytes"},
-    {"bluestore", "bluestore_write_small_bytes"},
+    {"bluestore", "bluestore_write_big_bytes|write_big_bytes"},
+    {"bluestore", "bluestore_write_small_bytes|write_small_bytes"},
     {"bluestore", "write_pad_bytes"},
-    {"bluestore", "bluestore_write_deferred_bytes"},
-    {"bluestore", "deferred_write_bytes"},
+    {"bluestore", "bluestore_write_deferred_bytes|issued_deferred_write_bytes"},
+    {"bluestore", "deferred_write_bytes|submitted_deferred_write_bytes"},
     {"bluefs", "bytes_written_wal"},
     {"bluefs", "bytes_written_sst"},
     {"bluefs", "logged_bytes"},
