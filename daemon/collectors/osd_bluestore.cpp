@@ -1,6 +1,11 @@
 #include "collectors/osd_bluestore.h"
 
 #include <algorithm>
+#include <map>
+#include <span>
+#include <utility>
+
+#include "libbpf/maps.h"
 
 namespace cephscope::osd {
 
@@ -118,6 +123,8 @@ Cause store_gap(const StorePlan& plan, const std::set<std::string>& attached) {
   return {Reason::kProbeNotAttached, std::string("probe ") + kStoreAioWrite + " not attached"};
 }
 
+namespace {
+
 void put_store_series(MetricSink& out, const Labels& target, std::uint32_t kind,
                       const osd_bs_bytes& s) {
   const Labels k = target + Labels{{"kind", kStoreKinds.at(kind)}};
@@ -127,6 +134,35 @@ void put_store_series(MetricSink& out, const Labels& target, std::uint32_t kind,
   out.counter("cephscope_bluestore_writes_total",
               "Device writes BlueStore and BlueFS queued (KernelDevice), by kind.", k,
               static_cast<double>(s.writes));
+}
+
+}  // namespace
+
+Status put_store_layer(MetricSink& out, const TargetLabelMap& targets, int hash_fd,
+                       const OsdStatsSlots& slots) {
+  std::map<std::pair<std::uint32_t, std::uint32_t>, osd_bs_bytes> sums;
+  auto add = [&](std::uint32_t target, std::uint32_t kind, std::span<const osd_bs_bytes> cpus) {
+    auto& s = sums[{target, kind}];
+    for (const auto& c : cpus) {
+      s.bytes += c.bytes;
+      s.writes += c.writes;
+    }
+  };
+  Status walked = for_each_percpu<osd_bs_key, osd_bs_bytes>(
+      hash_fd, [&](const osd_bs_key& k, auto cpus) { add(k.target, k.kind, cpus); });
+  if (walked.ok()) {
+    walked = slots.for_each_store(add);
+  }
+  if (!walked.ok()) {
+    return walked;
+  }
+  for (const auto& [key, s] : sums) {
+    if (auto labels = targets.find(key.first);
+        labels != targets.end() && key.second < OSD_BS_KIND_COUNT) {
+      put_store_series(out, labels->second, key.second, s);
+    }
+  }
+  return ok_status();
 }
 
 void put_store_status(MetricSink& out, const Labels& osd, const Cause& gap) {

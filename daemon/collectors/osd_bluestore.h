@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "bpf/osd.h"
+#include "collectors/collector.h"
 #include "collectors/metric_sink.h"
 #include "collectors/osd_probes.h"
+#include "collectors/osd_stats_slots.h"
 #include "collectors/status.h"
 #include "profile/probe_set.h"
 #include "profile/profile.h"
@@ -78,9 +80,10 @@ StorePlan store_unavailable(const std::string& who, const Cause& why);
 Cause store_gap(const StorePlan& plan, const std::set<std::string>& attached);
 
 // cephscope_layer_bytes_total{layer="bluestore", kind} and cephscope_bluestore_writes_total
-// {kind} of one OSD (TARGET: its labels) and KIND.
-void put_store_series(MetricSink& out, const Labels& target, std::uint32_t kind,
-                      const osd_bs_bytes& s);
+// {kind} of every OSD in TARGETS: the counters of the osd_bs_bytes hash (HASH_FD) and those in
+// the stats slots, summed over CPUs.
+Status put_store_layer(MetricSink& out, const TargetLabelMap& targets, int hash_fd,
+                       const OsdStatsSlots& slots);
 // cephscope_layer_available{layer="bluestore", reason}: 1 when the OSD's layer is measured.
 void put_store_status(MetricSink& out, const Labels& osd, const Cause& gap);
 

@@ -669,29 +669,7 @@ Status OsdCollector::store_layer(MetricSink& out, const TargetLabelMap& targets)
       osd::put_store_status(out, {{"ceph_daemon", id.first}, {"fsid", id.second}}, gap);
     }
   }
-  std::map<std::pair<std::uint32_t, std::uint32_t>, osd_bs_bytes> sums;
-  auto add = [&](std::uint32_t target, std::uint32_t kind, std::span<const osd_bs_bytes> cpus) {
-    auto& s = sums[{target, kind}];
-    for (const auto& c : cpus) {
-      s.bytes += c.bytes;
-      s.writes += c.writes;
-    }
-  };
-  Status walked = for_each_percpu<osd_bs_key, osd_bs_bytes>(
-      store_fd_, [&](const osd_bs_key& k, auto cpus) { add(k.target, k.kind, cpus); });
-  if (walked.ok()) {
-    walked = slots_->for_each_store(add);
-  }
-  if (!walked.ok()) {
-    return walked;
-  }
-  for (const auto& [key, s] : sums) {
-    if (auto labels = targets.find(key.first);
-        labels != targets.end() && key.second < OSD_BS_KIND_COUNT) {
-      osd::put_store_series(out, labels->second, key.second, s);
-    }
-  }
-  return ok_status();
+  return osd::put_store_layer(out, targets, store_fd_, *slots_);
 }
 
 // 1 per OSD and stage when the stage is measured, else 0 with the reason; a target with
