@@ -147,6 +147,7 @@ class OsdCollector final : public BpfCollector {
   std::unique_ptr<LayoutTable<osd_layout>> layouts_;
   std::unique_ptr<OsdStatsSlots> slots_;
   std::string mode_ = "never";  // collectors.osd.detail: never, always, auto
+  bool store_layer_on_ = true;  // collectors.osd.bluestore_layer
   DetailWindows windows_;       // guarded by mu_
   Clock::time_point next_check_{};
   Buckets whole_buckets_ = Buckets::kFull;
@@ -204,6 +205,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
     return;
   }
   mode_ = ctx.config.collectors.osd_detail;
+  store_layer_on_ = ctx.config.collectors.osd_bluestore_layer;
   // The whole op keeps every bucket; each stage, every other (docs/metrics.md#series-budget).
   whole_buckets_ = buckets_setting(ctx.config.collectors.osd.buckets, Buckets::kFull);
   stage_buckets_ = buckets_setting(ctx.config.collectors.osd.buckets, Buckets::kCoarse);
@@ -634,6 +636,11 @@ std::vector<ProbeStatus> OsdCollector::probes() const {
 // the osd-stages profile, shipped or cached, is not touched by it).
 void OsdCollector::plan_store(const profile::ModuleIdentity& module, Process& proc,
                               const std::stop_token& stop) {
+  if (!store_layer_on_) {
+    proc.store = osd::store_unavailable(
+        proc.who, {Reason::kDisabled, "turned off (collectors.osd.bluestore_layer: false)"});
+    return;
+  }
   auto loaded = store_.for_module(module, store_set_, stop);
   if (!loaded.ok()) {
     proc.store = osd::store_unavailable(
