@@ -293,6 +293,9 @@ static __always_inline __u8 op_class(struct osd_scratch *s, const struct osd_lay
 /* Tier 2's programs: the op's transaction, BlueStore's states, the replicas' replies. */
 #include "osd_detail.bpf.h"
 
+/* The bluestore layer: what BlueStore and BlueFS write to the block device. */
+#include "osd_bluestore.bpf.h"
+
 /*
  * Tier 2, a write joined to its transaction: execute ends when it was queued; the local kv
  * commit, then whatever replicas were later, make the critical path.

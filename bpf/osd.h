@@ -57,6 +57,23 @@ enum cephscope_osd_kind {
 #define OSD_HAVE_PG (1u << 10)		/* PG::pg_id: the pool and PG of a slow op's record */
 #define OSD_HAVE_OBJECT (1u << 11)	/* MOSDOp::hobj.oid.name: a slow op's object */
 #define OSD_HAVE_REPLY (1u << 12) /* MOSDRepOpReply::reqid, Message::header.src: who answered */
+#define OSD_HAVE_BS_IO (1u << 13) /* the bluestore layer's members (probe set bluestore-io) */
+
+/*
+ * The `kind` label of the bluestore layer: what a write BlueStore hands its block device is
+ * for, told apart by its IOContext (docs/collectors/osd.md#the-bluestore-layer).
+ */
+enum cephscope_bs_kind {
+	OSD_BS_DATA,	 /* a transaction's data to new space (TransContext::ioc) */
+	OSD_BS_DEFERRED, /* deferred writes applied in place (DeferredBatch::ioc) */
+	OSD_BS_WAL,	 /* BlueFS writes with RocksDB's WAL hint (Env::WLTH_SHORT) */
+	OSD_BS_BLUEFS,	 /* BlueFS's other writes: its log, SST files, superblock */
+	OSD_BS_OTHER,	 /* any other IOContext */
+	OSD_BS_KIND_COUNT,
+};
+
+/* RocksDB's Env::WLTH_SHORT, the write-life hint of its WAL files, which BlueFS passes on. */
+#define OSD_BS_WAL_HINT 2
 
 /* Member offsets of one ceph-osd build, from its probe profile; one entry per OSD process. */
 struct osd_layout {
@@ -86,6 +103,10 @@ struct osd_layout {
 	__u32 reply_reqid;	  /* MOSDRepOpReply::reqid: the client op's, as OpRequest::reqid */
 	__u32 msg_src;		  /* Message::header.src: u8 type, then le64 num (packed) */
 	__u32 stats_slot; /* 1 + its slot in osd_stats_slots; 0: its series are in the hash */
+	__u32 bl_len;	  /* ceph::buffer::list::_len (u32) */
+	__u32 ioc_priv;	  /* IOContext::priv: its owner, NULL for BlueFS's */
+	__u32 txc_ioc;	  /* BlueStore::TransContext::ioc: priv + this = the IOContext */
+	__u32 deferred_ioc; /* BlueStore::DeferredBatch::ioc */
 };
 
 /* An op between its transaction being queued and its completion, by the client's reqid. */
@@ -179,6 +200,28 @@ struct osd_slow_record {
 #define OSD_THREADS_MAX 4096	  /* OSD shard threads queuing a transaction */
 #define OSD_STATS_MAX 4096	  /* {OSD, kind, op}: 6 per OSD */
 #define OSD_LAST_REPLICA_MAX 4096 /* {OSD, the replica that answered its writes last} */
+#define OSD_BS_BYTES_MAX 4096	  /* {OSD, kind}: 5 per OSD */
+
+/* The bluestore layer's counters: per OSD and kind, bytes and device writes. */
+struct osd_bs_key {
+	__u32 target;
+	__u32 kind; /* enum cephscope_bs_kind */
+};
+
+struct osd_bs_bytes {
+	__u64 bytes;
+	__u64 writes;
+};
+
+/*
+ * Like the op series: the counters of a process with a stats slot are in a per-CPU array,
+ * OSD_BS_KIND_COUNT per slot, found by index (a hash lookup was about half a hit's run time);
+ * those of any other process in the osd_bs_bytes hash.
+ */
+static inline __u32 osd_bs_slot_index(__u32 stats_slot, __u32 kind)
+{
+	return (stats_slot - 1) * OSD_BS_KIND_COUNT + kind;
+}
 
 /* Tier 2: how many of an OSD's replicated client writes waited last for REPLICA. */
 struct osd_last_replica_key {

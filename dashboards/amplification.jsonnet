@@ -1,5 +1,5 @@
-// I/O amplification: bytes per layer (client, osd_op, replica, syscall, block) and their
-// ratios, per OSD, host and cluster.
+// I/O amplification: bytes per layer (client, osd_op, replica, bluestore, syscall, block) and
+// their ratios, per OSD, host and cluster.
 local g = import 'lib/panels.libsonnet';
 local sel = g.sel();
 local bytes(by, direction) =
@@ -27,5 +27,9 @@ g.dashboard(
            'sum(rate(cephscope_layer_bytes_total{' + sel + ', layer="block", direction="write"}[5m])) / sum(rate(cephscope_layer_bytes_total{' + sel + ', layer="osd_op", direction="write"}[5m]))'),
     g.timeseries('Written bytes per OSD and layer', 'Each OSD\'s bytes at each layer.',
                  [g.target(bytes('ceph_daemon, layer', 'write'), '{{ceph_daemon}} {{layer}}')], unit='Bps'),
+    g.timeseries('BlueStore amplification per OSD (bluestore / (osd_op + replica))', 'What BlueStore itself writes to an OSD\'s device (data, deferred writes, RocksDB\'s WAL, BlueFS\'s log and SST files) per byte the OSD was asked to store (recording rule cephscope:osd_bluestore_amplification:ratio5m).',
+                 [g.target('cephscope:osd_bluestore_amplification:ratio5m{' + sel + '}', '{{ceph_daemon}}')], unit='none'),
+    g.timeseries('BlueStore\'s writes by kind (cluster)', 'The bluestore layer by kind: data (new space), deferred (in place, after the WAL), wal (RocksDB\'s WAL), bluefs (BlueFS\'s log and SST files).',
+                 [g.target('sum by (kind) (rate(cephscope_layer_bytes_total{' + sel + ', layer="bluestore", direction="write"}[$__rate_interval]))', '{{kind}}')], unit='Bps'),
   ], y=10)
 )

@@ -4,13 +4,13 @@
 # installed Ceph).
 #
 #   config/profiles/generate.sh [--bin PATH] [--release pacific|reef|tentacle]...
-#                               [--probe-set osd-stages|librados] [--check]
+#                               [--probe-set osd-stages|bluestore-io|librados] [--check]
 #
 # For each release (default: all three) it downloads ceph-osd, librados2, librbd1 and their
 # -dbg packages from the suite that carries it (bookworm, trixie, sid: a private apt state under
 # $CEPHSCOPE_PROFILE_CACHE, default /var/cache/cephscope-profiles; the host's apt state is
-# not touched), unpacks them and runs `cephscope profile generate` on ceph-osd (probe set
-# osd-stages), librados.so.2, librbd.so.1 and libceph-common.so.2 (probe set librados). The profiles go
+# not touched), unpacks them and runs `cephscope profile generate` on ceph-osd (probe sets
+# osd-stages and bluestore-io), librados.so.2, librbd.so.1 and libceph-common.so.2 (probe set librados). The profiles go
 # to config/profiles/<build-id>.<probe-set>.json, listed in config/profiles/MANIFEST, and are
 # installed to /usr/share/cephscope/profiles.
 #
@@ -40,8 +40,8 @@ while [ $# -gt 0 ]; do
 done
 [ ${#releases[@]} -gt 0 ] || releases=(pacific reef tentacle)
 case $only_set in
-  "" | osd-stages | librados) ;;
-  *) die "unknown probe set $only_set (osd-stages or librados)" ;;
+  "" | osd-stages | bluestore-io | librados) ;;
+  *) die "unknown probe set $only_set (osd-stages, bluestore-io or librados)" ;;
 esac
 wanted() { [ -z "$only_set" ] || [ "$only_set" = "$1" ]; }
 [ -x "$BIN" ] || die "no cephscope binary at $BIN (build it, or give --bin)"
@@ -110,7 +110,9 @@ fetch_release() { # RELEASE -> unpacked root on stdout
   rm -rf "$root"
   mkdir -p "$root"
   local pkgs=()
-  wanted osd-stages && pkgs+=(ceph-osd ceph-osd-dbg)
+  if wanted osd-stages || wanted bluestore-io; then
+    pkgs+=(ceph-osd ceph-osd-dbg)
+  fi
   wanted librados && pkgs+=(librados2 librados2-dbg librbd1 librbd1-dbg)
   for pkg in "${pkgs[@]}"; do
     (cd "$dir/debs" && apt_in "$suite" apt-get download "$pkg" >&2)
@@ -165,6 +167,9 @@ for release in "${releases[@]}"; do
   fi
   if wanted osd-stages; then
     generate "$release" "$root" usr/bin/ceph-osd osd-stages
+  fi
+  if wanted bluestore-io; then
+    generate "$release" "$root" usr/bin/ceph-osd bluestore-io
   fi
   if wanted librados; then
     generate "$release" "$root" usr/lib/x86_64-linux-gnu/librados.so.2 librados

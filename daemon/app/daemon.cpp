@@ -19,6 +19,7 @@
 #include "app/target_sync.h"
 #include "app/usdt_check.h"
 #include "collectors/collector.h"
+#include "collectors/osd_bluestore.h"
 #include "collectors/osd_detail_control.h"
 #include "collectors/osd_probes.h"
 #include "collectors/slow_ops.h"
@@ -86,6 +87,7 @@ void check_osds(const Config& config) {
   profile::ProfileStore store(options);
   store.load_shipped();
   const auto set = osd::probe_set();
+  const auto store_set = osd::store_probe_set();
   for (pid_t pid : *pids) {
     auto info = proc.read(pid);
     auto identity = info.ok() ? classifier.classify(*info) : std::nullopt;
@@ -99,6 +101,12 @@ void check_osds(const Config& config) {
       continue;
     }
     std::cout << " build_id=" << module->build_id;
+    // The bluestore layer's set first: its own profile (none: resolved at attach, like the
+    // stages').
+    auto store_loaded = store.for_module(*module, store_set);
+    std::cout << " bluestore_profile="
+              << (store_loaded.ok() ? std::string(profile::to_string(store_loaded->origin))
+                                    : std::string("none"));
     auto loaded = store.for_module(*module, set);
     if (loaded.ok()) {
       std::cout << " profile=" << profile::to_string(loaded->origin)

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors/osd_bluestore.h"
 #include "collectors/osd_probes.h"
 #include "collectors/rados_probes.h"
 #include "profile/elf_file.h"
@@ -63,7 +64,7 @@ std::string hex(uint64_t v) {
 
 // The probe sets of the collectors' tables.
 std::vector<ProbeSet> builtin_probe_sets() {
-  return {osd::probe_set(), rados::probe_set()};
+  return {osd::probe_set(), osd::store_probe_set(), rados::probe_set()};
 }
 
 // The probe sets to use: the one named (a built-in set, or a spec file), or the built-in
@@ -172,7 +173,8 @@ void generate(const Options& o) {
 
 void show_probes(const Options& o) {
   if (o.markdown) {
-    std::fputs(osd::probe_table_markdown().c_str(), stdout);
+    const bool store = o.probe_set == osd::kStoreSet;
+    std::fputs((store ? osd::store_table_markdown() : osd::probe_table_markdown()).c_str(), stdout);
     return;
   }
   if (o.digests) {
@@ -285,7 +287,8 @@ CLI::App* add_profile_commands(CLI::App& app) {
   gen->add_option("--binary", o->binary, "The binary uprobes attach to")->required();
   gen->add_option("--debug-file", o->debug_file, "Its DWARF (default: searched)");
   gen->add_option("--probe-set", o->probe_set,
-                  "A built-in set (osd-stages, librados) or a spec file (default: by binary name)");
+                  "A built-in set (osd-stages, bluestore-io, librados) or a spec file (default: by "
+                  "binary name)");
   gen->add_option("--timeout", o->timeout_s, "Seconds the resolver may take")
       ->capture_default_str();
   gen->add_option("--object", o->object, "Object name to record (default: file name)");
@@ -317,7 +320,10 @@ CLI::App* add_profile_commands(CLI::App& app) {
   });
 
   CLI::App* probes = profile->add_subcommand("probes", "The built-in probe tables");
-  probes->add_flag("--markdown", o->markdown, "The OSD table as docs/collectors/osd.md shows it");
+  probes->add_flag("--markdown", o->markdown,
+                   "The OSD table as docs/collectors/osd.md shows it (--probe-set bluestore-io: "
+                   "the bluestore layer's)");
+  probes->add_option("--probe-set", o->probe_set, "With --markdown: osd-stages or bluestore-io");
   probes->add_flag("--digests", o->digests,
                    "One line per set: its name and the digest profiles made for it carry");
   probes->callback([o] { show_probes(*o); });

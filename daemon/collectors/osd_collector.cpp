@@ -26,6 +26,7 @@
 #include "bpf/osd.h"
 #include "collectors/bpf_collector.h"
 #include "collectors/layout_table.h"
+#include "collectors/osd_bluestore.h"
 #include "collectors/osd_detail.h"
 #include "collectors/osd_detail_control.h"
 #include "collectors/osd_probes.h"
@@ -62,6 +63,7 @@ class OsdCollector final : public BpfCollector {
   explicit OsdCollector(const CollectorContext& ctx)
       : store_(store_options(ctx.config.profiles)),
         set_(osd::probe_set()),
+        store_set_(osd::store_probe_set()),
         windows_(detail_settings(ctx.config.collectors)) {
     start(ctx);
   }
@@ -100,6 +102,8 @@ class OsdCollector final : public BpfCollector {
     std::map<std::string, Cause> failed;  // programs whose attach failed, and why
     std::vector<ProbeStatus> status;
     std::array<Cause, OSD_STAGE_COUNT> stage_gaps;  // ok when the stage works
+    osd::StorePlan store;                           // the bluestore layer (its own profile)
+    Cause store_gap;                                // ok when the layer is measured
   };
 
   // Attach or detach one OSD process, in the worker: resolving a new build's profile takes
@@ -128,16 +132,22 @@ class OsdCollector final : public BpfCollector {
   void detail_status(MetricSink& out) const;
   [[nodiscard]] Status last_replicas(MetricSink& out, const TargetLabelMap& targets) const;
   void stage_status(MetricSink& out) const;
+  void plan_store(const profile::ModuleIdentity& module, Process& proc,
+                  const std::stop_token& stop);
+  [[nodiscard]] Status store_layer(MetricSink& out, const TargetLabelMap& targets) const;
   void start_records(SlowOpLog* log);
 
   profile::ProfileStore store_;  // the worker's
   profile::ProbeSet set_;
-  osd_bpf* skel_ = nullptr;  // owned by the base (adopt)
+  profile::ProbeSet store_set_;  // the bluestore layer's
+  osd_bpf* skel_ = nullptr;      // owned by the base (adopt)
   int stats_fd_ = -1;
   int last_replica_fd_ = -1;
+  int store_fd_ = -1;
   std::unique_ptr<LayoutTable<osd_layout>> layouts_;
   std::unique_ptr<OsdStatsSlots> slots_;
   std::string mode_ = "never";  // collectors.osd.detail: never, always, auto
+  bool store_layer_on_ = true;  // collectors.osd.bluestore_layer
   DetailWindows windows_;       // guarded by mu_
   Clock::time_point next_check_{};
   Buckets whole_buckets_ = Buckets::kFull;
@@ -177,6 +187,9 @@ void OsdCollector::start(const CollectorContext& ctx) {
       all.emplace_back(u.label);
     }
   }
+  for (const auto& p : osd::kStoreProbes) {
+    all.emplace_back(p.function);
+  }
   OsdSkel skel;
   if (auto opened = open_skeleton(skel, osd_bpf__open, ctx); !opened.ok()) {
     unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
@@ -192,6 +205,7 @@ void OsdCollector::start(const CollectorContext& ctx) {
     return;
   }
   mode_ = ctx.config.collectors.osd_detail;
+  store_layer_on_ = ctx.config.collectors.osd_bluestore_layer;
   // The whole op keeps every bucket; each stage, every other (docs/metrics.md#series-budget).
   whole_buckets_ = buckets_setting(ctx.config.collectors.osd.buckets, Buckets::kFull);
   stage_buckets_ = buckets_setting(ctx.config.collectors.osd.buckets, Buckets::kCoarse);
@@ -202,7 +216,10 @@ void OsdCollector::start(const CollectorContext& ctx) {
   prune_by_target<osd_stats_key>(stats_fd_);
   last_replica_fd_ = bpf_map__fd(skel->maps.osd_last_replica);
   prune_by_target<osd_last_replica_key>(last_replica_fd_);
-  slots_ = std::make_unique<OsdStatsSlots>(bpf_map__fd(skel->maps.osd_stats_slots));
+  store_fd_ = bpf_map__fd(skel->maps.osd_bs_bytes);
+  prune_by_target<osd_bs_key>(store_fd_);
+  slots_ = std::make_unique<OsdStatsSlots>(bpf_map__fd(skel->maps.osd_stats_slots),
+                                           bpf_map__fd(skel->maps.osd_bs_slots));
   layouts_ = std::make_unique<LayoutTable<osd_layout>>(bpf_map__fd(skel->maps.osd_layout_slots),
                                                        bpf_map__fd(skel->maps.osd_layouts),
                                                        OSD_LAYOUTS_MAX);
@@ -438,6 +455,7 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
     spdlog::warn("osd: {} (pid {}): {}: {}", who, pid, to_string(why.reason), why.detail);
     proc.status.push_back({"ceph-osd", who, false, why});
     proc.stage_gaps.fill(why);
+    proc.store_gap = why;
   };
   const auto ident = profile::identify_module(pid, "");
   if (!ident.ok()) {
@@ -487,10 +505,14 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
   } else {
     spdlog::warn("osd: {} (pid {}): its series go to the hash: {}", who, pid, slot.error().message);
   }
+  plan_store(module, proc, stop);
   if (auto stored = layouts_->put(static_cast<std::uint32_t>(pid), proc.plan.layout);
       !stored.ok()) {
     fail_all({Reason::kInternal, stored.error().message});
     return;
+  }
+  for (const auto& point : proc.store.points) {
+    attach_point(pid, proc, point, proc.links);
   }
   for (const auto& st : plan.unavailable) {
     spdlog::warn("osd: {} build {}: {} not placed ({}): {}", who, prof.build_id, st.probe,
@@ -503,9 +525,11 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
   }
   statuses(proc);
   spdlog::info("osd: {} (pid {}): {} of {} probes attached, profile {} ({}){}{}", who, pid,
-               proc.links.size(), plan.points.size() + plan.unavailable.size(), prof.build_id,
-               profile::to_string(loaded->origin), loaded->location.empty() ? "" : " from ",
-               loaded->location);
+               proc.links.size(),
+               plan.points.size() + plan.unavailable.size() + proc.store.points.size() +
+                   proc.store.unavailable.size(),
+               prof.build_id, profile::to_string(loaded->origin),
+               loaded->location.empty() ? "" : " from ", loaded->location);
 }
 
 void OsdCollector::attach_point(pid_t pid, Process& proc, const osd::ProbePoint& point,
@@ -543,6 +567,17 @@ void OsdCollector::statuses(Process& proc) const {
     }
   }
   proc.stage_gaps = osd::stage_gaps(proc.plan, proc.attached);
+  for (const auto& st : proc.store.unavailable) {
+    proc.status.push_back(st);
+  }
+  for (const auto& point : proc.store.points) {
+    if (proc.attached.contains(point.program)) {
+      proc.status.push_back({point.function, proc.who, true, {}});
+    } else if (auto f = proc.failed.find(point.program); f != proc.failed.end()) {
+      proc.status.push_back({point.function, proc.who, false, f->second});
+    }
+  }
+  proc.store_gap = osd::store_gap(proc.store, proc.attached);
   if (mode_ == "auto" && proc.detail_links.empty()) {
     for (int s = OSD_STAGE_BS_PREPARE; s <= OSD_STAGE_BS_KV_COMMIT; ++s) {
       if (proc.stage_gaps[s].reason == Reason::kProbeNotAttached) {
@@ -597,6 +632,53 @@ std::vector<ProbeStatus> OsdCollector::probes() const {
   return out;
 }
 
+// The bluestore layer of one process, from the build's bluestore-io profile (its own set:
+// the osd-stages profile, shipped or cached, is not touched by it).
+void OsdCollector::plan_store(const profile::ModuleIdentity& module, Process& proc,
+                              const std::stop_token& stop) {
+  if (!store_layer_on_) {
+    proc.store = osd::store_unavailable(
+        proc.who, {Reason::kDisabled, "turned off (collectors.osd.bluestore_layer: false)"});
+    return;
+  }
+  auto loaded = store_.for_module(module, store_set_, stop);
+  if (!loaded.ok()) {
+    proc.store = osd::store_unavailable(
+        proc.who, {reason_of(loaded.error(), Reason::kProfileUnavailable),
+                   std::string("no ") + osd::kStoreSet + " profile: " + loaded.error().message});
+  } else if (!loaded->from_target_files) {
+    proc.store = osd::plan_store(loaded->profile, proc.who, proc.plan.layout);
+  } else if (auto verifier = profile::OffsetVerifier::open(module.host_path); verifier.ok()) {
+    proc.store = osd::plan_store(loaded->profile, proc.who, proc.plan.layout, &*verifier);
+  } else {
+    proc.store = osd::store_unavailable(
+        proc.who, {Reason::kOffsetUnverified,
+                   "profile from the container's files not checked: " + verifier.error().message});
+  }
+  if (!proc.store.why.ok()) {
+    spdlog::warn("osd: {}: bluestore layer unavailable ({}): {}", proc.who,
+                 to_string(proc.store.why.reason), proc.store.why.detail);
+  }
+}
+
+// The bluestore layer: bytes and device writes per OSD and kind, and whether each OSD has it.
+Status OsdCollector::store_layer(MetricSink& out, const TargetLabelMap& targets) const {
+  {
+    std::map<std::pair<std::string, std::string>, Cause> gaps;  // a target's worst process
+    std::lock_guard lock(mu_);
+    for (const auto& [pid, proc] : attached_) {
+      auto [it, fresh] = gaps.try_emplace({proc.who, proc.fsid}, proc.store_gap);
+      if (!fresh && it->second.ok()) {
+        it->second = proc.store_gap;
+      }
+    }
+    for (const auto& [id, gap] : gaps) {
+      osd::put_store_status(out, {{"ceph_daemon", id.first}, {"fsid", id.second}}, gap);
+    }
+  }
+  return osd::put_store_layer(out, targets, store_fd_, *slots_);
+}
+
 // 1 per OSD and stage when the stage is measured, else 0 with the reason; a target with
 // several processes (a daemonising ceph-osd) shows a stage as working only if it is in all.
 void OsdCollector::stage_status(MetricSink& out) const {
@@ -627,6 +709,9 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   }
   stage_status(out);
   detail_status(out);
+  if (Status layer = store_layer(out, targets); !layer.ok()) {
+    return layer;
+  }
   std::map<std::tuple<std::uint32_t, int, int>, osd_stats> sums;
   Status walked = for_each_series([&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
     auto& s = sums[{k.target, k.kind, k.op}];

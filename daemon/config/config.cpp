@@ -493,10 +493,10 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
         throw ConfigProblem{line_of(old), "collectors.osd.bluestore_stages",
                             "replaced by collectors.osd.detail (never, always, auto)"};
       }
-      cfg.collectors.osd =
-          parse_collector(c["osd"], "collectors.osd", {"uprobe"},
-                          {"slow_op_threshold", "slow_op_records", "detail", "detail_window",
-                           "detail_min_interval", "detail_p99_bound", "buckets"});
+      cfg.collectors.osd = parse_collector(
+          c["osd"], "collectors.osd", {"uprobe"},
+          {"slow_op_threshold", "slow_op_records", "detail", "detail_window", "detail_min_interval",
+           "detail_p99_bound", "buckets", "bluestore_layer"});
       if (c["osd"]["slow_op_threshold"]) {
         cfg.collectors.osd_slow_op_threshold =
             duration(c["osd"]["slow_op_threshold"], "collectors.osd.slow_op_threshold");
@@ -506,6 +506,9 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
         if (cfg.collectors.osd_slow_op_records > 10'000) {  // about 1 KiB each
           throw ConfigProblem{line_of(n), "collectors.osd.slow_op_records", "at most 10000"};
         }
+      }
+      if (const auto& b = c["osd"]["bluestore_layer"]) {
+        cfg.collectors.osd_bluestore_layer = boolean(b, "collectors.osd.bluestore_layer");
       }
       if (const auto& d = c["osd"]["detail"]) {
         cfg.collectors.osd_detail =

@@ -100,6 +100,9 @@ struct Config {
     std::chrono::milliseconds osd_detail_window{60'000};
     std::chrono::milliseconds osd_detail_min_interval{600'000};
     std::chrono::milliseconds osd_detail_p99_bound{500};
+    // The bluestore layer (collectors.osd.bluestore_layer): the bytes BlueStore and BlueFS write
+    // to the device, one uprobe hit per device write (about 1.7 per OSD op under small writes).
+    bool osd_bluestore_layer = true;
     // Per-target block latency histograms (collectors.block.target_histograms): the
     // per-device ones carry the latency; per target only the bytes by default.
     bool block_target_histograms = false;

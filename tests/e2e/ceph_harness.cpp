@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <csignal>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -17,6 +18,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace cephscope::test {
 namespace {
@@ -481,6 +483,17 @@ OsdCounters parse_osd_perf_dump(std::string_view json) {
         c.bluestore_state[i] = latency(j.at("bluestore"), kBlueStoreStates[i]);
       }
     }
+    for (std::size_t i = 0; i < kStoreCounters.size(); ++i) {
+      const auto& [section, names] = kStoreCounters[i];
+      for (std::string_view rest = names; j.contains(section) && !rest.empty();) {
+        const std::string name(rest.substr(0, rest.find('|')));
+        rest.remove_prefix(std::min(rest.size(), name.size() + 1));
+        if (j.at(section).contains(name)) {
+          c.store_bytes[i] = j.at(section).at(name).get<std::uint64_t>();
+          break;
+        }
+      }
+    }
     return c;
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("perf dump: ") + e.what());
@@ -504,6 +517,9 @@ OsdCounters delta(const OsdCounters& b, const OsdCounters& a) {
   d.subop_w_latency = sub(a.subop_w_latency, b.subop_w_latency, "subop_w_latency");
   for (std::size_t i = 0; i < kBlueStoreStates.size(); ++i) {
     d.bluestore_state[i] = sub(a.bluestore_state[i], b.bluestore_state[i], kBlueStoreStates[i]);
+  }
+  for (std::size_t i = 0; i < kStoreCounters.size(); ++i) {
+    d.store_bytes[i] = sub(a.store_bytes[i], b.store_bytes[i], kStoreCounters[i].second);
   }
   return d;
 }
@@ -545,6 +561,9 @@ OsdCounters sum(const OsdSnapshot& snapshot) {
     add(t.subop_w_latency, c.subop_w_latency);
     for (std::size_t i = 0; i < kBlueStoreStates.size(); ++i) {
       add(t.bluestore_state[i], c.bluestore_state[i]);
+    }
+    for (std::size_t i = 0; i < kStoreCounters.size(); ++i) {
+      t.store_bytes[i] += c.store_bytes[i];
     }
   }
   return t;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace cephscope::test {
@@ -166,7 +167,34 @@ struct OsdCounters {
   // BlueStore's per-transaction state latencies (section "bluestore"): prepare, aio_wait,
   // io_done, kv_queued, kv_commiting (sic); zero when the dump has no BlueStore section.
   std::array<LatencyCounter, 5> bluestore_state;
+  // BlueStore's and BlueFS's byte counters, by kStoreCounters; zero when the dump lacks one.
+  std::array<std::uint64_t, 9> store_bytes{};
 };
+
+// The counters of the bytes BlueStore and BlueFS write (sections "bluestore", "bluefs"), in
+// the order of OsdCounters::store_bytes; "a|b": Pacific's name, then Reef's and later ones'.
+enum StoreCounter {
+  kWriteBigBytes,
+  kWriteSmallBytes,
+  kWritePadBytes,
+  kWriteDeferredBytes,  // bytes queued as deferred writes
+  kDeferredWriteBytes,  // deferred writes submitted to the device
+  kBlueFsWal,
+  kBlueFsSst,
+  kBlueFsLogged,
+  kBlueFsLogCompactions,  // a count: each rewrites BlueFS's log, which logged_bytes leaves out
+};
+inline constexpr std::array<std::pair<const char*, const char*>, 9> kStoreCounters = {{
+    {"bluestore", "bluestore_write_big_bytes|write_big_bytes"},
+    {"bluestore", "bluestore_write_small_bytes|write_small_bytes"},
+    {"bluestore", "write_pad_bytes"},
+    {"bluestore", "bluestore_write_deferred_bytes|issued_deferred_write_bytes"},
+    {"bluestore", "deferred_write_bytes|submitted_deferred_write_bytes"},
+    {"bluefs", "bytes_written_wal"},
+    {"bluefs", "bytes_written_sst"},
+    {"bluefs", "logged_bytes"},
+    {"bluefs", "log_compactions"},
+}};
 
 inline constexpr std::array<const char*, 5> kBlueStoreStates = {
     "state_prepare_lat", "state_aio_wait_lat", "state_io_done_lat", "state_kv_queued_lat",

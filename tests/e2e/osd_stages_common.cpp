@@ -14,10 +14,12 @@ namespace cephscope::test {
 using namespace std::chrono_literals;
 
 const std::vector<std::string> kProbes = {
-    "BlueStore::queue_transactions",           "PrimaryLogPG::log_op_stats",
-    "ReplicatedBackend::repop_commit",         "BlueStore::_txc_aio_submit",
+    "BlueStore::queue_transactions", "PrimaryLogPG::log_op_stats",
+    "ReplicatedBackend::repop_commit", "BlueStore::_txc_aio_submit",
     "BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_committed_kv",
-    "ReplicatedBackend::do_repop_reply"};
+    "ReplicatedBackend::do_repop_reply",
+    // the bluestore layer's (daemon/collectors/osd_bluestore.h)
+    "KernelDevice::aio_write", "KernelDevice::write"};
 const std::vector<std::string> kTier1Probes = {"PrimaryLogPG::log_op_stats",
                                                "ReplicatedBackend::repop_commit"};
 // BlueStore's stages, in the order of Ceph's state_*_lat counters (kBlueStoreStates).

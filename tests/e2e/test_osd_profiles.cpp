@@ -328,10 +328,11 @@ TEST_CASE("a container without -dbg gets every stage from shipped or operator-su
     const std::string root = mounted.out.substr(0, mounted.out.find('\n'));
     const std::string operator_dir = dir + "/operator-profiles";
     fs::create_directories(operator_dir);
-    const auto made = run_command(
-        {daemon_binary(), "profile", "generate", "--binary", root + "/usr/bin/ceph-osd",
-         "--debug-file", root + debug_file, "--out", operator_dir + "/" + id + ".osd-stages.json"},
-        600s);
+    const auto made =
+        run_command({daemon_binary(), "profile", "generate", "--probe-set", "osd-stages",
+                     "--binary", root + "/usr/bin/ceph-osd", "--debug-file", root + debug_file,
+                     "--out", operator_dir + "/" + id + ".osd-stages.json"},
+                    600s);
     (void)run_command({"podman", "image", "unmount", image}, 60s);
     INFO(made.out << made.err);
     REQUIRE(made.ok());

@@ -25,6 +25,7 @@ TEST_CASE("the shipped default config parses", "[config]") {
   CHECK(r->discovery.scan_interval == std::chrono::seconds(10));
   CHECK(r->discovery.series_ttl == std::chrono::minutes(5));
   CHECK(r->collectors.vfs.hook == "auto");
+  CHECK(r->collectors.osd_bluestore_layer);
   CHECK(r->limits.max_series == 50000);
   // The installed profiles first, then the repository's beside the file (a build tree's run).
   const std::vector<std::string> dirs = {"/usr/share/cephscope/profiles",
@@ -67,7 +68,7 @@ collectors:
   syscall: {hook: fentry}
   vfs: {enabled: false, hook: kprobe}
   block: {hook: tracepoint}
-  osd: {enabled: false, slow_op_threshold: 250ms, detail: always}
+  osd: {enabled: false, slow_op_threshold: 250ms, detail: always, bluestore_layer: false}
   rados: {enabled: true, buckets: coarse, instance_labels: true}
   kclient: {hook: kprobe, buckets: none}
 limits: {max_series: 10}
@@ -93,6 +94,7 @@ limits: {max_series: 10}
   CHECK_FALSE(r->collectors.osd.enabled);
   CHECK(r->collectors.osd_slow_op_threshold == std::chrono::milliseconds(250));
   CHECK(r->collectors.osd_detail == "always");
+  CHECK_FALSE(r->collectors.osd_bluestore_layer);
   CHECK(r->collectors.rados.enabled);
   CHECK(r->collectors.rados.buckets == "coarse");
   CHECK(r->collectors.rados_instance_labels);
@@ -161,6 +163,8 @@ TEST_CASE("each config error names the key and its line", "[config]") {
   CHECK(rejected("collectors:\n  osd: {bluestore_stages: true}\n") ==
         "test.yaml:2: collectors.osd.bluestore_stages: replaced by collectors.osd.detail (never, "
         "always, auto)");
+  CHECK(rejected("collectors:\n  osd: {bluestore_layer: maybe}\n")
+            .starts_with("test.yaml:2: collectors.osd.bluestore_layer: "));
   CHECK(rejected("collectors:\n  rados: {instance_labels: image}\n")
             .starts_with("test.yaml:2: collectors.rados.instance_labels: "));
   CHECK(rejected("collectors:\n  rados: {hook: fentry}\n") ==

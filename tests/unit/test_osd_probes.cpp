@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "collectors/osd_bluestore.h"
 #include "collectors/osd_probes.h"
 #include "osd.skel.h"
 
@@ -265,6 +266,9 @@ TEST_CASE("the OSD probe table matches the BPF object, the spec and the docs", "
   std::set<std::string> in_table;
   for (const auto& u : osd::kUprobes) {
     in_table.insert(u.program);
+  }
+  for (const auto& p : osd::kStoreProbes) {  // the bluestore layer's (osd_bluestore.h)
+    in_table.insert(p.program);
   }
   CHECK(in_object == in_table);
 
