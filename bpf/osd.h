@@ -102,10 +102,10 @@ struct osd_layout {
 	__u32 msg_object;	  /* MOSDOp::hobj.oid.name (std::string) */
 	__u32 reply_reqid;	  /* MOSDRepOpReply::reqid: the client op's, as OpRequest::reqid */
 	__u32 msg_src;		  /* Message::header.src: u8 type, then le64 num (packed) */
-	__u32 stats_slot; /* 1 + its slot in osd_stats_slots; 0: its series are in the hash */
-	__u32 bl_len;	  /* ceph::buffer::list::_len (u32) */
-	__u32 ioc_priv;	  /* IOContext::priv: its owner, NULL for BlueFS's */
-	__u32 txc_ioc;	  /* BlueStore::TransContext::ioc: priv + this = the IOContext */
+	__u32 stats_slot;   /* 1 + its slot in osd_stats_slots; 0: its series are in the hash */
+	__u32 bl_len;	    /* ceph::buffer::list::_len (u32) */
+	__u32 ioc_priv;	    /* IOContext::priv: its owner, NULL for BlueFS's */
+	__u32 txc_ioc;	    /* BlueStore::TransContext::ioc: priv + this = the IOContext */
 	__u32 deferred_ioc; /* BlueStore::DeferredBatch::ioc */
 };
 

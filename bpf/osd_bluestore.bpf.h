@@ -31,7 +31,7 @@ static const struct osd_bs_bytes zero_bs_bytes;
 
 /* The counters of KEY's process: in its stats slot (STATS_SLOT = 1 + the slot), else the hash. */
 static __always_inline struct osd_bs_bytes *bs_counters(__u32 stats_slot,
-							 const struct osd_bs_key *key)
+							const struct osd_bs_key *key)
 {
 	if (stats_slot - 1 < OSD_STATS_SLOTS && key->kind < OSD_BS_KIND_COUNT) {
 		__u32 i = osd_bs_slot_index(stats_slot, key->kind);

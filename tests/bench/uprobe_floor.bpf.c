@@ -51,15 +51,30 @@ static __always_inline int read_n(struct pt_regs *ctx, __u32 n)
 }
 
 SEC("uprobe")
-int read_8(struct pt_regs *ctx) { return read_n(ctx, 8); }
+int read_8(struct pt_regs *ctx)
+{
+	return read_n(ctx, 8);
+}
 SEC("uprobe")
-int read_64(struct pt_regs *ctx) { return read_n(ctx, 64); }
+int read_64(struct pt_regs *ctx)
+{
+	return read_n(ctx, 64);
+}
 SEC("uprobe")
-int read_512(struct pt_regs *ctx) { return read_n(ctx, 512); }
+int read_512(struct pt_regs *ctx)
+{
+	return read_n(ctx, 512);
+}
 SEC("uprobe")
-int read_1024(struct pt_regs *ctx) { return read_n(ctx, 1024); }
+int read_1024(struct pt_regs *ctx)
+{
+	return read_n(ctx, 1024);
+}
 SEC("uprobe")
-int read_2048(struct pt_regs *ctx) { return read_n(ctx, 2048); }
+int read_2048(struct pt_regs *ctx)
+{
+	return read_n(ctx, 2048);
+}
 
 // 16 reads of 8 bytes, 64 bytes apart (a cache line each), as a program reading members
 SEC("uprobe")

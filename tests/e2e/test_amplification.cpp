@@ -108,9 +108,10 @@ bool probes_ready(const Metrics& m, const ClusterInfo& cluster) {
 std::map<std::string, double> rule_inputs(const Metrics& m, const std::string& fsid) {
   std::map<std::string, double> out;
   for (const auto& s : m.find("cephscope_layer_bytes_total", {{"fsid", fsid}})) {
-    std::string series = s.name + "{job=\"cephscope\",instance=\"node\"";
+    std::string series = s.name + R"({job="cephscope",instance="node")";
     for (const auto& [k, v] : s.labels) {
-      series += "," + k + "=\"" + v + "\"";  // Ceph's names and fsids need no escaping
+      // Ceph's names and fsids need no escaping
+      series.append(",").append(k).append("=\"").append(v).append("\"");
     }
     out[series + "}"] = s.value;
   }

@@ -122,7 +122,6 @@ std::string read_to_end(int fd, std::chrono::seconds limit, bool* timed_out) {
   }
 }
 
-
 Reply parse_reply(const std::string& raw) {
   Reply r;
   const auto end = raw.find("\r\n\r\n");
