@@ -232,6 +232,7 @@ class Daemon {
   std::optional<Discovery> discovery_;
   SlowOpLog slow_ops_;
   OsdDetailControl detail_control_;
+  std::optional<CollectorContext> context_;
   std::vector<std::unique_ptr<Collector>> collectors_;
   std::optional<TargetSync> target_sync_;
   std::optional<Exporter> exporter_;
@@ -254,8 +255,10 @@ std::optional<int> Daemon::start() {
   discovery_.emplace(ProcReader("/proc"), *registry_);
   discovery_->set_config(config_.discovery);
 
-  collectors_ = make_collectors({kernel_.features, config_, events_->tracked_maps(),
-                                 kernel_.tracefs_dir, &slow_ops_, &detail_control_});
+  // kept for the collectors' life: they may hold on to it (the kernel client's reloads do)
+  context_.emplace(CollectorContext{kernel_.features, config_, events_->tracked_maps(),
+                                    kernel_.tracefs_dir, &slow_ops_, &detail_control_});
+  collectors_ = make_collectors(*context_);
   for (const auto& c : collectors_) {
     spdlog::info("collector {}: {}", c->name(), c->hook());
     for (const auto& p : c->probes()) {

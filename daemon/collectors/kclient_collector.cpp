@@ -270,7 +270,7 @@ class KclientCollector final : public Collector {
   void collect_devices(MetricSink& out) const;
   Status collect_mounts(MetricSink& out) const;
 
-  const CollectorContext& ctx_;
+  const CollectorContext ctx_;  // a copy: it outlives the caller's (reloads use it)
   unsigned modules_;
   Buckets buckets_;
   mutable std::mutex swap_mu_;  // guards probes_ against refresh()'s swap

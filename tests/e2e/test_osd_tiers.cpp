@@ -93,7 +93,9 @@ TEST_CASE("tier 1: one probe hit per OSD op gives the whole op and the event sta
   const int stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);  // off again when closed
   REQUIRE(stats_fd >= 0);
 
-  Daemon daemon(test_dir(cluster.dir), osd_only_config(", slow_op_threshold: 1s, detail: never"));
+  // the bluestore layer's two probes (a layer, not a stage) are off: tier 1 alone
+  Daemon daemon(test_dir(cluster.dir),
+                osd_only_config(", slow_op_threshold: 1s, detail: never, bluestore_layer: false"));
   DaemonLogOnFailure print_log{daemon};
   REQUIRE(daemon.wait_ready(60s));
   REQUIRE(wait_for_probes(cluster, daemon, kTier1Probes));
