@@ -328,14 +328,24 @@ TEST_CASE("a container without -dbg gets every stage from shipped or operator-su
     const std::string root = mounted.out.substr(0, mounted.out.find('\n'));
     const std::string operator_dir = dir + "/operator-profiles";
     fs::create_directories(operator_dir);
-    const auto made =
-        run_command({daemon_binary(), "profile", "generate", "--probe-set", "osd-stages",
-                     "--binary", root + "/usr/bin/ceph-osd", "--debug-file", root + debug_file,
-                     "--out", operator_dir + "/" + id + ".osd-stages.json"},
-                    600s);
+    // both probe sets of a ceph-osd: the stages and the bluestore layer
+    std::vector<CommandResult> made;
+    for (const std::string set : {"osd-stages", "bluestore-io"}) {
+      std::string out = operator_dir;
+      out.append("/").append(id).append(".").append(set).append(".json");
+      std::string binary = root;
+      binary.append("/usr/bin/ceph-osd");
+      std::string debug = root;
+      debug.append(debug_file);
+      made.push_back(run_command({daemon_binary(), "profile", "generate", "--probe-set", set,
+                                  "--binary", binary, "--debug-file", debug, "--out", out},
+                                 600s));
+    }
     (void)run_command({"podman", "image", "unmount", image}, 60s);
-    INFO(made.out << made.err);
-    REQUIRE(made.ok());
+    for (const auto& m : made) {
+      INFO(m.out << m.err);
+      REQUIRE(m.ok());
+    }
     Daemon daemon(dir, config(operator_dir));
     check_shipped_profile_used(cluster, daemon);
     CHECK(daemon.log_has(operator_dir, 1s));
