@@ -12,6 +12,7 @@
 
 #include "collectors/osd_bluestore.h"
 #include "osd.skel.h"
+#include "unit/profile_builders.h"
 
 using namespace cephscope;
 using namespace cephscope::profile;
@@ -33,12 +34,7 @@ Profile store_profile() {
     p.functions.push_back({probe.function, ItemStatus::kOk, "", {i}});
   }
   auto member = [&](const char* type, const char* path, std::uint64_t off) {
-    MemberEntry m;
-    m.type = type;
-    m.path = path;
-    m.status = ItemStatus::kOk;
-    m.offset = off;
-    p.members.push_back(m);
+    test::add_resolved_member(p, type, path, off);
   };
   member("ceph::buffer::v15_2_0::list", "_len", 24);
   member("IOContext", "priv", 104);

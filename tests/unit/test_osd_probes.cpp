@@ -13,6 +13,7 @@
 #include "collectors/osd_bluestore.h"
 #include "collectors/osd_probes.h"
 #include "osd.skel.h"
+#include "unit/profile_builders.h"
 
 using namespace cephscope;
 using namespace cephscope::profile;
@@ -42,12 +43,7 @@ Profile full_profile(bool with_state_proc = false) {
     p.functions.push_back({"BlueStore::_txc_state_proc", ItemStatus::kOk, "", {i}});
   }
   auto member = [&](const char* type, const char* path, std::uint64_t off) {
-    MemberEntry m;
-    m.type = type;
-    m.path = path;
-    m.status = ItemStatus::kOk;
-    m.offset = off;
-    p.members.push_back(m);
+    test::add_resolved_member(p, type, path, off);
   };
   member("OpRequest", "request", 224);
   member("OpRequest", "reqid.name._type", 232);
