@@ -293,17 +293,36 @@ struct HttpServer::Impl {
   // Closes the connection that has waited longest for its request head, one that has sent
   // nothing yet first (a client part-way through its head is likelier to be a scraper than
   // one of a flood of idle connections); false when every open connection is past its head
-  // (being answered, or sending).
+  // (being answered, or sending). A candidate is read once before it is judged silent: a
+  // scraper accepted amid a flood may have sent its request since, unseen by this loop.
   bool make_room() {
-    for (const bool silent_only : {true, false}) {
-      for (auto it = conns.begin(); it != conns.end(); ++it) {
-        const Connection& c = *it->second;
-        if (c.awaiting_head() && (!silent_only || (c.in.empty() && !c.heard))) {
-          spdlog::debug("http: {} connections open: closing the oldest still sending its head",
-                        conns.size());
-          conns.erase(it);
-          return true;
-        }
+    const auto silent = [](const Connection& c) {
+      return c.awaiting_head() && c.in.empty() && !c.heard;
+    };
+    for (auto it = conns.begin(); it != conns.end();) {
+      if (!silent(*it->second)) {
+        ++it;
+        continue;
+      }
+      const std::uint64_t key = it->first;
+      advance(key, *it->second);
+      it = conns.find(key);
+      if (it == conns.end()) {
+        return true;  // it had closed
+      }
+      if (silent(*it->second)) {
+        spdlog::debug("http: {} connections open: closing the oldest silent one", conns.size());
+        conns.erase(it);
+        return true;
+      }
+      ++it;
+    }
+    for (auto it = conns.begin(); it != conns.end(); ++it) {
+      if (it->second->awaiting_head()) {
+        spdlog::debug("http: {} connections open: closing the oldest still sending its head",
+                      conns.size());
+        conns.erase(it);
+        return true;
       }
     }
     spdlog::debug("http: {} connections open, all being answered: refusing a new one",
@@ -517,7 +536,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const Options& options, We
                                                       Routes routes) {
   auto impl = std::make_unique<Impl>(options, std::move(routes));
   impl->web = std::make_shared<const WebConfig>(std::move(web));
-  auto fd = listen_socket(options.listen);
+  auto fd = listen_socket(options.listen,
+                          std::chrono::ceil<std::chrono::seconds>(options.header_timeout));
   if (!fd.ok()) {
     return fd.error();
   }

@@ -2,12 +2,13 @@
 //
 // One event-loop thread owns every socket: it accepts, runs TLS handshakes, reads request
 // heads and writes responses, all non-blocking, so a client that sends nothing, or half a
-// head, or reads slowly holds a connection slot and no thread. Each connection has a deadline
-// (the head must be complete within header_timeout of the accept, the response sent within
-// write_timeout) and is closed when it passes. When max_connections are open, a new
-// connection pushes out the one that has waited longest for its head. The work that takes
-// CPU (the bcrypt check, rendering, gzip) runs on a few worker threads, so the loop never
-// waits for a scrape and a health check never waits for the loop.
+// head, or reads slowly holds a connection slot and no thread (one that sends nothing is held
+// back in the kernel, TCP_DEFER_ACCEPT, for up to header_timeout before it takes one). Each
+// connection has a deadline (the head must be complete within header_timeout of the accept, the
+// response sent within write_timeout) and is closed when it passes. When max_connections are open,
+// a new connection pushes out the one that has waited longest for its head. The work that takes CPU
+// (the bcrypt check, rendering, gzip) runs on a few worker threads, so the loop never waits for a
+// scrape and a health check never waits for the loop.
 #pragma once
 
 #include <chrono>

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <unistd.h>
 
 #include <array>
@@ -11,7 +12,7 @@
 
 namespace cephscope {
 
-Result<int> listen_socket(const std::string& listen) {
+Result<int> listen_socket(const std::string& listen, std::chrono::seconds defer_accept) {
   std::string host;
   std::string port = listen;
   if (!listen.empty() && listen.front() == '[') {
@@ -45,6 +46,17 @@ Result<int> listen_socket(const std::string& listen) {
       continue;
     }
     const int one = 1;
+    // A client speaks first (an HTTP head, a TLS ClientHello): the kernel holds a connection
+    // back from accept() until its first bytes arrive, so a flood of connections that send
+    // nothing takes neither a descriptor nor a connection slot, and cannot crowd out a scrape
+    // accepted before its request arrived. Silent ones reach accept() after the delay, and the
+    // header deadline then closes them.
+    const int defer = static_cast<int>(defer_accept.count());
+    if (defer > 0 && setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, &defer, sizeof(defer)) != 0) {
+      err = errno;
+      close(fd);
+      continue;
+    }
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0 &&
         bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && ::listen(fd, SOMAXCONN) == 0) {
       freeaddrinfo(found);

@@ -53,6 +53,8 @@ std::string ask_at(in_addr addr, int port, const std::string& request);
 
 std::string request(const std::string& method, const std::string& path,
                     const std::string& extra_headers = "");
+// Base64 by OpenSSL's encoder, and the Authorization header line of basic auth with it.
+std::string base64(const std::string& bytes);
 std::string basic_header(const std::string& credentials);
 
 // The half of a request head a slow client sends before it stops.

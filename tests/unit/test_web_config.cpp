@@ -8,6 +8,7 @@
 #include "server/web_config.h"
 #include "support/daemon_runner.h"
 #include "support/web_fixture.h"
+#include "unit/endpoint_client.h"
 
 using namespace cephscope;
 using namespace cephscope::test;
@@ -22,10 +23,7 @@ std::string web_error(const std::string& yaml, const std::string& dir = "/nonexi
 }
 
 std::string basic(const std::string& credentials) {
-  // base64 of what the tests send, made by the coreutils tool rather than by our decoder.
-  std::string out;
-  REQUIRE(run_command("printf '%s' '" + credentials + "' | base64 -w0", &out) == 0);
-  return "Basic " + out;
+  return "Basic " + test::base64(credentials);
 }
 
 }  // namespace
