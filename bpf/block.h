@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Shared between block.bpf.c and daemon/collectors/block_collector.cpp. */
+/* Shared between block.bpf.c and daemon/collectors/block/block_collector.cpp. */
 #ifndef CEPHSCOPE_BLOCK_H
 #define CEPHSCOPE_BLOCK_H
 

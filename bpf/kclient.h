@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Shared between kclient.bpf.c and daemon/collectors/kclient_collector.cpp. */
+/* Shared between kclient.bpf.c and daemon/collectors/kclient/kclient_collector.cpp. */
 #ifndef CEPHSCOPE_KCLIENT_H
 #define CEPHSCOPE_KCLIENT_H
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Shared between osd.bpf.c and daemon/collectors/osd_collector.cpp. */
+/* Shared between osd.bpf.c and daemon/collectors/osd/osd_collector.cpp. */
 #ifndef CEPHSCOPE_OSD_H
 #define CEPHSCOPE_OSD_H
 

@@ -7,7 +7,7 @@
  * a transaction's data (the IOContext inside a TransContext), deferred writes (inside a
  * DeferredBatch) and BlueFS (an IOContext of its own, owner NULL); BlueFS's writes carry
  * RocksDB's write-life hint, which sets its WAL apart. Members come from the probe set
- * bluestore-io, a profile of its own (daemon/collectors/osd_bluestore.cpp). Included by
+ * bluestore-io, a profile of its own (daemon/collectors/osd/osd_bluestore.cpp). Included by
  * osd.bpf.c after its shared helpers.
  */
 #ifndef CEPHSCOPE_OSD_BLUESTORE_BPF_H

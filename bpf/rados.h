@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Shared between rados.bpf.c and daemon/collectors/rados_collector.cpp. */
+/* Shared between rados.bpf.c and daemon/collectors/rados/rados_collector.cpp. */
 #ifndef CEPHSCOPE_RADOS_H
 #define CEPHSCOPE_RADOS_H
 

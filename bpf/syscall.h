@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Shared between syscall.bpf.c and daemon/collectors/syscall_collector.cpp. */
+/* Shared between syscall.bpf.c and daemon/collectors/syscall/syscall_collector.cpp. */
 #ifndef CEPHSCOPE_SYSCALL_H
 #define CEPHSCOPE_SYSCALL_H
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Shared between usdt.bpf.c and daemon/collectors/usdt_collector.cpp. */
+/* Shared between usdt.bpf.c and daemon/collectors/usdt/usdt_collector.cpp. */
 #ifndef CEPHSCOPE_USDT_H
 #define CEPHSCOPE_USDT_H
 

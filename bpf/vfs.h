@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Shared between vfs.bpf.c and daemon/collectors/vfs_collector.cpp. */
+/* Shared between vfs.bpf.c and daemon/collectors/vfs/vfs_collector.cpp. */
 #ifndef CEPHSCOPE_VFS_H
 #define CEPHSCOPE_VFS_H
 

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "collectors/osd_bluestore.h"
-#include "collectors/osd_probes.h"
-#include "collectors/rados_probes.h"
+#include "collectors/osd/osd_bluestore.h"
+#include "collectors/osd/osd_probes.h"
+#include "collectors/rados/rados_probes.h"
 #include "profile/elf_file.h"
 #include "profile/process.h"
 #include "profile/profile_json.h"

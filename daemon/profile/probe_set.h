@@ -1,6 +1,6 @@
 // Probe-set spec: what to resolve for a kind of target (the OSD, a librados client): function
 // names, types with member paths. Each uprobe collector derives its set from its probe table
-// (collectors/osd_probes.cpp); a set can also be given as a JSON file to the profile command.
+// (collectors/osd/osd_probes.cpp); a set can also be given as a JSON file to the profile command.
 //
 //   {"schema": "cephscope-probe-set", "schema_version": 1, "name": "osd",
 //    "objects": ["ceph-osd"],

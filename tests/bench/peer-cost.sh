@@ -4,7 +4,8 @@
 # other tracer is a binary given by path with its arguments; nothing of it lives in this tree.
 # In ROUNDS rounds, the configurations' order rotated by one each round:
 #   none        nothing attached;
-#   tier1       cephscope with only the OSD collector, collectors.osd.detail never;
+#   tier1       cephscope with only the OSD collector, collectors.osd.detail never, the bluestore
+#               layer off (BLUESTORE_LAYER=1: on);
 #   peer        PEER_BINARY PEER_ARGS...;
 #   empty-ours  an empty BPF program (bpftrace) at every function where tier 1 attached;
 #   empty-peer  an empty BPF program at every function where the peer attached.
@@ -33,7 +34,8 @@
 #   (for a tracer that takes them, so that it probes this cluster's OSDs only).
 #   BUILD_DIR (default build) holds daemon/cephscope; ROUNDS (default 4) rounds of SECS (default
 #   10) seconds; THREADS (default 16) rados bench threads; PEER_WAIT (default 600) seconds the
-#   peer may take to attach (it may parse ceph-osd's DWARF first); PERF=0 skips the profiles.
+#   peer may take to attach (it may parse ceph-osd's DWARF first); PERF=0 skips the profiles;
+#   BLUESTORE_LAYER=1 keeps the bluestore layer's probes in tier 1 (on in the default config).
 set -euo pipefail
 usage="usage: CLUSTER_DIR=DIR $0 PEER_BINARY [PEER_ARGS...]"
 peer=${1:?$usage}
@@ -44,6 +46,7 @@ build=${BUILD_DIR:-build}
 rounds=${ROUNDS:-4}
 secs=${SECS:-10}
 threads=${THREADS:-16}
+bluestore_layer=${BLUESTORE_LAYER:-0}
 bin=$build/daemon/cephscope
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 [ -x "$bin" ] || { echo "no $bin: build first (BUILD_DIR)" >&2; exit 1; }
@@ -156,19 +159,23 @@ wait_uprobes() { # MIN LIMIT WHAT LOG
   exit 1
 }
 
-# cephscope tier 1: the OSD collector only, detail never (2 probes per OSD)
+# cephscope tier 1: the OSD collector only, detail never: 2 probes per OSD, or 4 with the
+# bluestore layer (BLUESTORE_LAYER=1; the default config has it on)
 start_tier1() {
+  local layer=false probes=2
+  [ "$bluestore_layer" = 1 ] && layer=true probes=4
   cat > "$work/cephscope.yaml" <<CONF
 listen: "127.0.0.1:$port"
 log_level: warn
 discovery: {scan_interval: 1s, rados_clients: false}
 collectors: {syscall: {enabled: false}, block: {enabled: false}, vfs: {enabled: false},
-  kclient: {enabled: false}, rados: {enabled: false}, osd: {enabled: true, detail: never}}
+  kclient: {enabled: false}, rados: {enabled: false},
+  osd: {enabled: true, detail: never, bluestore_layer: $layer}}
 CONF
   prog_ids > "$work/ids.before"
   "$bin" --config "$work/cephscope.yaml" >> "$work/daemon.log" 2>&1 &
   runner=$!
-  wait_uprobes $((2 * ${#osd_ids[@]})) 120 cephscope "$work/daemon.log" > /dev/null
+  wait_uprobes $((probes * ${#osd_ids[@]})) 120 cephscope "$work/daemon.log" > /dev/null
   note_programs
 }
 

@@ -18,7 +18,7 @@ const std::vector<std::string> kProbes = {
     "ReplicatedBackend::repop_commit", "BlueStore::_txc_aio_submit",
     "BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_committed_kv",
     "ReplicatedBackend::do_repop_reply",
-    // the bluestore layer's (daemon/collectors/osd_bluestore.h)
+    // the bluestore layer's (daemon/collectors/osd/osd_bluestore.h)
     "KernelDevice::aio_write", "KernelDevice::write"};
 const std::vector<std::string> kTier1Probes = {"PrimaryLogPG::log_op_stats",
                                                "ReplicatedBackend::repop_commit"};

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "collectors/kclient_names.h"
+#include "collectors/kclient/kclient_names.h"
 #include "discovery/classify.h"
 #include "discovery/containers.h"
 #include "discovery/proc.h"

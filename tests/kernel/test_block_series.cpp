@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "bpf/block.h"
-#include "collectors/block_series.h"
+#include "collectors/block/block_series.h"
 #include "core/unique_fd.h"
 #include "libbpf/maps.h"
 

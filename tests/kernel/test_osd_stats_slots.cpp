@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bpf/osd.h"
-#include "collectors/osd_stats_slots.h"
+#include "collectors/osd/osd_stats_slots.h"
 #include "core/hist.h"
 #include "core/unique_fd.h"
 #include "libbpf/maps.h"

@@ -10,9 +10,9 @@
 #include <map>
 #include <sstream>
 
-#include "collectors/osd_call_site.h"
-#include "collectors/osd_probes.h"
-#include "collectors/rados_probes.h"
+#include "collectors/osd/osd_call_site.h"
+#include "collectors/osd/osd_probes.h"
+#include "collectors/rados/rados_probes.h"
 #include "fixture_util.h"
 #include "profile/profile_json.h"
 #include "profile/resolver_process.h"
@@ -301,7 +301,7 @@ TEST_CASE("librados probe table against librados.so.2 and libceph-common.so.2", 
       check_against_nm(lib, r);
       CHECK(p.type("Objecter::Op")->size == 1248);
       CHECK(member(p, "Objecter::Op", "tid") == 1144);
-      // what the rados collector reads (daemon/collectors/rados_probes.h)
+      // what the rados collector reads (daemon/collectors/rados/rados_probes.h)
       CHECK(member(p, "Objecter::Op", "attempts") == 1152);
       CHECK(member(p, "Objecter::Op", "ops.m_holder.m_size") ==
             member(p, "Objecter::Op", "ops.m_holder.m_start") + 8);

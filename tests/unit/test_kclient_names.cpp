@@ -1,7 +1,7 @@
 // The kclient collector's names: MDS operations, CephFS mount points from mountinfo, fsids.
 #include <catch2/catch.hpp>
 
-#include "collectors/kclient_names.h"
+#include "collectors/kclient/kclient_names.h"
 
 using namespace cephscope::kclient;
 

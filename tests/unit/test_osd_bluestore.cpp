@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "collectors/osd_bluestore.h"
+#include "collectors/osd/osd_bluestore.h"
 #include "osd.skel.h"
 #include "unit/profile_builders.h"
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectors/osd_call_site.h"
+#include "collectors/osd/osd_call_site.h"
 
 using namespace cephscope::osd;
 

@@ -1,8 +1,8 @@
-// When tier 2 runs under collectors.osd.detail: auto (collectors/osd_detail.h): windows opened
+// When tier 2 runs under collectors.osd.detail: auto (collectors/osd/osd_detail.h): windows opened
 // by slow ops, by a minute's p99 or by a request, bounded and rate-limited.
 #include <catch2/catch.hpp>
 
-#include "collectors/osd_detail.h"
+#include "collectors/osd/osd_detail.h"
 
 using namespace cephscope;
 using namespace std::chrono_literals;

@@ -10,8 +10,8 @@
 #include <set>
 #include <string>
 
-#include "collectors/osd_bluestore.h"
-#include "collectors/osd_probes.h"
+#include "collectors/osd/osd_bluestore.h"
+#include "collectors/osd/osd_probes.h"
 #include "osd.skel.h"
 #include "unit/profile_builders.h"
 

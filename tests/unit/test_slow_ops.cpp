@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "collectors/osd_records.h"
+#include "collectors/osd/osd_records.h"
 #include "collectors/slow_ops.h"
 
 using namespace cephscope;

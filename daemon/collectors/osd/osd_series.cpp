@@ -1,8 +1,8 @@
-#include "collectors/osd_series.h"
+#include "collectors/osd/osd_series.h"
 
 #include <array>
 
-#include "collectors/osd_probes.h"
+#include "collectors/osd/osd_probes.h"
 
 namespace cephscope {
 namespace {

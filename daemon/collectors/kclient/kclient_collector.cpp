@@ -4,7 +4,7 @@
 // otherwise; the modules load when the first device is mapped or file system mounted, so
 // the probes follow them: loaded when they appear, reloaded when one more does, with the
 // maps handed over (no count is lost).
-#include "collectors/kclient_collector.h"
+#include "collectors/kclient/kclient_collector.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
@@ -19,8 +19,8 @@
 
 #include "bpf/kclient.h"
 #include "collectors/bpf_collector.h"
-#include "collectors/kclient_names.h"
-#include "collectors/rados_probes.h"
+#include "collectors/kclient/kclient_names.h"
+#include "collectors/rados/rados_probes.h"
 #include "core/fs.h"
 #include "core/hist.h"
 #include "core/label_value.h"

@@ -1,4 +1,4 @@
-#include "collectors/block_devices.h"
+#include "collectors/block/block_devices.h"
 
 #include <filesystem>
 #include <fstream>

@@ -1,4 +1,4 @@
-#include "collectors/kclient_names.h"
+#include "collectors/kclient/kclient_names.h"
 
 #include <cstdio>
 #include <fstream>

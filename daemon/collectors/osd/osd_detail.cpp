@@ -1,4 +1,4 @@
-#include "collectors/osd_detail.h"
+#include "collectors/osd/osd_detail.h"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "collectors/osd_records.h"
+#include "collectors/osd/osd_records.h"
 
 #include <spdlog/spdlog.h>
 
@@ -10,7 +10,7 @@
 #include <optional>
 #include <string>
 
-#include "collectors/osd_probes.h"
+#include "collectors/osd/osd_probes.h"
 
 namespace cephscope {
 

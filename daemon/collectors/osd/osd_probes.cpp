@@ -1,9 +1,9 @@
-#include "collectors/osd_probes.h"
+#include "collectors/osd/osd_probes.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "collectors/osd_call_site.h"
+#include "collectors/osd/osd_call_site.h"
 #include "profile/elf_file.h"
 
 namespace cephscope::osd {

@@ -1,10 +1,10 @@
-#include "collectors/osd_stats_slots.h"
+#include "collectors/osd/osd_stats_slots.h"
 
 #include <bpf/bpf.h>
 
 #include <cerrno>
 
-#include "collectors/osd_series.h"
+#include "collectors/osd/osd_series.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"
 

@@ -1,6 +1,6 @@
 // osd collector: per-op stage latency in every ceph-osd of the host, from uprobes attached per
 // OSD process at offsets of its build's probe profile. See docs/collectors/osd.md.
-#include "collectors/osd_collector.h"
+#include "collectors/osd/osd_collector.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -26,13 +26,13 @@
 #include "bpf/osd.h"
 #include "collectors/bpf_collector.h"
 #include "collectors/layout_table.h"
-#include "collectors/osd_bluestore.h"
-#include "collectors/osd_detail.h"
-#include "collectors/osd_detail_control.h"
-#include "collectors/osd_probes.h"
-#include "collectors/osd_records.h"
-#include "collectors/osd_series.h"
-#include "collectors/osd_stats_slots.h"
+#include "collectors/osd/osd_bluestore.h"
+#include "collectors/osd/osd_detail.h"
+#include "collectors/osd/osd_detail_control.h"
+#include "collectors/osd/osd_probes.h"
+#include "collectors/osd/osd_records.h"
+#include "collectors/osd/osd_series.h"
+#include "collectors/osd/osd_stats_slots.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"
 #include "osd.skel.h"

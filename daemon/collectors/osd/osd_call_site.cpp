@@ -1,4 +1,4 @@
-#include "collectors/osd_call_site.h"
+#include "collectors/osd/osd_call_site.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "collectors/rados_probes.h"
+#include "collectors/rados/rados_probes.h"
 
 #include <algorithm>
 

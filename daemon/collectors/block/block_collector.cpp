@@ -1,6 +1,6 @@
 // block collector: submit, queue and device time, bytes, errors and bio merges per device
 // and op, and per tracked target that submitted the requests.
-#include "collectors/block_collector.h"
+#include "collectors/block/block_collector.h"
 
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>
@@ -14,8 +14,8 @@
 
 #include "block.skel.h"
 #include "bpf/block.h"
-#include "collectors/block_devices.h"
-#include "collectors/block_series.h"
+#include "collectors/block/block_devices.h"
+#include "collectors/block/block_series.h"
 #include "collectors/bpf_collector.h"
 #include "core/hist.h"
 #include "core/label_value.h"

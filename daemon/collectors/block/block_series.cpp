@@ -1,4 +1,4 @@
-#include "collectors/block_series.h"
+#include "collectors/block/block_series.h"
 
 #include <bpf/bpf.h>
 

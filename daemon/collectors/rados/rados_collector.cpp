@@ -2,7 +2,7 @@
 // uprobes on the Objecter of the library each client calls, attached to the library file (so
 // the kernel puts them into every process that maps it, before its first op) at offsets of
 // the library build's probe profile. See docs/collectors/rados.md.
-#include "collectors/rados_collector.h"
+#include "collectors/rados/rados_collector.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -25,7 +25,7 @@
 
 #include "bpf/rados.h"
 #include "collectors/bpf_collector.h"
-#include "collectors/rados_probes.h"
+#include "collectors/rados/rados_probes.h"
 #include "collectors/ring_reader.h"
 #include "collectors/slow_ops.h"
 #include "core/hist.h"

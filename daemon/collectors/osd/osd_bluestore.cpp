@@ -1,4 +1,4 @@
-#include "collectors/osd_bluestore.h"
+#include "collectors/osd/osd_bluestore.h"
 
 #include <algorithm>
 #include <map>

@@ -1,5 +1,5 @@
 // syscall collector: per tracked process and syscall, latency histogram, bytes and errors.
-#include "collectors/syscall_collector.h"
+#include "collectors/syscall/syscall_collector.h"
 
 #include <algorithm>
 #include <array>
