@@ -182,9 +182,9 @@ int run_check(const Config& config) {
   check_usdt(config, std::cout);
   // What the OSD collector attaches in each ceph-osd, from its probe table.
   for (const auto& u : osd::kUprobes) {
-    const bool off =
-        !config.collectors.osd.enabled || (u.detail && config.collectors.osd_detail == "never");
-    const bool windows = !off && u.detail && config.collectors.osd_detail == "auto";
+    const bool off = !config.collectors.osd.enabled ||
+                     (u.detail && config.collectors.osd_detail == DetailMode::kNever);
+    const bool windows = !off && u.detail && config.collectors.osd_detail == DetailMode::kAuto;
     std::cout << "osd probe=\"" << u.label << "\" program=" << u.program << (off ? " off" : "")
               << (windows ? " in_detail_windows" : "")
               << (u.instead_of != nullptr ? std::string(" instead_of=") + u.instead_of : "")

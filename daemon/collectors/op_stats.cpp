@@ -12,7 +12,8 @@
 namespace cephscope {
 
 Status scrape_op_stats(int stats_fd, const OpSeriesGroups& groups, const OpStatsMetrics& spec,
-                       const std::string& buckets, MetricSink& out, const TargetLabelMap& targets) {
+                       std::optional<Buckets> buckets, MetricSink& out,
+                       const TargetLabelMap& targets) {
   std::map<std::pair<std::uint32_t, std::uint32_t>, op_stats> sums;
   auto add = [&](std::uint32_t target, std::uint32_t op, std::span<const op_stats> cpus) {
     auto& s = sums[{target, op}];
@@ -101,8 +102,9 @@ void OpStatsCollector::sync_targets(const std::vector<TargetView>& targets) {
   }
 }
 
-Status OpStatsCollector::collect_op_stats(const OpStatsMetrics& spec, const std::string& buckets,
-                                          MetricSink& out, const TargetLabelMap& targets) const {
+Status OpStatsCollector::collect_op_stats(const OpStatsMetrics& spec,
+                                          std::optional<Buckets> buckets, MetricSink& out,
+                                          const TargetLabelMap& targets) const {
   if (stats_fd_ < 0 || !groups_) {
     return ok_status();
   }

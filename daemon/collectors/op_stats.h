@@ -27,7 +27,8 @@ struct OpStatsMetrics {
 // and every other target's with every bucket.
 // A target's series are the sum of its hash entries (stats_fd) and its group's.
 Status scrape_op_stats(int stats_fd, const OpSeriesGroups& groups, const OpStatsMetrics& spec,
-                       const std::string& buckets, MetricSink& out, const TargetLabelMap& targets);
+                       std::optional<Buckets> buckets, MetricSink& out,
+                       const TargetLabelMap& targets);
 
 // A collector of op_stats (syscall, vfs): its hash and its series groups.
 class OpStatsCollector : public BpfCollector {
@@ -44,8 +45,8 @@ class OpStatsCollector : public BpfCollector {
     stats_fd_ = -1;
     groups_.reset();
   }
-  Status collect_op_stats(const OpStatsMetrics& spec, const std::string& buckets, MetricSink& out,
-                          const TargetLabelMap& targets) const;
+  Status collect_op_stats(const OpStatsMetrics& spec, std::optional<Buckets> buckets,
+                          MetricSink& out, const TargetLabelMap& targets) const;
 
  private:
   int stats_fd_ = -1;

@@ -188,8 +188,12 @@ CollectorConfig parse_collector(const YAML::Node& node, const std::string& key,
     out.hook = one_of(node["hook"], key + ".hook", "hook", allowed);
   }
   if (node["buckets"]) {
-    out.buckets =
+    const std::string b =
         one_of(node["buckets"], key + ".buckets", "buckets", {"auto", "full", "coarse", "none"});
+    out.buckets = b == "full"     ? std::optional(Buckets::kFull)
+                  : b == "coarse" ? std::optional(Buckets::kCoarse)
+                  : b == "none"   ? std::optional(Buckets::kNone)
+                                  : std::nullopt;
   }
   return out;
 }
@@ -511,8 +515,11 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
         cfg.collectors.osd_bluestore_layer = boolean(b, "collectors.osd.bluestore_layer");
       }
       if (const auto& d = c["osd"]["detail"]) {
-        cfg.collectors.osd_detail =
+        const std::string mode =
             one_of(d, "collectors.osd.detail", "detail", {"never", "always", "auto"});
+        cfg.collectors.osd_detail = mode == "never"    ? DetailMode::kNever
+                                    : mode == "always" ? DetailMode::kAlways
+                                                       : DetailMode::kAuto;
       }
       for (auto [key, into] :
            {std::pair{"detail_window", &cfg.collectors.osd_detail_window},
@@ -541,6 +548,18 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
 }
 
 }  // namespace
+
+const char* to_string(DetailMode mode) {
+  switch (mode) {
+    case DetailMode::kNever:
+      return "never";
+    case DetailMode::kAlways:
+      return "always";
+    case DetailMode::kAuto:
+      break;
+  }
+  return "auto";
+}
 
 std::optional<std::chrono::milliseconds> parse_duration(const std::string& text) {
   static const std::regex kDuration("^([0-9]{1,9})(ms|s|m|h)$");

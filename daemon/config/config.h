@@ -9,9 +9,14 @@
 #include <vector>
 
 #include "config/syscall_names.h"
+#include "core/buckets.h"
 #include "core/result.h"
 
 namespace cephscope {
+
+// collectors.osd.detail: when tier 2 runs.
+enum class DetailMode { kNever, kAuto, kAlways };
+const char* to_string(DetailMode mode);
 
 // An operator-defined target: a process whose executable path or comm matches.
 struct Matcher {
@@ -41,9 +46,9 @@ struct UsdtRule {
 struct CollectorConfig {
   bool enabled = true;
   std::string hook = "auto";  // auto, or one hook type the collector supports
-  // The classic buckets of its histograms (docs/metrics.md#series-budget): auto, full,
-  // coarse or none; what auto means is the collector's (syscall, vfs, osd).
-  std::string buckets = "auto";
+  // The classic buckets of its histograms (docs/metrics.md#series-budget): full, coarse or
+  // none; unset is "auto", whose meaning is the collector's (syscall, vfs, osd).
+  std::optional<Buckets> buckets;
 };
 
 // Where the container runtimes keep their records on the host (discovery/containers.h); a
@@ -96,7 +101,7 @@ struct Config {
     // per OSD (collectors.osd.detail_window), opened when its slow ops rise or its tier-1 p99
     // over the last minute exceeds detail_p99_bound (at most one automatic window per
     // detail_min_interval), and on an operator's POST /debug/osd-detail.
-    std::string osd_detail = "auto";
+    DetailMode osd_detail = DetailMode::kAuto;
     std::chrono::milliseconds osd_detail_window{60'000};
     std::chrono::milliseconds osd_detail_min_interval{600'000};
     std::chrono::milliseconds osd_detail_p99_bound{500};

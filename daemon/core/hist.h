@@ -5,33 +5,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 
 #include "bpf/histogram.h"
+#include "core/buckets.h"
 
 namespace cephscope {
-
-// Which classic buckets a histogram is exported with: a series budget per OSD
-// (docs/metrics.md#series-budget). The kernel's slots are the same for all three.
-enum class Buckets {
-  kFull,    // every slot: 1 us * 2^i, i = 0..24, then +Inf (28 series with _sum and _count)
-  kCoarse,  // every other slot: 1 us * 4^j, j = 0..12, then +Inf (16 series)
-  kNone,    // +Inf only: the count and the sum, so the rate and the mean (3 series)
-};
-
-// A collector's `buckets` setting (full, coarse, none), or `when_auto` for "auto".
-inline Buckets buckets_setting(std::string_view setting, Buckets when_auto) {
-  if (setting == "full") {
-    return Buckets::kFull;
-  }
-  if (setting == "coarse") {
-    return Buckets::kCoarse;
-  }
-  if (setting == "none") {
-    return Buckets::kNone;
-  }
-  return when_auto;
-}
 
 // Adds one CPU's histogram into an accumulator.
 inline void add_hist(struct hist& into, const struct hist& from) {

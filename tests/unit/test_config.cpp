@@ -90,13 +90,13 @@ limits: {max_series: 10}
   CHECK(r->collectors.block.hook == "tracepoint");
   CHECK(r->collectors.kclient.enabled);
   CHECK(r->collectors.kclient.hook == "kprobe");
-  CHECK(r->collectors.kclient.buckets == "none");
+  CHECK(r->collectors.kclient.buckets == Buckets::kNone);
   CHECK_FALSE(r->collectors.osd.enabled);
   CHECK(r->collectors.osd_slow_op_threshold == std::chrono::milliseconds(250));
-  CHECK(r->collectors.osd_detail == "always");
+  CHECK(r->collectors.osd_detail == DetailMode::kAlways);
   CHECK_FALSE(r->collectors.osd_bluestore_layer);
   CHECK(r->collectors.rados.enabled);
-  CHECK(r->collectors.rados.buckets == "coarse");
+  CHECK(r->collectors.rados.buckets == Buckets::kCoarse);
   CHECK(r->collectors.rados_instance_labels);
   CHECK(r->limits.max_series == 10);
 }

@@ -115,7 +115,7 @@ TEST_CASE("coarse buckets keep every other slot, exactly; none keeps +Inf alone"
   CHECK(none.sample_count == 31);
   CHECK(none.sample_sum == Approx(1e-6));
 
-  CHECK(buckets_setting("auto", Buckets::kCoarse) == Buckets::kCoarse);
-  CHECK(buckets_setting("full", Buckets::kNone) == Buckets::kFull);
-  CHECK(buckets_setting("none", Buckets::kFull) == Buckets::kNone);
+  CHECK(buckets_setting(std::nullopt, Buckets::kCoarse) == Buckets::kCoarse);
+  CHECK(buckets_setting(Buckets::kFull, Buckets::kNone) == Buckets::kFull);
+  CHECK(buckets_setting(Buckets::kNone, Buckets::kFull) == Buckets::kNone);
 }

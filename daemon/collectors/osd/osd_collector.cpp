@@ -146,9 +146,9 @@ class OsdCollector final : public BpfCollector {
   int store_fd_ = -1;
   std::unique_ptr<LayoutTable<osd_layout>> layouts_;
   std::unique_ptr<OsdStatsSlots> slots_;
-  std::string mode_ = "never";  // collectors.osd.detail: never, always, auto
-  bool store_layer_on_ = true;  // collectors.osd.bluestore_layer
-  DetailWindows windows_;       // guarded by mu_
+  DetailMode mode_ = DetailMode::kNever;  // collectors.osd.detail
+  bool store_layer_on_ = true;            // collectors.osd.bluestore_layer
+  DetailWindows windows_;                 // guarded by mu_
   Clock::time_point next_check_{};
   Buckets whole_buckets_ = Buckets::kFull;
   Buckets stage_buckets_ = Buckets::kCoarse;
@@ -283,7 +283,7 @@ void OsdCollector::refresh(Clock::time_point now) {
     return;
   }
   skel_->bss->rt_off_ns = realtime_offset_ns();
-  if (mode_ == "auto") {
+  if (mode_ == DetailMode::kAuto) {
     check_windows(now);
   }
 }
@@ -345,8 +345,9 @@ void OsdCollector::queue_detail(const OsdId& osd, bool on) {
 // POST /debug/osd-detail?ceph_daemon=osd.N[&fsid=F]: a window on that OSD, now.
 std::pair<int, std::string> OsdCollector::request_detail(const std::string& who,
                                                          const std::string& fsid) {
-  if (mode_ != "auto") {
-    return {409, "collectors.osd.detail is " + mode_ + ": windows open only under auto\n"};
+  if (mode_ != DetailMode::kAuto) {
+    return {409, "collectors.osd.detail is " + std::string(to_string(mode_)) +
+                     ": windows open only under auto\n"};
   }
   std::lock_guard lock(mu_);
   std::set<OsdId> matches;
@@ -384,7 +385,7 @@ void OsdCollector::detail_status(MetricSink& out) const {
   for (const auto& id : osds) {
     const Labels l{{"ceph_daemon", id.first}, {"fsid", id.second}};
     const auto st = states.find(id);
-    const bool active = mode_ == "always" || (st != states.end() && st->second.active);
+    const bool active = mode_ == DetailMode::kAlways || (st != states.end() && st->second.active);
     out.gauge("cephscope_osd_detail_active",
               "1 while tier 2 (BlueStore detail) is attached to the OSD.", l, active ? 1 : 0);
     for (const char* trigger : {"slow_ops", "latency", "request"}) {
@@ -486,8 +487,8 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
         "against {} ({} symbol and {} .eh_frame function starts)",
         who, pid, module.host_path, verifier->symbol_starts(), verifier->fde_starts());
   }
-  const osd::BuildPlan plan =
-      osd::plan_for(prof, module.host_path, who, mode_ != "never", verifier ? &*verifier : nullptr);
+  const osd::BuildPlan plan = osd::plan_for(
+      prof, module.host_path, who, mode_ != DetailMode::kNever, verifier ? &*verifier : nullptr);
   if (!plan.missing_members.empty()) {
     spdlog::warn("osd: {} build {}: members not resolved ({}): {}", who, prof.build_id, prof.source,
                  plan.missing_members);
@@ -499,7 +500,7 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
   proc.binary = module.host_path;
   proc.plan = plan;
   proc.plan.layout.target = target.id;
-  proc.plan.layout.detail = mode_ == "always" ? 1 : 0;
+  proc.plan.layout.detail = mode_ == DetailMode::kAlways ? 1 : 0;
   if (auto slot = slots_->take(target.id); slot.ok()) {
     proc.plan.layout.stats_slot = *slot;  // 0: none free, its series go to the hash
   } else {
@@ -519,7 +520,7 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
                  to_string(st.why.reason), st.why.detail);
   }
   for (const auto& point : plan.points) {
-    if (!point.detail || mode_ == "always") {  // auto: tier 2 waits for a window
+    if (!point.detail || mode_ == DetailMode::kAlways) {  // auto: tier 2 waits for a window
       attach_point(pid, proc, point, proc.links);
     }
   }
@@ -578,7 +579,7 @@ void OsdCollector::statuses(Process& proc) const {
     }
   }
   proc.store_gap = osd::store_gap(proc.store, proc.attached);
-  if (mode_ == "auto" && proc.detail_links.empty()) {
+  if (mode_ == DetailMode::kAuto && proc.detail_links.empty()) {
     for (int s = OSD_STAGE_BS_PREPARE; s <= OSD_STAGE_BS_KV_COMMIT; ++s) {
       if (proc.stage_gaps[s].reason == Reason::kProbeNotAttached) {
         proc.stage_gaps[s] = resting;

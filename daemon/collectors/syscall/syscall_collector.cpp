@@ -79,7 +79,7 @@ class SyscallCollector final : public OpStatsCollector {
   // Which of the asked syscalls this kernel has, as FLAVOUR hooks them.
   static std::vector<bool> present(const Flavour& flavour, const CollectorContext& ctx,
                                    const std::vector<bool>& asked);
-  std::string buckets_;  // collectors.syscall.buckets
+  std::optional<Buckets> buckets_;  // collectors.syscall.buckets
 };
 
 std::vector<bool> SyscallCollector::present(const Flavour& flavour, const CollectorContext& ctx,

@@ -57,7 +57,7 @@ class VfsCollector final : public OpStatsCollector {
   void start(const CollectorContext& ctx);
   // Loads one flavour and attaches it.
   Status load(const Flavour& flavour, const CollectorContext& ctx);
-  std::string buckets_;  // collectors.vfs.buckets
+  std::optional<Buckets> buckets_;  // collectors.vfs.buckets
 };
 
 Status VfsCollector::load(const Flavour& flavour, const CollectorContext& ctx) {
