@@ -6,7 +6,7 @@
  * a new OSD map, an -EAGAIN or a redirect), Objecter::handle_osd_op_reply takes the OSD's
  * reply, and Objecter::_finish_op retires it, on the reply's thread right after, or on a
  * timeout or cancel with the error as its argument. Three hits per op: the first send's
- * time, with the op's pool, class and bytes, is kept per Op address (a seeded two-way table,
+ * time, with the op's pool, class and bytes, is kept per Op address (a seeded four-way table,
  * below), the reply's result per thread slot, and the finish
  * folds latency, bytes, resends and errors into one per-CPU stats entry. Member offsets
  * come per library build from rados_layouts (its probe profile), found by the probe's
@@ -46,10 +46,10 @@ struct {
 } rados_layouts SEC(".maps");
 
 /*
- * Ops in flight, in a direct-mapped table of two-way buckets (80 bytes each): a send and its
+ * Ops in flight, in a direct-mapped table of four-way buckets (160 bytes each): a send and its
  * finish cost one inlined array load and plain stores, where an LRU hash's update and
  * delete cost about 0.5 us per op. The key hashes under a seed drawn at each load. A send
- * that finds both ways live (and younger than INFLIGHT_STALE_NS) takes the first and counts
+ * that finds every way live (and younger than INFLIGHT_STALE_NS) takes the first and counts
  * inflight_full; older records are leftovers of ops whose finish was missed.
  */
 const volatile __u64 slot_seed = 0;

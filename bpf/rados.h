@@ -6,7 +6,7 @@
 #include "cephscope.h"
 
 #define RADOS_PAGE 4096		 /* a probe's address modulo this is its file offset's */
-#define RADOS_SENT_BUCKETS 32768 /* in-flight table: 2 ops per bucket, all clients together */
+#define RADOS_SENT_BUCKETS 16384 /* in-flight table: 4 ops per bucket, all clients together */
 #define RADOS_STATS_MAX 4096	 /* (client, pool, op) series in the kernel */
 #define RADOS_REPLY_SLOTS 4096	 /* one reply being handled per thread slot */
 #define RADOS_OPS_READ 4	 /* OSDOps of one Op read for its bytes (most carry 1 or 2) */
@@ -155,7 +155,11 @@ struct rados_sent {
 	__u8 pad;
 };
 
-#define RADOS_SENT_WAYS 2
+/*
+ * Four ways: librbd's cache flushes a thousand writes at once, and with two ways about one
+ * send in 2,000 of such a burst found both ways of its bucket live (64 Ki records either way).
+ */
+#define RADOS_SENT_WAYS 4
 
 /* A bucket of the in-flight table: the ops whose key hashes to it. */
 struct rados_sent_bucket {
