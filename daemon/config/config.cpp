@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
@@ -154,6 +155,33 @@ std::string one_of(const YAML::Node& node, const std::string& key, const std::st
   return value;
 }
 
+// The names a setting takes and what each means: one table for parsing and for to_string.
+constexpr std::array<std::pair<const char*, DetailMode>, 3> kDetailModes = {
+    {{"never", DetailMode::kNever}, {"always", DetailMode::kAlways}, {"auto", DetailMode::kAuto}}};
+constexpr std::array<std::pair<const char*, std::optional<Buckets>>, 4> kBucketSettings = {
+    {{"auto", std::nullopt},
+     {"full", Buckets::kFull},
+     {"coarse", Buckets::kCoarse},
+     {"none", Buckets::kNone}}};
+
+// A scalar that must be one of the names in `table`: what that name means.
+template <typename T, std::size_t N>
+T choice(const YAML::Node& node, const std::string& key, const std::string& what,
+         const std::array<std::pair<const char*, T>, N>& table) {
+  std::vector<std::string> names;
+  names.reserve(N);
+  for (const auto& [name, value] : table) {
+    names.emplace_back(name);
+  }
+  const std::string chosen = one_of(node, key, what, names);
+  for (const auto& [name, value] : table) {
+    if (chosen == name) {
+      return value;
+    }
+  }
+  return table.front().second;  // not reached: one_of accepts only the table's names
+}
+
 // A list of syscall names the collector can trace (config/syscall_names.h).
 std::vector<std::string> syscall_list(const YAML::Node& node, const std::string& key) {
   if (!node.IsSequence() || node.size() == 0) {
@@ -188,12 +216,7 @@ CollectorConfig parse_collector(const YAML::Node& node, const std::string& key,
     out.hook = one_of(node["hook"], key + ".hook", "hook", allowed);
   }
   if (node["buckets"]) {
-    const std::string b =
-        one_of(node["buckets"], key + ".buckets", "buckets", {"auto", "full", "coarse", "none"});
-    out.buckets = b == "full"     ? std::optional(Buckets::kFull)
-                  : b == "coarse" ? std::optional(Buckets::kCoarse)
-                  : b == "none"   ? std::optional(Buckets::kNone)
-                                  : std::nullopt;
+    out.buckets = choice(node["buckets"], key + ".buckets", "buckets", kBucketSettings);
   }
   return out;
 }
@@ -515,11 +538,7 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
         cfg.collectors.osd_bluestore_layer = boolean(b, "collectors.osd.bluestore_layer");
       }
       if (const auto& d = c["osd"]["detail"]) {
-        const std::string mode =
-            one_of(d, "collectors.osd.detail", "detail", {"never", "always", "auto"});
-        cfg.collectors.osd_detail = mode == "never"    ? DetailMode::kNever
-                                    : mode == "always" ? DetailMode::kAlways
-                                                       : DetailMode::kAuto;
+        cfg.collectors.osd_detail = choice(d, "collectors.osd.detail", "detail", kDetailModes);
       }
       for (auto [key, into] :
            {std::pair{"detail_window", &cfg.collectors.osd_detail_window},
@@ -550,13 +569,10 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
 }  // namespace
 
 const char* to_string(DetailMode mode) {
-  switch (mode) {
-    case DetailMode::kNever:
-      return "never";
-    case DetailMode::kAlways:
-      return "always";
-    case DetailMode::kAuto:
-      break;
+  for (const auto& [name, value] : kDetailModes) {
+    if (value == mode) {
+      return name;
+    }
   }
   return "auto";
 }
