@@ -23,6 +23,7 @@
 #include <bpf/bpf_tracing.h>
 #include "rados.h"
 #include "maps.bpf.h"
+#include "marker_args.bpf.h"
 #include "targets.bpf.h" /* every object declares it (the daemon shares one) */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -44,6 +45,14 @@ struct {
 	__type(key, __u32); /* probe * RADOS_PAGE + address % RADOS_PAGE */
 	__type(value, struct rados_layout);
 } rados_layouts SEC(".maps");
+
+/* The argument specs of each Objecter marker site: few, and only in builds that carry them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, RADOS_MARKER_SITES);
+	__type(key, __u32); /* marker * RADOS_PAGE + address % RADOS_PAGE */
+	__type(value, struct rados_marker_site);
+} rados_marker_sites SEC(".maps");
 
 /*
  * Ops in flight, in a direct-mapped table of four-way buckets (160 bytes each): a send and its
@@ -304,7 +313,7 @@ static __always_inline void instance_of(struct rados_stats_key *key, const struc
 }
 
 /* A slow op's record: who, which object on which OSD and PG, how long, with what result. */
-static __always_inline void record_slow(const struct rados_layout *l, const void *op,
+static __always_inline void record_slow(const struct rados_layout *l, const void *op, __u64 tid,
 					const struct rados_stats_key *key, __u32 tgid, __u64 now,
 					__u64 whole, __s32 result, __s32 attempts)
 {
@@ -326,6 +335,11 @@ static __always_inline void record_slow(const struct rados_layout *l, const void
 	r->result = result;
 	r->osd = -1;
 	r->resends = attempts > 1 ? attempts - 1 : 0;
+	r->tid = tid;
+	if (!l) { /* a marker build: the tid alone */
+		bpf_ringbuf_submit(r, 0);
+		return;
+	}
 	if (l->have & RADOS_HAVE_IDS) {
 		bpf_probe_read_user(&r->tid, sizeof(r->tid), op + l->op_tid);
 		bpf_probe_read_user(&r->osd, sizeof(r->osd), op + l->op_osd);
@@ -339,28 +353,29 @@ static __always_inline void record_slow(const struct rados_layout *l, const void
 	bpf_ringbuf_submit(r, 0);
 }
 
-SEC("uprobe")
-int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
+/*
+ * The finish of op KEY: the result of the reply this thread is handling when R brings none,
+ * and latency, bytes, resends and errors folded. L and OP are the function's (NULL for a
+ * marker build, whose op is known by its TID alone).
+ */
+static __always_inline int finish_op(const struct rados_layout *l, const void *op, __u64 key,
+				     __u64 tid, __s32 r)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32;
-	struct rados_layout *l = hit_layout(ctx, RADOS_PROBE_FINISH);
 	struct rados_stats_key skey = {};
 	struct rados_reply *reply;
 	struct rados_stats *stats;
 	struct rados_sent sent;
 	__s32 result = r;
 
-	if (!l)
-		return 0;
-	/* the result of the reply this thread is handling, when the finish did not bring one */
 	reply = thread_reply((__u32)id);
 	if (reply && reply->tid == (__u32)id) {
 		if (result == 0)
 			result = reply->result;
 		reply->tid = 0;
 	}
-	if (take_sent(tgid, (__u64)op, &sent) || sent.first_send_ns > now) {
+	if (take_sent(tgid, key, &sent) || sent.first_send_ns > now) {
 		count_lost(LOST_NO_START); /* never sent (pool gone), or sent before attach */
 		return 0;
 	}
@@ -370,8 +385,12 @@ int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
 	skey.target = target_of(tgid);
 	skey.pool = sent.pool;
 	skey.op = sent.op_class;
-	if (instance_labels)
-		instance_of(&skey, l, op, tgid);
+	if (instance_labels) {
+		if (l)
+			instance_of(&skey, l, op, tgid);
+		else
+			skey.pid = tgid; /* the finish marker names no object */
+	}
 	if (skey.target == CEPHSCOPE_UNTRACKED)
 		skey.pid = tgid; /* not tracked yet: the daemon adds it to its target's series */
 	stats = lookup_or_init(&rados_stats, &skey, &zero_stats);
@@ -388,6 +407,208 @@ int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
 			stats->errors[c] += 1;
 	}
 	if (slow_ns && delta >= slow_ns)
-		record_slow(l, op, &skey, tgid, now, delta, result, attempts);
+		record_slow(l, op, tid, &skey, tgid, now, delta, result, attempts);
 	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
+{
+	struct rados_layout *l = hit_layout(ctx, RADOS_PROBE_FINISH);
+
+	if (!l)
+		return 0;
+	return finish_op(l, op, (__u64)op, 0, r);
+}
+
+/* The argument specs of the marker site this hit is, or NULL. */
+static __always_inline struct rados_marker_site *hit_site(struct pt_regs *ctx, __u32 marker)
+{
+	__u32 key = marker * RADOS_PAGE + (__u32)(PT_REGS_IP(ctx) & (RADOS_PAGE - 1));
+
+	return bpf_map_lookup_elem(&rados_marker_sites, &key);
+}
+
+/* An op name's first eight bytes, as a little-endian word. */
+#define NAME8(a, b, c, d, e, f, g, h)                                                              \
+	((__u64)(a) | (__u64)(b) << 8 | (__u64)(c) << 16 | (__u64)(d) << 24 | (__u64)(e) << 32 |   \
+	 (__u64)(f) << 40 | (__u64)(g) << 48 | (__u64)(h) << 56)
+
+enum marker_op_kind { MARKER_OP_NONE, MARKER_OP_READ, MARKER_OP_WRITE };
+
+/* 1 when A == B, else 0, without a branch: a branch here would multiply the paths the
+ * verifier walks at every byte of the ops string. */
+static __always_inline __u64 same(__u64 a, __u64 b)
+{
+	__u64 x = a ^ b, any;
+
+	any = x | -x;
+	barrier_var(any); /* else the compiler turns the arithmetic back into a compare and jump */
+	return (any >> 63) ^ 1;
+}
+
+/* 1 when A < B (both below 2^63), else 0, without a branch. */
+static __always_inline __u64 below(__u64 a, __u64 b)
+{
+	__u64 d = a - b;
+
+	barrier_var(d);
+	return d >> 63;
+}
+
+/* The data ops of rados_op_moves_bytes, by the names Ceph prints for them. */
+static __always_inline __u64 marker_op_kind(__u64 head, __u64 len)
+{
+	__u64 read = (same(len, 4) & same(head, NAME8('r', 'e', 'a', 'd', 0, 0, 0, 0))) |
+		     (same(len, 11) & same(head, NAME8('s', 'p', 'a', 'r', 's', 'e', '-', 'r'))) |
+		     (same(len, 9) & same(head, NAME8('s', 'y', 'n', 'c', '_', 'r', 'e', 'a')));
+	__u64 write = (same(len, 5) & same(head, NAME8('w', 'r', 'i', 't', 'e', 0, 0, 0))) |
+		      (same(len, 9) & same(head, NAME8('w', 'r', 'i', 't', 'e', 'f', 'u', 'l'))) |
+		      (same(len, 6) & same(head, NAME8('a', 'p', 'p', 'e', 'n', 'd', 0, 0)));
+
+	return read * MARKER_OP_READ + write * MARKER_OP_WRITE;
+}
+
+enum { OPS_NAME, OPS_ARGS, OPS_LENGTH, OPS_SKIP };
+
+/*
+ * The parse of an ops string, in a per-CPU scratch rather than on the stack, read and written
+ * through a volatile pointer: the verifier tracks no values in map memory, so the walk's
+ * states at each byte are alike and it checks one byte's paths per byte, where values it
+ * tracked (in registers or on the stack) would multiply them.
+ */
+struct ops_parse {
+	char buf[RADOS_MARKER_OPS_READ];
+	__u64 head; /* the op name's first eight bytes */
+	__u64 num;
+	__u64 bytes;
+	__u64 len;
+	__u64 kind;
+	__u64 state;
+	__u64 reads;
+	__u64 writes;
+	__u64 cut; /* the string filled the buffer: its last op may be cut off */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ops_parse);
+} rados_ops_scratch SEC(".maps");
+
+/*
+ * One byte C of the ops string into P, in arithmetic on 0/1 masks rather than branches (but
+ * the classification, once per op name): each branch would double the paths the verifier
+ * walks at every byte.
+ */
+static __always_inline void ops_step(volatile struct ops_parse *p, __u64 c)
+{
+	__u64 state = p->state, len = p->len, digit_value = c - '0';
+	__u64 sep = same(c, ';') | same(c, 0), keep = sep ^ 1;
+	__u64 in_name = same(state, OPS_NAME), in_length = same(state, OPS_LENGTH);
+	__u64 name_end = in_name & (same(c, ' ') | sep);
+	__u64 grow = in_name ^ name_end; /* a byte of the name */
+	__u64 digit = below(c, '9' + 1) & (below(c, '0') ^ 1);
+	__u64 take = in_length & digit;
+	__u64 length_end = in_length ^ take;
+	__u64 tilde = same(state, OPS_ARGS) & same(c, '~');
+	__u64 whole = (same(c, 0) & p->cut) ^ 1; /* not a number the read's end cut */
+
+	if (name_end)
+		p->kind = marker_op_kind(p->head, len);
+	p->reads |= p->kind & MARKER_OP_READ;
+	p->writes |= p->kind & MARKER_OP_WRITE;
+	p->bytes += p->num * (length_end & (same(p->kind, MARKER_OP_NONE) ^ 1) & whole);
+	p->num = (p->num * (1 + 9 * take) + take * digit_value) * (tilde ^ 1);
+	p->head = (p->head | (c * (grow & below(len, 8))) << ((len & 7) * 8)) * keep;
+	p->len = (len + grow) * keep;
+	p->kind = p->kind * keep;
+	state += name_end * (OPS_ARGS - OPS_NAME) + tilde * (OPS_LENGTH - OPS_ARGS) +
+		 length_end * (OPS_SKIP - OPS_LENGTH);
+	p->state = state * keep; /* OPS_NAME: the next op */
+}
+
+/*
+ * The class and payload of an op from the send marker's ops string, "write 0~4096" or
+ * "set-alloc-hint ...;write 0~4096": write when a data op writes, read when one reads, other
+ * else; bytes the extent lengths of its data ops. An op cut off at the read's end is not
+ * counted.
+ */
+static __always_inline void marker_ops(const char *ops, struct rados_sent *e)
+{
+	__u32 zero = 0;
+	struct ops_parse *scratch = bpf_map_lookup_elem(&rados_ops_scratch, &zero);
+	volatile struct ops_parse *p = scratch;
+	long n;
+
+	e->op_class = RADOS_OP_OTHER;
+	e->bytes = 0;
+	if (!scratch || !ops)
+		return;
+	n = bpf_probe_read_user_str(scratch->buf, sizeof(scratch->buf), ops);
+	if (n <= 0)
+		return;
+	p->head = p->num = p->bytes = 0;
+	p->len = p->kind = p->reads = p->writes = 0;
+	p->state = OPS_NAME;
+	p->cut = n >= RADOS_MARKER_OPS_READ;
+	for (__u32 i = 0; i < RADOS_MARKER_OPS_READ; i++) {
+		__u64 c = (__u8)p->buf[i];
+
+		ops_step(p, c);
+		if (c == 0)
+			break;
+	}
+	e->op_class = p->writes ? RADOS_OP_WRITE : p->reads ? RADOS_OP_READ : RADOS_OP_OTHER;
+	e->bytes = p->bytes;
+}
+
+/*
+ * objecter_send_op(tid, ..., object, ..., ops): the first send of a tid keeps its time, class
+ * and bytes; a send of a tid in flight is a resend.
+ */
+SEC("uprobe")
+int rados_send_marker(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
+	__u32 tgid = id >> 32;
+	struct rados_marker_site *site = hit_site(ctx, RADOS_MARKER_SEND);
+	struct rados_sent_bucket *b;
+	struct rados_sent *e;
+	__u64 key;
+
+	if (!site)
+		return 0;
+	key = RADOS_MARKER_KEY(marker_arg(ctx, &site->tid, 0));
+	b = sent_bucket(tgid, key);
+	if (!b)
+		return 0;
+	e = find_way(b, tgid, key);
+	if (e && now - e->first_send_ns < INFLIGHT_STALE_NS) {
+		if (e->sends < 0xffff)
+			e->sends += 1;
+		return 0;
+	}
+	e = way_for(b, tgid, key, now);
+	e->op = key;
+	e->tgid = tgid;
+	e->sends = 1;
+	e->pool = RADOS_POOL_UNKNOWN;
+	marker_ops((const char *)marker_arg(ctx, &site->ops, 0), e);
+	e->first_send_ns = now;
+	return 0;
+}
+
+/* objecter_finish_op(tid, ...): once per op, as _finish_op. */
+SEC("uprobe")
+int rados_finish_marker(struct pt_regs *ctx)
+{
+	struct rados_marker_site *site = hit_site(ctx, RADOS_MARKER_FINISH);
+	__u64 tid;
+
+	if (!site)
+		return 0;
+	tid = marker_arg(ctx, &site->tid, 0);
+	return finish_op(0, 0, RADOS_MARKER_KEY(tid), tid, 0);
 }

@@ -4,6 +4,7 @@
 #define CEPHSCOPE_RADOS_H
 
 #include "cephscope.h"
+#include "marker_args.h"
 
 #define RADOS_PAGE 4096		 /* a probe's address modulo this is its file offset's */
 #define RADOS_SENT_BUCKETS 16384 /* in-flight table: 4 ops per bucket, all clients together */
@@ -13,7 +14,9 @@
 #define RADOS_OBJECT_READ 48	 /* bytes of an object name read for its rbd image id */
 #define RADOS_RECORDS_BYTES (256 * 1024) /* slow client-op records in flight to the daemon */
 #define RADOS_RECORD_OBJECT 96		 /* bytes of a slow op's object name kept, NUL included */
-#define RADOS_IMAGE_ID_LEN 32 /* an rbd image id kept, NUL included (ids are ~12-16 hex) */
+#define RADOS_IMAGE_ID_LEN 32	  /* an rbd image id kept, NUL included (ids are ~12-16 hex) */
+#define RADOS_MARKER_SITES 256	  /* Objecter marker sites of all probed builds */
+#define RADOS_MARKER_OPS_READ 128 /* bytes of a send marker's ops string read for class, bytes */
 
 /* The `op` label: from the Op's target flags (CEPH_OSD_FLAG_READ / _WRITE). */
 enum cephscope_rados_op {
@@ -112,6 +115,29 @@ enum cephscope_rados_probe {
 	RADOS_PROBE_REPLY,
 	RADOS_PROBE_FINISH,
 	RADOS_PROBES,
+};
+
+/*
+ * Ceph's proposed Objecter markers (docs/collectors/rados.md), where a build carries them:
+ * they replace the send and finish functions, and need no debug info. A hit finds its site's
+ * argument specs at rados_marker_sites[marker * RADOS_PAGE + address % RADOS_PAGE].
+ */
+enum cephscope_rados_marker {
+	RADOS_MARKER_SEND,   /* objecter_send_op: tid, object, ops */
+	RADOS_MARKER_FINISH, /* objecter_finish_op: tid */
+	RADOS_MARKERS,
+};
+
+/* An in-flight key of a marker build: its tid, beside the Op addresses of the others. */
+#define RADOS_MARKER_KEY(tid) ((tid) | (1ULL << 63))
+
+/* The pool of an op seen through markers: they do not carry it. */
+#define RADOS_POOL_UNKNOWN (-1LL)
+
+/* Where a marker site's arguments are (kind USDT_KEY_THREAD: the marker lacks it). */
+struct rados_marker_site {
+	struct usdt_key_spec tid;
+	struct usdt_key_spec ops; /* the send's "name off~len;..." string of the op's OSDOps */
 };
 
 /* Members found in the client library's build (rados_layout.have). */

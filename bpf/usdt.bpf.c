@@ -12,6 +12,7 @@
 #include "usdt.h"
 #include "histogram.h"
 #include "maps.bpf.h"
+#include "marker_args.bpf.h"
 #include "targets.bpf.h" /* every object declares it (the daemon shares one) */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -41,43 +42,6 @@ struct {
 
 static const struct usdt_series zero_series;
 
-static __always_inline __u64 register_value(struct pt_regs *ctx, __u32 off)
-{
-	__u64 v = 0;
-
-	if (off > sizeof(struct pt_regs) - sizeof(v))
-		return 0;
-	bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + off);
-	return v;
-}
-
-/* The span key a hit carries: its thread, or the marker argument the config names. */
-static __always_inline __u64 span_key(struct pt_regs *ctx, const struct usdt_key_spec *k,
-				      __u64 pid_tgid)
-{
-	__u32 shift = 64 - 8 * (k->size & 0xf);
-	__u64 v = 0;
-
-	switch (k->kind) {
-	case USDT_KEY_REGISTER:
-		v = register_value(ctx, k->reg_off);
-		break;
-	case USDT_KEY_MEMORY:
-		bpf_probe_read_user(&v, sizeof(v),
-				    (void *)(register_value(ctx, k->reg_off) + k->value));
-		break;
-	case USDT_KEY_CONSTANT:
-		v = (__u64)k->value;
-		break;
-	default:
-		return pid_tgid;
-	}
-	if (shift >= 64)
-		return v;
-	/* The argument's own width: a 4-byte argument in a 64-bit register or 8 read bytes. */
-	return k->is_signed ? (__u64)((__s64)(v << shift) >> shift) : (v << shift) >> shift;
-}
-
 SEC("uprobe")
 int usdt_hit(struct pt_regs *ctx)
 {
@@ -102,7 +66,7 @@ int usdt_hit(struct pt_regs *ctx)
 	id = bpf_get_current_pid_tgid();
 	ik.rule = p->rule;
 	ik.tgid = id >> 32;
-	ik.key = span_key(ctx, &p->key, id);
+	ik.key = marker_arg(ctx, &p->key, id);
 	if (p->role == USDT_ROLE_START) {
 		/* A nested start of the same key replaces the earlier one. */
 		if (bpf_map_update_elem(&usdt_inflight, &ik, &now, BPF_ANY) != 0)

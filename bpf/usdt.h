@@ -4,6 +4,7 @@
 #define CEPHSCOPE_USDT_H
 
 #include "cephscope.h"
+#include "marker_args.h"
 
 #define USDT_POINTS_MAX 4096	/* marker sites attached, all processes together */
 #define USDT_SERIES_MAX 4096	/* (target, rule) series in the kernel */
@@ -15,23 +16,6 @@ enum usdt_role {
 	USDT_ROLE_COUNT = 1,
 	USDT_ROLE_START = 2,
 	USDT_ROLE_END = 3,
-};
-
-/* How a span's key is read at its start and its end (profile/markers.h, decoded). */
-enum usdt_key_kind {
-	USDT_KEY_THREAD = 0, /* the thread: entry and return of one call */
-	USDT_KEY_REGISTER = 1,
-	USDT_KEY_MEMORY = 2, /* SIZE bytes at the register's value + value */
-	USDT_KEY_CONSTANT = 3,
-};
-
-struct usdt_key_spec {
-	__u8 kind;
-	__u8 size; /* 1, 2, 4 or 8 */
-	__u8 is_signed;
-	__u8 pad;
-	__u32 reg_off; /* offset of the register in struct pt_regs */
-	__s64 value;
 };
 
 /* usdt_points[cookie]: the cookie of each uprobe link is its point's index. */

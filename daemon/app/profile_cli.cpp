@@ -200,6 +200,22 @@ void show_file(const Options& o) {
   print_summary(p, stdout);
 }
 
+// Where the rados collector puts each stage in this library: a function of its profile, or
+// one of Ceph's Objecter markers where the build carries them (they need no debug info).
+void print_rados_stages(ProfileStore& store, const ModuleIdentity& id, const std::string& module,
+                        const Result<LoadedProfile>& functions) {
+  auto plan = functions.ok()
+                  ? rados::plan_for(functions->profile, "")
+                  : rados::unavailable_plan("", {Reason::kProfileUnavailable,
+                                                 "no probe profile: " + functions.error().message});
+  const auto markers = store.for_module(id, markers_probe_set(module));
+  std::string used = markers.ok() ? rados::use_markers(plan, markers->profile.markers)
+                                  : "markers not read: " + markers.error().message;
+  std::printf("stages      %s\n%s",
+              used.empty() ? "no Objecter markers in this build" : used.c_str(),
+              rados::plan_summary(plan).c_str());
+}
+
 void show_pid(const Options& o) {
   StoreOptions so;
   so.cache_dir = o.cache_dir;
@@ -254,6 +270,9 @@ void show_pid(const Options& o) {
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("\nprocess     %d: %s (%s, inode %" PRIu64 ")\n", o.pid, id->path.c_str(),
                 id->host_path.c_str(), id->inode);
+    if (set.name == rados::probe_set().name && !o.json) {
+      print_rados_stages(store, *id, module, loaded);
+    }
     if (!loaded.ok()) {
       std::printf("no profile: %s\n", loaded.error().message.c_str());
       continue;

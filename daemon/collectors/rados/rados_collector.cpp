@@ -25,6 +25,7 @@
 
 #include "bpf/rados.h"
 #include "collectors/bpf_collector.h"
+#include "collectors/rados/placed_entries.h"
 #include "collectors/rados/rados_probes.h"
 #include "collectors/ring_reader.h"
 #include "collectors/slow_ops.h"
@@ -122,7 +123,8 @@ class RadosCollector final : public BpfCollector {
   struct Library {
     std::string name;          // "librados.so.2.0.0"
     std::string profile_line;  // "profile BUILD (ORIGIN) from LOCATION", for the clients' logs
-    std::vector<std::uint32_t> keys;  // its entries in rados_layouts
+    std::vector<std::uint32_t> keys;       // its entries in rados_layouts
+    std::vector<std::uint32_t> site_keys;  // and in rados_marker_sites
     std::vector<Link> links;
     std::vector<ProbeStatus> status;  // per probe; the target is each client's
     std::size_t users = 0;            // tracked clients that map it
@@ -163,9 +165,18 @@ class RadosCollector final : public BpfCollector {
   void scan_libraries(pid_t pid, Process& proc, const std::stop_token& stop);
   // Every kRecheck: libraries attached clients mapped since; untracked processes gone.
   void recheck(const std::stop_token& stop);
-  // Plans, places and attaches the probes of one library file; WHO names it in logs.
+  // The plan of one library build: its function profile's (FUNCTIONS), with the send and
+  // finish stages on Ceph's Objecter markers where the build carries them (MARKERS); empty
+  // with the statuses in REFUSED when neither gives a probe. PROFILE_LINE: where each came from.
+  std::optional<rados::BuildPlan> plan_library(const std::string& who, const std::string& lib,
+                                               const std::string& host_path,
+                                               const Result<profile::LoadedProfile>& functions,
+                                               const Result<profile::LoadedProfile>& markers,
+                                               std::vector<ProbeStatus>& refused,
+                                               std::string& profile_line);
+  // Places and attaches the probes of one library file; WHO names it in logs.
   Library probe_library(const std::string& who, const std::string& path, const std::string& name,
-                        const profile::LoadedProfile& loaded, rados::BuildPlan plan);
+                        const std::string& profile_line, rados::BuildPlan plan);
   // Gives back a library's entries in rados_layouts.
   void unplace(const Library& lib);
   // One user fewer of each of LIBS: a library no client maps any more is detached, but the
@@ -179,13 +190,16 @@ class RadosCollector final : public BpfCollector {
   rados_bpf* skel_ = nullptr;  // owned by the base (adopt)
   int stats_fd_ = -1;
   int layouts_fd_ = -1;
+  int sites_fd_ = -1;
   Buckets buckets_ = Buckets::kFull;
   bool instance_labels_ = false;
   bool host_libraries_ = false;
   SlowOpLog* slow_ops_ = nullptr;
 
-  // The worker's: the layout each rados_layouts entry holds, and how many libraries put it.
-  std::map<std::uint32_t, std::pair<rados_layout, std::size_t>> placed_;
+  // The worker's: what each rados_layouts and rados_marker_sites entry holds, and how many
+  // libraries put it there.
+  PlacedEntries<rados_layout> placed_;
+  PlacedEntries<rados_marker_site> placed_sites_;
 
   // Under the maps lock (scrapes, prunes and the worker): series of exited clients that they
   // folded before they were tracked.
@@ -226,6 +240,7 @@ void RadosCollector::start(const CollectorContext& ctx) {
   buckets_ = buckets_setting(ctx.config.collectors.rados.buckets, Buckets::kFull);
   stats_fd_ = bpf_map__fd(skel->maps.rados_stats);
   layouts_fd_ = bpf_map__fd(skel->maps.rados_layouts);
+  sites_fd_ = bpf_map__fd(skel->maps.rados_marker_sites);
   prune_by_target<rados_stats_key>(stats_fd_);
   prune_with([this](const TargetIds& live) -> Result<std::size_t> {
     return std::erase_if(
@@ -329,20 +344,24 @@ void RadosCollector::probe_host_libraries(const std::stop_token& stop) {
       if (!inode) {
         continue;
       }
-      auto loaded = store_.for_binary(path, set_, stop);
-      if (!loaded.ok()) {
-        spdlog::info("rados: host {}: no probe profile: {}", path, loaded.error().message);
+      const auto functions = store_.for_binary(path, set_, stop);
+      const auto markers = store_.for_binary(path, profile::markers_probe_set(lib), stop);
+      const auto& any = functions.ok() ? functions : markers;
+      if (!any.ok()) {
+        spdlog::info("rados: host {}: no probe profile: {}", path, any.error().message);
         break;
       }
-      const FileKey key{loaded->profile.build_id, *inode};
-      auto plan = rados::plan_for(loaded->profile, "host");
-      if (libraries_.contains(key) || plan.points.empty()) {
+      const FileKey key{any->profile.build_id, *inode};
+      std::vector<ProbeStatus> refused;
+      std::string line;
+      auto plan = plan_library("host", lib, path, functions, markers, refused, line);
+      if (libraries_.contains(key) || !plan) {
         break;  // no points: expected for the library whose Objecter clients do not call
       }
       std::error_code ec;
       const std::string real = std::filesystem::canonical(path, ec).filename().string();
       Library probed =
-          probe_library("host", path, ec ? std::string(lib) : real, *loaded, std::move(plan));
+          probe_library("host", path, ec ? std::string(lib) : real, line, std::move(*plan));
       if (probed.links.empty()) {
         unplace(probed);
         break;
@@ -383,42 +402,16 @@ void RadosCollector::scan_libraries(pid_t pid, Process& proc, const std::stop_to
       spdlog::info("rados: {} (pid {}): {}: {}", proc.who, pid, lib, it->second.profile_line);
       continue;
     }
-    auto loaded = store_.for_module(*ident, set_, stop);
-    if (!loaded.ok()) {
-      proc.refused.push_back({lib,
-                              proc.who,
-                              false,
-                              {reason_of(loaded.error(), Reason::kProfileUnavailable),
-                               "no probe profile: " + loaded.error().message}});
-      continue;
-    }
-    // A profile from the container's own files steers a probe only where this library agrees.
-    std::optional<profile::OffsetVerifier> verifier;
-    if (loaded->from_target_files) {
-      auto opened = profile::OffsetVerifier::open(ident->host_path);
-      if (!opened.ok()) {
-        proc.refused.push_back(
-            {lib,
-             proc.who,
-             false,
-             {Reason::kOffsetUnverified,
-              "profile from the container's files not checked: " + opened.error().message}});
-        continue;
-      }
-      verifier = std::move(opened).value();
-    }
-    auto plan = rados::plan_for(loaded->profile, proc.who, verifier ? &*verifier : nullptr);
-    if (plan.points.empty()) {
-      // Expected for the library whose Objecter the client does not call (Tentacle's
-      // librados.so.2 has none): said only while no library of the client had the probes.
-      for (auto st : plan.unavailable) {
-        st.why.detail = std::string(lib) + ": " + st.why.detail;
-        proc.refused.push_back(std::move(st));
-      }
+    const auto functions = store_.for_module(*ident, set_, stop);
+    const auto markers = store_.for_module(*ident, profile::markers_probe_set(lib), stop);
+    std::string line;
+    auto plan =
+        plan_library(proc.who, lib, ident->host_path, functions, markers, proc.refused, line);
+    if (!plan) {
       continue;
     }
     Library probed = probe_library(proc.who + " (pid " + std::to_string(pid) + ")",
-                                   ident->host_path, ident->name, *loaded, std::move(plan));
+                                   ident->host_path, ident->name, line, std::move(*plan));
     spdlog::info("rados: {} (pid {}): {}: {}", proc.who, pid, lib, probed.profile_line);
     if (probed.links.empty()) {
       for (auto st : probed.status) {
@@ -497,43 +490,86 @@ void RadosCollector::recheck(const std::stop_token& stop) {
   sweep_pending();
 }
 
+std::optional<rados::BuildPlan> RadosCollector::plan_library(
+    const std::string& who, const std::string& lib, const std::string& host_path,
+    const Result<profile::LoadedProfile>& functions, const Result<profile::LoadedProfile>& markers,
+    std::vector<ProbeStatus>& refused, std::string& profile_line) {
+  std::optional<Cause> unusable;  // why the function profile gives no probe at all
+  rados::BuildPlan plan;
+  if (!functions.ok()) {
+    unusable = Cause{reason_of(functions.error(), Reason::kProfileUnavailable),
+                     "no probe profile: " + functions.error().message};
+  } else {
+    profile_line = fmt::format("profile {} ({}) from {}", functions->profile.build_id,
+                               profile::to_string(functions->origin), functions->location);
+    // A profile from the container's own files steers a probe only where this library agrees.
+    std::optional<profile::OffsetVerifier> verifier;
+    if (functions->from_target_files) {
+      auto opened = profile::OffsetVerifier::open(host_path);
+      if (opened.ok()) {
+        verifier = std::move(opened).value();
+      } else {
+        unusable =
+            Cause{Reason::kOffsetUnverified,
+                  "profile from the container's files not checked: " + opened.error().message};
+      }
+    }
+    if (!unusable) {
+      plan = rados::plan_for(functions->profile, who, verifier ? &*verifier : nullptr);
+    }
+  }
+  if (unusable) {
+    plan = rados::unavailable_plan(who, *unusable);
+  }
+  if (markers.ok()) {
+    const std::string used = rados::use_markers(plan, markers->profile.markers);
+    if (!used.empty()) {
+      spdlog::info("rados: {} {}: {}", who, lib, used);
+      profile_line += (profile_line.empty() ? "" : "; ") + used;
+    }
+  }
+  if (!plan.points.empty()) {
+    return plan;
+  }
+  // Expected for the library whose Objecter the client does not call (Tentacle's
+  // librados.so.2 has none): said only while no library of the client had the probes.
+  if (unusable) {
+    refused.push_back({lib, who, false, *unusable});
+    return std::nullopt;
+  }
+  for (auto st : plan.unavailable) {
+    st.why.detail = lib + ": " + st.why.detail;
+    refused.push_back(std::move(st));
+  }
+  return std::nullopt;
+}
+
 RadosCollector::Library RadosCollector::probe_library(const std::string& who,
                                                       const std::string& path,
                                                       const std::string& name,
-                                                      const profile::LoadedProfile& loaded,
+                                                      const std::string& profile_line,
                                                       rados::BuildPlan plan) {
   Library lib;
   lib.name = name;
-  lib.profile_line = fmt::format("profile {} ({}) from {}", loaded.profile.build_id,
-                                 profile::to_string(loaded.origin), loaded.location);
+  lib.profile_line = profile_line;
   if (!plan.missing_members.empty()) {
-    spdlog::warn("rados: {} {} build {}: members not resolved: {}", who, name,
-                 loaded.profile.build_id, plan.missing_members);
+    spdlog::warn("rados: {} {}: members not resolved: {}", who, name, plan.missing_members);
   }
   lib.status = plan.unavailable;
   for (const auto& point : plan.points) {
     const std::uint32_t key =
         point.probe * RADOS_PAGE + static_cast<std::uint32_t>(point.offset & (RADOS_PAGE - 1));
-    auto& [layout, users] = placed_[key];
-    if (users != 0 && std::memcmp(&layout, &plan.layout, sizeof(layout)) != 0) {
-      const Cause why{Reason::kAttachFailed,
-                      "its offset modulo the page is another probed build's (that build's "
-                      "clients are measured)"};
-      spdlog::warn("rados: {} {}: {} not probed: {}", who, name, point.function, why.detail);
-      lib.status.push_back({point.function, "", false, why});
+    const auto refused = point.marker ? place(placed_sites_, sites_fd_, key, *point.marker)
+                                      : place(placed_, layouts_fd_, key, plan.layout);
+    if (refused) {
+      spdlog::warn("rados: {} {}: {} not probed: {}", who, name, point.function, refused->detail);
+      lib.status.push_back({point.function, "", false, *refused});
       continue;
     }
-    if (users == 0 && bpf_map_update_elem(layouts_fd_, &key, &plan.layout, BPF_ANY) != 0) {
-      const int err = errno;
-      placed_.erase(key);
-      lib.status.push_back({point.function, "", false, {Reason::kInternal, std::strerror(err)}});
-      continue;
-    }
-    layout = plan.layout;
-    ++users;
-    lib.keys.push_back(key);
+    (point.marker ? lib.site_keys : lib.keys).push_back(key);
     auto* prog = bpf_object__find_program_by_name(skel_->obj, point.program.c_str());
-    LIBBPF_OPTS(bpf_uprobe_opts, opts);
+    // the kernel raises a marker's semaphore in each process while the probe is in it
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .ref_ctr_offset = point.semaphore_offset);
     // pid -1: every process that maps the file, from the moment it maps it
     bpf_link* link = bpf_program__attach_uprobe_opts(prog, -1, path.c_str(), point.offset, &opts);
     if (link == nullptr) {
@@ -574,14 +610,8 @@ void RadosCollector::release(const std::vector<FileKey>& libs) {
 }
 
 void RadosCollector::unplace(const Library& lib) {
-  for (const std::uint32_t key : lib.keys) {
-    auto it = placed_.find(key);
-    if (it != placed_.end() && --it->second.second == 0) {
-      const rados_layout none{};
-      bpf_map_update_elem(layouts_fd_, &key, &none, BPF_ANY);
-      placed_.erase(it);
-    }
-  }
+  cephscope::unplace(placed_, layouts_fd_, lib.keys, /*hash=*/false);
+  cephscope::unplace(placed_sites_, sites_fd_, lib.site_keys, /*hash=*/true);
 }
 
 RadosCollector::SeriesKey RadosCollector::series_key(const rados_stats_key& k,
@@ -680,7 +710,9 @@ void RadosCollector::take_record(const rados_slow_record& r) {
   op.time_ns = r.time_ns;
   op.op = r.op < RADOS_OP_COUNT ? rados::kOps[r.op] : "other";
   op.tid = r.tid;
-  op.pool = static_cast<std::uint64_t>(r.pool);
+  if (r.pool != RADOS_POOL_UNKNOWN) {  // a marker build's ops carry none
+    op.pool = static_cast<std::uint64_t>(r.pool);
+  }
   if (r.have_ids != 0) {
     op.pg = fmt::format("{}.{:x}", r.pool, r.pg_seed);
     if (r.osd >= 0) {
@@ -697,9 +729,10 @@ void RadosCollector::take_record(const rados_slow_record& r) {
   spdlog::info(
       "rados: slow client op in {} (pid {}): {} tid {} took {:.3f} s; pool {}, pg {}, osd {}, "
       "object \"{}\"{}, {} resends{}{}",
-      op.process, op.pid, op.op, op.tid, op.seconds, r.pool, op.pg.empty() ? "unknown" : op.pg,
-      op.acting_osd ? std::to_string(*op.acting_osd) : "unknown", printable(op.object),
-      op.object_truncated ? "..." : "", op.resends, op.error.empty() ? "" : ", error ", op.error);
+      op.process, op.pid, op.op, op.tid, op.seconds, op.pool ? std::to_string(*op.pool) : "unknown",
+      op.pg.empty() ? "unknown" : op.pg, op.acting_osd ? std::to_string(*op.acting_osd) : "unknown",
+      printable(op.object), op.object_truncated ? "..." : "", op.resends,
+      op.error.empty() ? "" : ", error ", op.error);
   slow_ops_->add(std::move(op));
 }
 
@@ -768,8 +801,8 @@ Status RadosCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
       continue;
     }
     // The daemon learns no pool names (docs/collectors/rados.md): pool is the id, as it
-    // stays for the series' life.
-    const std::string id = std::to_string(pool);
+    // stays for the series' life; a marker build's ops carry none.
+    const std::string id = pool == RADOS_POOL_UNKNOWN ? "unknown" : std::to_string(pool);
     Labels l = labels->second;
     if (!image.empty()) {
       l = l + Labels{{"image", label_value(image)}};

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "collectors/marker_args.h"
+
 namespace cephscope::rados {
 
 profile::ProbeSet probe_set() {
@@ -80,10 +84,90 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& who,
       plan.unavailable.push_back(
           {u.function, who, false, {members_reason, "members missing: " + plan.missing_members}});
     } else {
-      plan.points.push_back({u.function, u.program, u.probe, offset});
+      plan.points.push_back({u.function, u.program, u.probe, offset, std::nullopt, 0});
     }
   }
   return plan;
+}
+
+BuildPlan unavailable_plan(const std::string& who, const Cause& why) {
+  BuildPlan plan;
+  for (const auto& u : kUprobes) {
+    plan.unavailable.push_back({u.function, who, false, why});
+  }
+  return plan;
+}
+
+std::string use_markers(BuildPlan& plan, const std::vector<profile::Marker>& markers) {
+  std::vector<ProbePoint> points;
+  std::string found;
+  std::string missing;
+  for (const auto& def : kMarkers) {
+    std::vector<const profile::Marker*> sites;
+    for (const auto& m : markers) {
+      if (m.name == def.name) {
+        sites.push_back(&m);
+      }
+    }
+    if (sites.empty()) {
+      missing += std::string(missing.empty() ? "" : ", ") + def.name;
+      continue;
+    }
+    for (const profile::Marker* m : sites) {
+      auto tid = marker_arg_spec(*m, def.tid_arg);
+      auto ops = marker_arg_spec(*m, def.ops_arg);
+      if (!tid.ok() || !ops.ok()) {
+        return fmt::format("markers not used: {}:{} at {:#x}: {}", m->provider, m->name,
+                           m->file_offset, (!tid.ok() ? tid : ops).error().message);
+      }
+      ProbePoint p;
+      p.function = m->provider + ":" + m->name;
+      p.program = def.program;
+      p.probe = def.marker;
+      p.offset = m->file_offset;
+      p.marker = rados_marker_site{*tid, *ops};
+      p.semaphore_offset = m->semaphore_offset;
+      points.push_back(std::move(p));
+    }
+    found += std::string(found.empty() ? "" : ", ") + sites.front()->provider + ":" + def.name;
+  }
+  if (found.empty()) {
+    return "";
+  }
+  if (!missing.empty()) {
+    return "markers not used: " + found + " without " + missing;
+  }
+  // The stages the markers carry leave the function plan, whatever it found.
+  auto replaced = [](const std::string& function) {
+    return std::any_of(kMarkers.begin(), kMarkers.end(),
+                       [&](const MarkerDef& d) { return function == d.replaces; });
+  };
+  std::erase_if(plan.points, [&](const ProbePoint& p) { return replaced(p.function); });
+  std::erase_if(plan.unavailable, [&](const ProbeStatus& st) { return replaced(st.probe); });
+  plan.points.insert(plan.points.end(), points.begin(), points.end());
+  return "send and finish at markers " + found + " (" + std::to_string(points.size()) +
+         " sites, no debug info needed)";
+}
+
+std::string plan_summary(const BuildPlan& plan) {
+  std::string out;
+  for (const auto& p : plan.points) {
+    if (!p.marker) {
+      out += fmt::format("  {:<36} function at {:#x}\n", p.function, p.offset);
+      continue;
+    }
+    const auto* def = std::find_if(kMarkers.begin(), kMarkers.end(),
+                                   [&](const MarkerDef& d) { return d.marker == p.probe; });
+    out +=
+        fmt::format("  {:<36} marker {} at {:#x}{}\n", def->replaces, p.function, p.offset,
+                    p.semaphore_offset != 0 ? fmt::format(", semaphore {:#x}", p.semaphore_offset)
+                                            : std::string());
+  }
+  for (const auto& st : plan.unavailable) {
+    out += fmt::format("  {:<36} unavailable ({}): {}\n", st.probe, to_string(st.why.reason),
+                       st.why.detail);
+  }
+  return out;
 }
 
 }  // namespace cephscope::rados

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,24 @@ inline constexpr std::array<UprobeDef, 3> kUprobes = {{
      "each reply from an OSD; keeps the reply's result for the finish"},
     {"Objecter::_finish_op", "rados_finish", RADOS_PROBE_FINISH, RADOS_HAVE_OP,
      "once per op, when it completes, times out or is cancelled"},
+}};
+
+// Ceph's proposed Objecter markers (ceph/ceph pull request 61495, not in any release): where
+// a library build carries both, they replace the send and finish functions and need no debug
+// info. Matched by name in any provider (the proposal fixes none); arguments from 1.
+struct MarkerDef {
+  const char* name;
+  const char* replaces;  // the function whose stage it carries
+  const char* program;   // its SEC() in bpf/rados.bpf.c
+  std::uint32_t marker;  // enum cephscope_rados_marker
+  unsigned tid_arg;      // the op's tid
+  unsigned ops_arg;      // its OSDOps as Ceph prints them; 0: not read
+};
+
+inline constexpr std::array<MarkerDef, 2> kMarkers = {{
+    {"objecter_send_op", "Objecter::_send_op", "rados_send_marker", RADOS_MARKER_SEND, 1, 5},
+    {"objecter_finish_op", "Objecter::_finish_op", "rados_finish_marker", RADOS_MARKER_FINISH, 1,
+     0},
 }};
 
 // Objecter::Op::ops is a boost small_vector: its data pointer and size are the vector
@@ -62,10 +81,12 @@ inline constexpr std::array<const char*, 3> kLibraries = {"librados.so.2", "libr
 profile::ProbeSet probe_set();
 
 struct ProbePoint {
-  std::string function;
+  std::string function;  // the status's probe: a function, or a marker's "provider:name"
   std::string program;
-  std::uint32_t probe = 0;  // enum cephscope_rados_probe
+  std::uint32_t probe = 0;  // enum cephscope_rados_probe, or for a marker cephscope_rados_marker
   std::uint64_t offset = 0;
+  std::optional<rados_marker_site> marker;  // a marker site: its arguments
+  std::uint64_t semaphore_offset = 0;       // a marker's semaphore; 0: none
 };
 
 struct BuildPlan {
@@ -80,6 +101,18 @@ struct BuildPlan {
 // denies is unavailable, offset_unverified.
 BuildPlan plan_for(const profile::Profile& prof, const std::string& who,
                    const profile::OffsetVerifier* verifier = nullptr);
+
+// The plan of a library build no function profile covers: each function unavailable, WHY.
+BuildPlan unavailable_plan(const std::string& who, const Cause& why);
+
+// Puts the send and finish stages on the Objecter markers of MARKERS (the build's
+// .note.stapsdt) where it carries both with readable arguments: their function points and
+// statuses go. Returns what it did, for the log: "" when the build has neither marker.
+std::string use_markers(BuildPlan& plan, const std::vector<profile::Marker>& markers);
+
+// What a plan attaches, a line per probe point or unavailable stage, for `profile show`:
+// "  Objecter::_send_op  marker objecter:objecter_send_op at 0x11ae, semaphore 0x4062".
+std::string plan_summary(const BuildPlan& plan);
 
 // The label values of enum cephscope_rados_op and enum cephscope_rados_error.
 inline constexpr std::array<const char*, RADOS_OP_COUNT> kOps = {"read", "write", "other"};

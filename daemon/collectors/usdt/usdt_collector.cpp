@@ -8,7 +8,6 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <spdlog/spdlog.h>
-#include <sys/user.h>
 
 #include <algorithm>
 #include <array>
@@ -26,6 +25,7 @@
 
 #include "bpf/usdt.h"
 #include "collectors/bpf_collector.h"
+#include "collectors/marker_args.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"
 #include "profile/store.h"
@@ -38,57 +38,6 @@ using UsdtSkel = Skeleton<usdt_bpf, usdt_bpf__destroy>;
 
 // How often processes whose rule's library was not mapped yet are looked at again.
 constexpr auto kRecheck = std::chrono::seconds(2);
-
-// Where the uprobe's struct pt_regs keeps each register, by DWARF number (x86-64). The user
-// view of the registers (user_regs_struct) has the kernel's pt_regs order and size.
-std::optional<std::uint32_t> pt_regs_offset(int dwarf_reg) {
-#if defined(__x86_64__)
-  static constexpr std::array<std::size_t, 16> kOffsets = {
-      offsetof(user_regs_struct, rax), offsetof(user_regs_struct, rdx),
-      offsetof(user_regs_struct, rcx), offsetof(user_regs_struct, rbx),
-      offsetof(user_regs_struct, rsi), offsetof(user_regs_struct, rdi),
-      offsetof(user_regs_struct, rbp), offsetof(user_regs_struct, rsp),
-      offsetof(user_regs_struct, r8),  offsetof(user_regs_struct, r9),
-      offsetof(user_regs_struct, r10), offsetof(user_regs_struct, r11),
-      offsetof(user_regs_struct, r12), offsetof(user_regs_struct, r13),
-      offsetof(user_regs_struct, r14), offsetof(user_regs_struct, r15)};
-  if (dwarf_reg >= 0 && static_cast<std::size_t>(dwarf_reg) < kOffsets.size()) {
-    return static_cast<std::uint32_t>(kOffsets[static_cast<std::size_t>(dwarf_reg)]);
-  }
-#endif
-  (void)dwarf_reg;
-  return std::nullopt;
-}
-
-// The key spec of argument N (from 1) of marker M, or why it cannot be read.
-Result<usdt_key_spec> key_spec(const profile::Marker& m, unsigned n) {
-  usdt_key_spec k{};
-  if (n == 0) {
-    return k;  // USDT_KEY_THREAD
-  }
-  if (!m.args_error.empty()) {
-    return make_error(ErrorKind::kUnsupported, "its arguments: " + m.args_error);
-  }
-  if (n > m.args.size()) {
-    return make_error(ErrorKind::kNotFound, "it has " + std::to_string(m.args.size()) +
-                                                " arguments, not " + std::to_string(n));
-  }
-  const profile::MarkerArg& a = m.args[n - 1];
-  k.size = a.size;
-  k.is_signed = a.is_signed ? 1 : 0;
-  k.value = a.value;
-  if (a.kind == profile::MarkerArg::Kind::kConstant) {
-    k.kind = USDT_KEY_CONSTANT;
-    return k;
-  }
-  const auto off = pt_regs_offset(a.dwarf_reg);
-  if (!off) {
-    return make_error(ErrorKind::kUnsupported, "its registers are read on x86-64 only");
-  }
-  k.kind = a.kind == profile::MarkerArg::Kind::kRegister ? USDT_KEY_REGISTER : USDT_KEY_MEMORY;
-  k.reg_off = *off;
-  return k;
-}
 
 bool rule_applies(const UsdtRule& rule, const TargetIdentity& t) {
   return std::any_of(rule.targets.begin(), rule.targets.end(), [&](const std::string& name) {
@@ -371,7 +320,7 @@ Status UsdtCollector::attach_sites(pid_t pid, Process& proc, std::size_t rule,
                                    const std::vector<const profile::Marker*>& markers,
                                    std::uint8_t role, unsigned key) {
   for (const profile::Marker* m : markers) {
-    auto spec = key_spec(*m, key);
+    auto spec = marker_arg_spec(*m, key);
     if (!spec.ok()) {
       return error_with(Reason::kMembersMissing, ErrorKind::kUnsupported,
                         "argument " + std::to_string(key) + ": " + spec.error().message);

@@ -67,6 +67,8 @@ vm_snapshot_build() { # DEST
     "$VM_BUILD_DIR/tests/kernel/fake_osd"
     "$VM_BUILD_DIR/tests/kernel/fake_osd.stripped" "$VM_HOOKPROBE_BIN"
     "$VM_BUILD_DIR/tests/kernel/usdt_thrower" "$VM_BUILD_DIR/tests/kernel/usdt_calls.py"
+    "$VM_BUILD_DIR/tests/kernel/objecter_client"
+    "$VM_BUILD_DIR/tests/kernel/objecter-markers/librados.so.2"
     "$VM_BUILD_DIR/tests/vm/cephscope_vm_loadcheck")
   for f in "$VM_BUILD_DIR"/skel/*.bpf.o; do [ -f "$f" ] && files+=("$f"); done
   while :; do
