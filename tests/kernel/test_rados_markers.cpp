@@ -126,17 +126,20 @@ TEST_CASE(
   REQUIRE(code == 200);
   const auto doc = nlohmann::json::parse(*body);
   INFO(doc.dump(1));
-  int records = 0;
+  // Other ops may be records too on a loaded host (a 1 ms op that waited for a CPU), and
+  // other librados clients of the host have theirs: the slow op must be there, as written.
+  bool found = false;
   for (const auto& op : doc.at("ops")) {
-    if (op.at("kind") != "client") {
+    if (op.at("kind") != "client" || op.at("process") != "objecter_client") {
       continue;
     }
-    ++records;
-    CHECK(op.at("process") == "objecter_client");
-    CHECK(op.at("tid") == 100);
-    CHECK(op.at("op") == "write");
     CHECK(op.at("pool").is_null());
-    CHECK(op.at("seconds").get<double>() >= 0.3);
+    CHECK(op.at("seconds").get<double>() >= 0.1);
+    if (op.at("tid") == 100) {
+      found = true;
+      CHECK(op.at("op") == "write");
+      CHECK(op.at("seconds").get<double>() >= 0.3);
+    }
   }
-  CHECK(records == 1);
+  CHECK(found);
 }
