@@ -33,6 +33,7 @@
 #include "collectors/osd/osd_records.h"
 #include "collectors/osd/osd_series.h"
 #include "collectors/osd/osd_stats_slots.h"
+#include "collectors/process_attacher.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"
 #include "osd.skel.h"
@@ -75,11 +76,8 @@ class OsdCollector final : public BpfCollector {
     if (control_ != nullptr) {
       control_->set(nullptr);  // no request reaches the collector from here on
     }
-    records_.reset();          // its thread reads attached_
-    if (worker_.joinable()) {  // not started when the object failed to load
-      worker_.request_stop();
-      worker_.join();  // before attached_ and the object go
-    }
+    records_.reset();  // its thread reads the attached processes
+    attacher_.stop();  // before the processes and the object go
   }
   [[nodiscard]] const char* name() const override { return "osd"; }
   Status collect(MetricSink& out, const TargetLabelMap& targets) override;
@@ -90,9 +88,8 @@ class OsdCollector final : public BpfCollector {
  private:
   // The probes of one OSD process; links detach when it goes.
   struct Process {
-    bool leaving = false;  // its detach is queued
-    std::string who;       // ceph_daemon
-    std::string fsid;      // its cluster, when known: osd.N is per cluster
+    std::string who;   // ceph_daemon
+    std::string fsid;  // its cluster, when known: osd.N is per cluster
     std::uint32_t target = 0;
     std::string binary;  // the host path its uprobes go on
     osd::BuildPlan plan;
@@ -106,19 +103,11 @@ class OsdCollector final : public BpfCollector {
     Cause store_gap;                                // ok when the layer is measured
   };
 
-  // Attach or detach one OSD process, in the worker: resolving a new build's profile takes
-  // seconds and a uprobe detach ~100 ms, which must not hold up the daemon loop.
-  enum class Work { kAttach, kDetach, kDetailOn, kDetailOff };
-  struct Request {
-    pid_t pid = 0;
-    Work what = Work::kDetach;
-    std::optional<TargetView> attach;  // kAttach's target
-  };
-
   void start(const CollectorContext& ctx);
   [[nodiscard]] Status for_each_series(const OsdStatsSlots::SeriesFn& fn) const;
   void prune_maps(const TargetIds& live) override;
-  void work(const std::stop_token& stop);
+  // An OSD process that went: its layout, links and stats slot given back.
+  void release_process(pid_t pid, Process& gone);
   void attach_process(const TargetView& target, pid_t pid, Process& proc,
                       const std::stop_token& stop);
   // Attaches one probe point in PROC; its status and link go to PROC.
@@ -153,15 +142,11 @@ class OsdCollector final : public BpfCollector {
   Buckets whole_buckets_ = Buckets::kFull;
   Buckets stage_buckets_ = Buckets::kCoarse;
 
-  mutable std::mutex mu_;  // guards the members below
-  std::condition_variable_any wake_;
-  std::deque<Request> queue_;
-  std::set<pid_t> queued_;             // pids with an attach in the queue or in progress
-  std::map<pid_t, Process> attached_;  // destroyed before the base closes the object
+  mutable std::mutex mu_;  // guards the members below and the attacher's processes
 
   OsdDetailControl* control_ = nullptr;
   std::unique_ptr<SlowOpReader> records_;
-  std::jthread worker_;  // last: stops first
+  ProcessAttacher<Process> attacher_{mu_};  // last: stops first
 };
 
 // Every series: the hash's, and those of the stats slots (osd_stats_slots.h).
@@ -229,7 +214,10 @@ void OsdCollector::start(const CollectorContext& ctx) {
       raw->obj, [raw] { osd_bpf__destroy(raw); }, "uprobe");
   store_.load_shipped();
   start_records(ctx.slow_ops);
-  worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
+  attacher_.start({[this](pid_t pid, const TargetView& t, Process& proc,
+                          const std::stop_token& stop) { attach_process(t, pid, proc, stop); },
+                   [this](pid_t pid, Process& gone) { release_process(pid, gone); }, nullptr,
+                   std::chrono::milliseconds{0}, nullptr});
   if (ctx.detail_control != nullptr) {
     control_ = ctx.detail_control;
     control_->set([this](const std::string& who, const std::string& fsid) {
@@ -246,8 +234,8 @@ void OsdCollector::start_records(SlowOpLog* log) {
       bpf_map__fd(skel_->maps.osd_records), *log,
       [this](std::uint32_t tgid) -> std::optional<std::pair<std::string, std::string>> {
         std::lock_guard lock(mu_);
-        auto it = attached_.find(static_cast<pid_t>(tgid));
-        if (it == attached_.end()) {
+        auto it = attacher_.attached().find(static_cast<pid_t>(tgid));
+        if (it == attacher_.attached().end()) {
           return std::nullopt;
         }
         return std::pair{it->second.who, it->second.fsid};
@@ -258,24 +246,7 @@ void OsdCollector::sync_targets(const std::vector<TargetView>& targets) {
   if (skel_ == nullptr) {
     return;
   }
-  std::lock_guard lock(mu_);
-  const std::size_t before = queue_.size();
-  auto changes = process_changes(targets, TargetKind::kCephOsd, attached_, queued_);
-  for (auto& [pid, t] : changes.attach) {
-    queue_.push_back({pid, Work::kAttach, std::move(t)});
-  }
-  for (const pid_t pid : changes.gone) {
-    auto it = attached_.find(pid);
-    if (it == attached_.end() || !it->second.leaving) {  // a leaving one is queued already
-      queue_.push_back({pid, Work::kDetach, std::nullopt});
-    }
-    if (it != attached_.end()) {
-      it->second.leaving = true;
-    }
-  }
-  if (queue_.size() != before) {
-    wake_.notify_one();
-  }
+  attacher_.sync(targets, [](const TargetIdentity& t) { return t.kind == TargetKind::kCephOsd; });
 }
 
 void OsdCollector::refresh(Clock::time_point now) {
@@ -313,7 +284,7 @@ void OsdCollector::check_windows(Clock::time_point now) {
   std::lock_guard lock(mu_);
   if (check) {
     std::map<std::uint32_t, OsdId> osds;
-    for (const auto& [pid, proc] : attached_) {
+    for (const auto& [pid, proc] : attacher_.attached()) {
       osds.try_emplace(proc.target, OsdId{proc.who, proc.fsid});
     }
     for (const auto& [target, id] : osds) {
@@ -334,116 +305,48 @@ void OsdCollector::check_windows(Clock::time_point now) {
 }
 
 void OsdCollector::queue_detail(const OsdId& osd, bool on) {
-  for (const auto& [pid, proc] : attached_) {
-    if (!proc.leaving && proc.who == osd.first && proc.fsid == osd.second) {
-      queue_.push_back({pid, on ? Work::kDetailOn : Work::kDetailOff, std::nullopt});
+  for (const auto& [pid, proc] : attacher_.attached()) {
+    if (!attacher_.leaving(pid) && proc.who == osd.first && proc.fsid == osd.second) {
+      attacher_.post(pid,
+                     [this, on](pid_t p, Process& target) { return set_detail(p, target, on); });
     }
   }
-  wake_.notify_one();
 }
 
 // POST /debug/osd-detail?ceph_daemon=osd.N[&fsid=F]: a window on that OSD, now.
 std::pair<int, std::string> OsdCollector::request_detail(const std::string& who,
                                                          const std::string& fsid) {
-  if (mode_ != DetailMode::kAuto) {
-    return {409, "collectors.osd.detail is " + std::string(to_string(mode_)) +
-                     ": windows open only under auto\n"};
-  }
   std::lock_guard lock(mu_);
   std::set<OsdId> matches;
-  for (const auto& [pid, proc] : attached_) {
-    if (!proc.leaving && proc.who == who && (fsid.empty() || proc.fsid == fsid)) {
+  for (const auto& [pid, proc] : attacher_.attached()) {
+    if (!attacher_.leaving(pid) && proc.who == who && (fsid.empty() || proc.fsid == fsid)) {
       matches.insert({proc.who, proc.fsid});
     }
   }
-  if (matches.empty()) {
-    return {404, "no OSD " + who + (fsid.empty() ? "" : " of cluster " + fsid) + " here\n"};
+  auto [reply, opened] = detail_request_reply(mode_, windows_, matches, who, fsid);
+  if (opened) {
+    queue_detail(*opened, true);
   }
-  if (matches.size() > 1) {
-    return {400, who + " is in more than one cluster here: name it with fsid=\n"};
-  }
-  const OsdId id = *matches.begin();
-  const auto until = windows_.request(id, Clock::now());
-  if (!until) {
-    return {409, "a detail window is already open on " + who + "\n"};
-  }
-  queue_detail(id, true);
-  spdlog::info("osd: {}: detail window opened (request)", who);
-  const auto secs =
-      std::chrono::duration_cast<std::chrono::seconds>(*until - Clock::now()).count() + 1;
-  return {200, "detail window opened on " + who + " for " + std::to_string(secs) + " s\n"};
+  return reply;
 }
-
 // When tier 2 ran: per OSD, a window open now, and windows opened by trigger.
 void OsdCollector::detail_status(MetricSink& out) const {
   std::set<OsdId> osds;
   std::lock_guard lock(mu_);
-  for (const auto& [pid, proc] : attached_) {
+  for (const auto& [pid, proc] : attacher_.attached()) {
     osds.insert({proc.who, proc.fsid});
   }
-  const auto states = windows_.states();
-  for (const auto& id : osds) {
-    const Labels l{{"ceph_daemon", id.first}, {"fsid", id.second}};
-    const auto st = states.find(id);
-    const bool active = mode_ == DetailMode::kAlways || (st != states.end() && st->second.active);
-    out.gauge("cephscope_osd_detail_active",
-              "1 while tier 2 (BlueStore detail) is attached to the OSD.", l, active ? 1 : 0);
-    for (const char* trigger : {"slow_ops", "latency", "request"}) {
-      std::uint64_t n = 0;
-      if (st != states.end()) {
-        auto w = st->second.windows.find(trigger);
-        n = w == st->second.windows.end() ? 0 : w->second;
-      }
-      out.counter("cephscope_osd_detail_windows_total",
-                  "Tier-2 detail windows opened on the OSD, by what opened them.",
-                  l + Labels{{"trigger", trigger}}, static_cast<double>(n));
-    }
-  }
+  write_detail_status(out, mode_, windows_, osds);
 }
 
-void OsdCollector::work(const std::stop_token& stop) {
-  for (;;) {
-    Request req;
-    {
-      std::unique_lock lock(mu_);
-      if (!wake_.wait(lock, stop, [&] { return !queue_.empty(); })) {
-        return;
-      }
-      req = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    if (req.what == Work::kAttach) {
-      Process proc;
-      attach_process(*req.attach, req.pid, proc, stop);
-      std::lock_guard lock(mu_);
-      queued_.erase(req.pid);
-      attached_.insert_or_assign(req.pid, std::move(proc));
-      continue;
-    }
-    Process gone;
-    {
-      std::unique_lock lock(mu_);
-      auto it = attached_.find(req.pid);
-      if (it == attached_.end()) {
-        continue;
-      }
-      if (req.what != Work::kDetach) {
-        auto off = set_detail(req.pid, it->second, req.what == Work::kDetailOn);
-        lock.unlock();
-        off.clear();
-        continue;
-      }
-      gone = std::move(it->second);
-      attached_.erase(it);
-    }
-    if (auto erased = layouts_->erase(static_cast<std::uint32_t>(req.pid)); !erased.ok()) {
-      spdlog::warn("osd: {} (pid {}): {}", gone.who, req.pid, erased.error().message);
-    }
-    gone.links.clear();  // the slow part, outside the lock
-    gone.detail_links.clear();
-    if (auto kept = slots_->release(gone.plan.layout.stats_slot); !kept.ok()) {
-      spdlog::warn("osd: {} (pid {}): stats slot: {}", gone.who, req.pid, kept.error().message);
-    }
+void OsdCollector::release_process(pid_t pid, Process& gone) {
+  if (auto erased = layouts_->erase(static_cast<std::uint32_t>(pid)); !erased.ok()) {
+    spdlog::warn("osd: {} (pid {}): {}", gone.who, pid, erased.error().message);
+  }
+  gone.links.clear();  // the slow part, outside the lock
+  gone.detail_links.clear();
+  if (auto kept = slots_->release(gone.plan.layout.stats_slot); !kept.ok()) {
+    spdlog::warn("osd: {} (pid {}): stats slot: {}", gone.who, pid, kept.error().message);
   }
 }
 
@@ -623,7 +526,7 @@ std::vector<ProbeStatus> OsdCollector::probes() const {
   auto out = BpfCollector::probes();
   std::lock_guard lock(mu_);
   ProbeStatusMerge merged;
-  for (const auto& [pid, proc] : attached_) {
+  for (const auto& [pid, proc] : attacher_.attached()) {
     for (ProbeStatus st : proc.status) {
       st.fsid = proc.fsid;
       merged.add(std::move(st));
@@ -667,7 +570,7 @@ Status OsdCollector::store_layer(MetricSink& out, const TargetLabelMap& targets)
   {
     std::map<std::pair<std::string, std::string>, Cause> gaps;  // a target's worst process
     std::lock_guard lock(mu_);
-    for (const auto& [pid, proc] : attached_) {
+    for (const auto& [pid, proc] : attacher_.attached()) {
       auto [it, fresh] = gaps.try_emplace({proc.who, proc.fsid}, proc.store_gap);
       if (!fresh && it->second.ok()) {
         it->second = proc.store_gap;
@@ -685,7 +588,7 @@ Status OsdCollector::store_layer(MetricSink& out, const TargetLabelMap& targets)
 void OsdCollector::stage_status(MetricSink& out) const {
   std::map<std::tuple<std::string, std::string, int>, Cause> gaps;
   std::lock_guard lock(mu_);
-  for (const auto& [pid, proc] : attached_) {
+  for (const auto& [pid, proc] : attacher_.attached()) {
     for (int s = 0; s < OSD_STAGE_COUNT; ++s) {
       auto [it, fresh] = gaps.try_emplace({proc.who, proc.fsid, s}, proc.stage_gaps[s]);
       if (!fresh && it->second.ok()) {

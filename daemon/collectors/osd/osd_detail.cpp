@@ -1,5 +1,7 @@
 #include "collectors/osd/osd_detail.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 #include <limits>
 
@@ -110,6 +112,54 @@ std::map<OsdId, DetailWindows::State> DetailWindows::states() const {
 void DetailWindows::forget_history(const OsdId& osd) {
   if (auto it = osds_.find(osd); it != osds_.end()) {
     it->second.history.clear();
+  }
+}
+
+std::pair<std::pair<int, std::string>, std::optional<OsdId>> detail_request_reply(
+    DetailMode mode, DetailWindows& windows, const std::set<OsdId>& matches, const std::string& who,
+    const std::string& fsid) {
+  if (mode != DetailMode::kAuto) {
+    return {{409, "collectors.osd.detail is " + std::string(to_string(mode)) +
+                      ": windows open only under auto\n"},
+            std::nullopt};
+  }
+  if (matches.empty()) {
+    return {{404, "no OSD " + who + (fsid.empty() ? "" : " of cluster " + fsid) + " here\n"},
+            std::nullopt};
+  }
+  if (matches.size() > 1) {
+    return {{400, who + " is in more than one cluster here: name it with fsid=\n"}, std::nullopt};
+  }
+  const OsdId id = *matches.begin();
+  const auto now = DetailWindows::Clock::now();
+  const auto until = windows.request(id, now);
+  if (!until) {
+    return {{409, "a detail window is already open on " + who + "\n"}, std::nullopt};
+  }
+  spdlog::info("osd: {}: detail window opened (request)", who);
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(*until - now).count() + 1;
+  return {{200, "detail window opened on " + who + " for " + std::to_string(secs) + " s\n"}, id};
+}
+
+void write_detail_status(MetricSink& out, DetailMode mode, const DetailWindows& windows,
+                         const std::set<OsdId>& osds) {
+  const auto states = windows.states();
+  for (const auto& id : osds) {
+    const Labels l{{"ceph_daemon", id.first}, {"fsid", id.second}};
+    const auto st = states.find(id);
+    const bool active = mode == DetailMode::kAlways || (st != states.end() && st->second.active);
+    out.gauge("cephscope_osd_detail_active",
+              "1 while tier 2 (BlueStore detail) is attached to the OSD.", l, active ? 1 : 0);
+    for (const char* trigger : {"slow_ops", "latency", "request"}) {
+      std::uint64_t n = 0;
+      if (st != states.end()) {
+        auto w = st->second.windows.find(trigger);
+        n = w == st->second.windows.end() ? 0 : w->second;
+      }
+      out.counter("cephscope_osd_detail_windows_total",
+                  "Tier-2 detail windows opened on the OSD, by what opened them.",
+                  l + Labels{{"trigger", trigger}}, static_cast<double>(n));
+    }
   }
 }
 

@@ -9,10 +9,13 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "collectors/metric_sink.h"
+#include "config/config.h"
 #include "core/hist.h"
 
 namespace cephscope {
@@ -73,5 +76,16 @@ class DetailWindows {
   DetailSettings settings_;
   std::map<OsdId, Osd> osds_;
 };
+
+// POST /debug/osd-detail?ceph_daemon=WHO[&fsid=FSID] under MODE: the reply (status, body),
+// and the OSD whose window it opened in WINDOWS, to attach; MATCHES are the OSDs attached here
+// that the request names.
+std::pair<std::pair<int, std::string>, std::optional<OsdId>> detail_request_reply(
+    DetailMode mode, DetailWindows& windows, const std::set<OsdId>& matches, const std::string& who,
+    const std::string& fsid);
+
+// cephscope_osd_detail_active and cephscope_osd_detail_windows_total of OSDS.
+void write_detail_status(MetricSink& out, DetailMode mode, const DetailWindows& windows,
+                         const std::set<OsdId>& osds);
 
 }  // namespace cephscope

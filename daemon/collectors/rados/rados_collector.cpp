@@ -25,6 +25,7 @@
 
 #include "bpf/rados.h"
 #include "collectors/bpf_collector.h"
+#include "collectors/process_attacher.h"
 #include "collectors/rados/placed_entries.h"
 #include "collectors/rados/rados_probes.h"
 #include "collectors/ring_reader.h"
@@ -101,11 +102,8 @@ class RadosCollector final : public BpfCollector {
   RadosCollector(RadosCollector&&) = delete;
   RadosCollector& operator=(RadosCollector&&) = delete;
   ~RadosCollector() override {
-    records_.reset();          // its thread reads attached_
-    if (worker_.joinable()) {  // not started when the object failed to load
-      worker_.request_stop();
-      worker_.join();  // before libraries_ and the object go
-    }
+    records_.reset();  // its thread reads the attached processes
+    attacher_.stop();  // before libraries_ and the object go
   }
   [[nodiscard]] const char* name() const override { return "rados"; }
   Status collect(MetricSink& out, const TargetLabelMap& targets) override;
@@ -138,15 +136,12 @@ class RadosCollector final : public BpfCollector {
     std::vector<FileKey> libs;         // those with probes (a user of each)
     std::vector<ProbeStatus> refused;  // why not, while no library has the probes
   };
-  struct Request {
-    pid_t pid = 0;
-    std::optional<TargetView> attach;  // empty: detach
-  };
   using SeriesKey =
       std::tuple<std::uint32_t, std::int64_t, std::uint32_t, std::uint32_t, std::string>;
 
   void start(const CollectorContext& ctx);
-  void work(const std::stop_token& stop);
+  // A client that went: its series carried, its libraries released.
+  void release_process(pid_t pid, Process& gone);
   // Probes the client libraries of the daemon's own root before any client maps them.
   void probe_host_libraries(const std::stop_token& stop);
   // Deletes the per-process series of a client that exited (instance labels): pids are not
@@ -205,15 +200,11 @@ class RadosCollector final : public BpfCollector {
   // folded before they were tracked.
   std::map<SeriesKey, rados_stats> carried_;
 
-  mutable std::mutex mu_;  // guards the members below; taken after the maps lock
-  std::condition_variable_any wake_;
-  std::deque<Request> queue_;
-  std::set<pid_t> queued_;                 // pids with an attach in the queue or in progress
+  mutable std::mutex mu_;                  // guards the members below; taken after the maps lock
   std::map<pid_t, std::uint32_t> owners_;  // client pids and their targets, until carried
   std::map<FileKey, Library> libraries_;   // written by the worker only
-  std::map<pid_t, Process> attached_;
   std::unique_ptr<RingReader> records_;
-  std::jthread worker_;  // last: stops first
+  ProcessAttacher<Process> attacher_{mu_};  // last: stops first
 };
 
 void RadosCollector::start(const CollectorContext& ctx) {
@@ -263,77 +254,39 @@ void RadosCollector::start(const CollectorContext& ctx) {
                                    }
                                  });
   }
-  worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
+  attacher_.start(
+      {[this](pid_t pid, const TargetView& t, Process& proc, const std::stop_token& stop) {
+         proc.who = t.identity.process;
+         proc.target = t.id;
+         scan_libraries(pid, proc, stop);
+       },
+       [this](pid_t pid, Process& gone) { release_process(pid, gone); },
+       [this](const std::stop_token& stop) { recheck(stop); }, kRecheck,
+       [this](const std::stop_token& stop) {
+         if (host_libraries_) {
+           probe_host_libraries(stop);
+         }
+       }});
 }
 
 void RadosCollector::sync_targets(const std::vector<TargetView>& targets) {
   if (skel_ == nullptr) {
     return;
   }
-  std::lock_guard lock(mu_);
-  const std::size_t before = queue_.size();
-  auto changes = process_changes(targets, TargetKind::kRadosClient, attached_, queued_);
-  for (auto& [pid, t] : changes.attach) {
-    owners_[pid] = t.id;  // its entries from before it was tracked are its target's from now
-    queue_.push_back({pid, std::move(t)});
-  }
-  for (const pid_t pid : changes.gone) {
-    queue_.push_back({pid, std::nullopt});
-  }
-  if (queue_.size() != before) {
-    wake_.notify_one();
-  }
+  attacher_.sync(
+      targets, [](const TargetIdentity& t) { return t.kind == TargetKind::kRadosClient; },
+      [this](pid_t pid, const TargetView& t) {
+        owners_[pid] = t.id;  // its entries from before it was tracked are its target's from now
+      });
 }
 
-void RadosCollector::work(const std::stop_token& stop) {
-  if (host_libraries_) {
-    probe_host_libraries(stop);
+void RadosCollector::release_process(pid_t pid, Process& gone) {
+  const auto tgid = static_cast<std::uint32_t>(pid);
+  carry_pending(tgid, gone.target);
+  if (instance_labels_) {
+    forget_pid(tgid);
   }
-  for (;;) {
-    Request req;
-    {
-      std::unique_lock lock(mu_);
-      if (!wake_.wait_for(lock, stop, kRecheck, [&] { return !queue_.empty(); })) {
-        if (stop.stop_requested()) {
-          return;
-        }
-        lock.unlock();
-        recheck(stop);
-        continue;
-      }
-      req = std::move(queue_.front());
-      queue_.pop_front();
-      if (!req.attach && attached_.contains(req.pid) == queued_.contains(req.pid)) {
-        continue;  // a detach already done, or one for an attach still queued
-      }
-    }
-    if (req.attach) {
-      Process proc;
-      proc.who = req.attach->identity.process;
-      proc.target = req.attach->id;
-      scan_libraries(req.pid, proc, stop);
-      std::lock_guard lock(mu_);
-      queued_.erase(req.pid);
-      attached_.insert_or_assign(req.pid, std::move(proc));
-      continue;
-    }
-    Process gone;
-    {
-      std::lock_guard lock(mu_);
-      auto it = attached_.find(req.pid);
-      if (it == attached_.end()) {
-        continue;
-      }
-      gone = std::move(it->second);
-      attached_.erase(it);
-    }
-    const auto tgid = static_cast<std::uint32_t>(req.pid);
-    carry_pending(tgid, gone.target);
-    if (instance_labels_) {
-      forget_pid(tgid);
-    }
-    release(gone.libs);
-  }
+  release(gone.libs);
 }
 
 void RadosCollector::probe_host_libraries(const std::stop_token& stop) {
@@ -451,7 +404,7 @@ void RadosCollector::recheck(const std::stop_token& stop) {
   std::vector<std::pair<pid_t, Process>> todo;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [pid, p] : attached_) {
+    for (const auto& [pid, p] : attacher_.attached()) {
       if (p.seen.size() < rados::kLibraries.size()) {
         Process copy;
         copy.who = p.who;
@@ -473,8 +426,8 @@ void RadosCollector::recheck(const std::stop_token& stop) {
                                      found.libs.end());
     {
       std::lock_guard lock(mu_);
-      auto it = attached_.find(pid);
-      if (it != attached_.end()) {
+      auto it = attacher_.attached().find(pid);
+      if (it != attacher_.attached().end()) {
         Process& p = it->second;
         p.seen = found.seen;
         if (!added.empty()) {
@@ -670,7 +623,7 @@ void RadosCollector::sweep_pending() {
     std::lock_guard owners(mu_);
     std::erase_if(pids, [&](std::uint32_t pid) {
       const auto p = static_cast<pid_t>(pid);
-      return owners_.contains(p) || queued_.contains(p) || ::kill(p, 0) == 0 || errno != ESRCH;
+      return owners_.contains(p) || attacher_.attaching(p) || ::kill(p, 0) == 0 || errno != ESRCH;
     });
   }
   if (pids.empty()) {
@@ -699,8 +652,8 @@ void RadosCollector::take_record(const rados_slow_record& r) {
   SlowOp op;
   {
     std::lock_guard lock(mu_);
-    auto it = attached_.find(static_cast<pid_t>(r.tgid));
-    if (it == attached_.end()) {
+    auto it = attacher_.attached().find(static_cast<pid_t>(r.tgid));
+    if (it == attacher_.attached().end()) {
       return;  // its process is being detached
     }
     op.process = it->second.who;
@@ -742,7 +695,7 @@ std::vector<ProbeStatus> RadosCollector::probes() const {
   auto out = BpfCollector::probes();
   std::lock_guard lock(mu_);
   ProbeStatusMerge merged;
-  for (const auto& [pid, proc] : attached_) {
+  for (const auto& [pid, proc] : attacher_.attached()) {
     if (proc.libs.empty()) {
       for (const ProbeStatus& st : proc.refused) {
         merged.add(st);

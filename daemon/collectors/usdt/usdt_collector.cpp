@@ -26,6 +26,7 @@
 #include "bpf/usdt.h"
 #include "collectors/bpf_collector.h"
 #include "collectors/marker_args.h"
+#include "collectors/process_attacher.h"
 #include "core/hist.h"
 #include "libbpf/maps.h"
 #include "profile/store.h"
@@ -62,12 +63,7 @@ class UsdtCollector final : public BpfCollector {
   UsdtCollector& operator=(const UsdtCollector&) = delete;
   UsdtCollector(UsdtCollector&&) = delete;
   UsdtCollector& operator=(UsdtCollector&&) = delete;
-  ~UsdtCollector() override {
-    if (worker_.joinable()) {
-      worker_.request_stop();
-      worker_.join();  // before attached_ and the object go
-    }
-  }
+  ~UsdtCollector() override { attacher_.stop(); }  // before the processes and the object go
   [[nodiscard]] const char* name() const override { return "usdt"; }
   Status collect(MetricSink& out, const TargetLabelMap& targets) override;
   void sync_targets(const std::vector<TargetView>& targets) override;
@@ -83,13 +79,10 @@ class UsdtCollector final : public BpfCollector {
     std::vector<std::uint32_t> points;
     std::map<std::size_t, ProbeStatus> status;  // by rule
   };
-  struct Request {
-    pid_t pid = 0;
-    std::optional<TargetView> attach;  // empty: detach
-  };
-
   void start(const CollectorContext& ctx);
-  void work(const std::stop_token& stop);
+  // Attaches the rules that apply to new process PID of TARGET.
+  void attach_process(pid_t pid, const TargetView& target, Process& proc,
+                      const std::stop_token& stop);
   void attach_rule(pid_t pid, Process& proc, std::size_t rule, const std::stop_token& stop);
   // Attaches ROLE at every site of MARKERS; the status says what failed.
   Status attach_sites(pid_t pid, Process& proc, std::size_t rule, const std::string& path,
@@ -106,12 +99,8 @@ class UsdtCollector final : public BpfCollector {
   int points_fd_ = -1;
   std::vector<std::uint32_t> free_points_;  // the worker's
 
-  mutable std::mutex mu_;  // guards the members below
-  std::condition_variable_any wake_;
-  std::deque<Request> queue_;
-  std::set<pid_t> queued_;
-  std::map<pid_t, Process> attached_;
-  std::jthread worker_;  // last: stops first
+  mutable std::mutex mu_;                   // guards the attacher's processes
+  ProcessAttacher<Process> attacher_{mu_};  // last: stops first
 };
 
 void UsdtCollector::start(const CollectorContext& ctx) {
@@ -147,106 +136,44 @@ void UsdtCollector::start(const CollectorContext& ctx) {
     free_points_.push_back(i - 1);
   }
   store_.load_shipped();
-  worker_ = std::jthread([this](const std::stop_token& stop) { work(stop); });
+  attacher_.start({[this](pid_t pid, const TargetView& t, Process& proc,
+                          const std::stop_token& stop) { attach_process(pid, t, proc, stop); },
+                   [this](pid_t /*pid*/, Process& proc) { release(proc); },
+                   [this](const std::stop_token& stop) { recheck(stop); }, kRecheck, nullptr});
 }
 
 void UsdtCollector::sync_targets(const std::vector<TargetView>& targets) {
   if (skel_ == nullptr) {
     return;
   }
-  std::lock_guard lock(mu_);
-  const std::size_t before = queue_.size();
-  auto changes = process_changes(
-      targets,
-      [&](const TargetIdentity& t) {
-        return std::any_of(rules_.begin(), rules_.end(),
-                           [&](const UsdtRule& r) { return rule_applies(r, t); });
-      },
-      attached_, queued_);
-  for (auto& [pid, t] : changes.attach) {
-    queue_.push_back({pid, std::move(t)});
-  }
-  for (const pid_t pid : changes.gone) {
-    queue_.push_back({pid, std::nullopt});
-  }
-  if (queue_.size() != before) {
-    wake_.notify_one();
-  }
+  attacher_.sync(targets, [&](const TargetIdentity& t) {
+    return std::any_of(rules_.begin(), rules_.end(),
+                       [&](const UsdtRule& r) { return rule_applies(r, t); });
+  });
 }
 
-void UsdtCollector::work(const std::stop_token& stop) {
-  while (!stop.stop_requested()) {
-    Request req;
-    {
-      std::unique_lock lock(mu_);
-      if (!wake_.wait_for(lock, stop, kRecheck, [&] { return !queue_.empty(); })) {
-        if (stop.stop_requested()) {
-          break;
-        }
-        lock.unlock();
-        recheck(stop);
-        continue;
-      }
-      req = std::move(queue_.front());
-      queue_.pop_front();
+void UsdtCollector::attach_process(pid_t pid, const TargetView& target, Process& proc,
+                                   const std::stop_token& stop) {
+  spdlog::debug("usdt: attaching pid {} ({})", pid, target.identity.process);
+  proc.who =
+      target.identity.process.empty() ? target.identity.ceph_daemon : target.identity.process;
+  proc.target = target.id;
+  proc.fsid = target.identity.fsid;
+  for (std::size_t r = 0; r < rules_.size(); ++r) {
+    if (rule_applies(rules_[r], target.identity)) {
+      attach_rule(pid, proc, r, stop);
     }
-    if (req.attach) {
-      spdlog::debug("usdt: attaching pid {} ({})", req.pid, req.attach->identity.process);
-      Process proc;
-      proc.who = req.attach->identity.process.empty() ? req.attach->identity.ceph_daemon
-                                                      : req.attach->identity.process;
-      proc.target = req.attach->id;
-      proc.fsid = req.attach->identity.fsid;
-      for (std::size_t r = 0; r < rules_.size(); ++r) {
-        if (rule_applies(rules_[r], req.attach->identity)) {
-          attach_rule(req.pid, proc, r, stop);
-        }
-      }
-      std::lock_guard lock(mu_);
-      queued_.erase(req.pid);
-      attached_.insert_or_assign(req.pid, std::move(proc));
-      continue;
-    }
-    std::optional<Process> gone;
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = attached_.find(req.pid); it != attached_.end()) {
-        gone = std::move(it->second);
-        attached_.erase(it);
-      }
-    }
-    if (gone) {
-      release(*gone);
-    }
-  }
-  std::lock_guard lock(mu_);
-  for (auto& [pid, proc] : attached_) {
-    release(proc);
   }
 }
 
 void UsdtCollector::recheck(const std::stop_token& stop) {
-  std::vector<std::pair<pid_t, Process>> todo;
-  {
-    std::lock_guard lock(mu_);
-    for (auto it = attached_.begin(); it != attached_.end();) {
-      if (it->second.pending.empty()) {
-        ++it;
-        continue;
-      }
-      queued_.insert(it->first);  // sync_targets sees it as an attach in progress
-      todo.emplace_back(it->first, std::move(it->second));
-      it = attached_.erase(it);
-    }
-  }
+  auto todo = attacher_.borrow([](const Process& p) { return !p.pending.empty(); });
   for (auto& [pid, proc] : todo) {
     for (const std::size_t rule : std::set<std::size_t>(proc.pending)) {
       proc.pending.erase(rule);
       attach_rule(pid, proc, rule, stop);
     }
-    std::lock_guard lock(mu_);
-    queued_.erase(pid);
-    attached_.insert_or_assign(pid, std::move(proc));  // a detach queued meanwhile comes next
+    attacher_.give_back(pid, std::move(proc));
   }
 }
 
@@ -359,7 +286,7 @@ std::vector<ProbeStatus> UsdtCollector::probes() const {
   auto out = BpfCollector::probes();
   std::lock_guard lock(mu_);
   ProbeStatusMerge merged;
-  for (const auto& [pid, proc] : attached_) {
+  for (const auto& [pid, proc] : attacher_.attached()) {
     for (const auto& [rule, st] : proc.status) {
       merged.add(st);
     }
@@ -388,7 +315,7 @@ Status UsdtCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     // A counted marker attached and not hit yet is a series at 0, so that rate() and
     // alerts see it from the attach, not from its first hit.
     std::lock_guard lock(mu_);
-    for (const auto& [pid, proc] : attached_) {
+    for (const auto& [pid, proc] : attacher_.attached()) {
       for (const auto& [rule, st] : proc.status) {
         if (st.attached) {
           sums.try_emplace({proc.target, static_cast<std::uint32_t>(rule)});
