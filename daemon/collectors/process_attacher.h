@@ -99,8 +99,8 @@ class ProcessAttacher {
   }
 
   // Under the lock: the attached processes, and whether one's detach is queued.
-  std::map<pid_t, Process>& attached() { return attached_; }
-  const std::map<pid_t, Process>& attached() const { return attached_; }
+  [[nodiscard]] std::map<pid_t, Process>& attached() { return attached_; }
+  [[nodiscard]] const std::map<pid_t, Process>& attached() const { return attached_; }
   [[nodiscard]] bool leaving(pid_t pid) const { return leaving_.contains(pid); }
   [[nodiscard]] bool attaching(pid_t pid) const { return queued_.contains(pid); }
 

@@ -8,24 +8,21 @@
 #include <bpf/libbpf.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 
 #include <cerrno>
 #include <chrono>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 #include <tuple>
 
 #include "bpf/rados.h"
 #include "collectors/bpf_collector.h"
 #include "collectors/process_attacher.h"
+#include "collectors/rados/client_libraries.h"
 #include "collectors/rados/placed_entries.h"
 #include "collectors/rados/rados_probes.h"
 #include "collectors/ring_reader.h"
@@ -40,39 +37,12 @@ namespace cephscope {
 namespace {
 
 using RadosSkel = Skeleton<rados_bpf, rados_bpf__destroy>;
+using rados::FileKey;
+using rados::inode_of;
+using rados::library_dirs;
 
 // How often attached clients are checked for client libraries loaded since.
 constexpr auto kRecheck = std::chrono::seconds(2);
-
-// Where the daemon's own root keeps the client libraries (Debian's multiarch directory,
-// Ceph's private directory beside it, and the other distributions' lib64).
-#if defined(__x86_64__)
-constexpr const char* kMultiarch = "x86_64-linux-gnu";
-#elif defined(__aarch64__)
-constexpr const char* kMultiarch = "aarch64-linux-gnu";
-#else
-constexpr const char* kMultiarch = "";
-#endif
-
-std::vector<std::string> library_dirs() {
-  std::vector<std::string> dirs;
-  if (*kMultiarch != '\0') {
-    dirs.push_back(std::string("/usr/lib/") + kMultiarch);
-    dirs.push_back(std::string("/usr/lib/") + kMultiarch + "/ceph");
-  }
-  for (const char* d : {"/usr/lib64", "/usr/lib64/ceph", "/usr/lib", "/usr/lib/ceph"}) {
-    dirs.emplace_back(d);
-  }
-  return dirs;
-}
-
-// A library file as uprobes see it: its build-id and inode number. Uprobes go on the file
-// itself, under overlayfs the layer's file, which every container of an image shares; maps
-// and stat() give each container's overlay a device of its own but the layer file's inode
-// number (the device would key one file twice, and its probes would fire twice per call). Two
-// files on different file systems with the same inode number and the same build would be
-// probed through the first only.
-using FileKey = std::pair<std::string, std::uint64_t>;
 
 void add_stats(rados_stats& s, const rados_stats& c) {
   add_hist(s.latency, c.latency);
@@ -81,14 +51,6 @@ void add_stats(rados_stats& s, const rados_stats& c) {
   for (int e = 0; e < RADOS_ERR_COUNT; ++e) {
     s.errors[e] += c.errors[e];
   }
-}
-
-std::optional<std::uint64_t> inode_of(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    return std::nullopt;
-  }
-  return st.st_ino;
 }
 
 class RadosCollector final : public BpfCollector {
@@ -160,15 +122,6 @@ class RadosCollector final : public BpfCollector {
   void scan_libraries(pid_t pid, Process& proc, const std::stop_token& stop);
   // Every kRecheck: libraries attached clients mapped since; untracked processes gone.
   void recheck(const std::stop_token& stop);
-  // The plan of one library build: its function profile's (FUNCTIONS), with the send and
-  // finish stages on Ceph's Objecter markers where the build carries them (MARKERS); empty
-  // with the statuses in REFUSED when neither gives a probe. PROFILE_LINE: where each came from.
-  std::optional<rados::BuildPlan> plan_library(const std::string& who, const std::string& lib,
-                                               const std::string& host_path,
-                                               const Result<profile::LoadedProfile>& functions,
-                                               const Result<profile::LoadedProfile>& markers,
-                                               std::vector<ProbeStatus>& refused,
-                                               std::string& profile_line);
   // Places and attaches the probes of one library file; WHO names it in logs.
   Library probe_library(const std::string& who, const std::string& path, const std::string& name,
                         const std::string& profile_line, rados::BuildPlan plan);
@@ -307,7 +260,7 @@ void RadosCollector::probe_host_libraries(const std::stop_token& stop) {
       const FileKey key{any->profile.build_id, *inode};
       std::vector<ProbeStatus> refused;
       std::string line;
-      auto plan = plan_library("host", lib, path, functions, markers, refused, line);
+      auto plan = rados::plan_library("host", lib, path, functions, markers, refused, line);
       if (libraries_.contains(key) || !plan) {
         break;  // no points: expected for the library whose Objecter clients do not call
       }
@@ -358,8 +311,8 @@ void RadosCollector::scan_libraries(pid_t pid, Process& proc, const std::stop_to
     const auto functions = store_.for_module(*ident, set_, stop);
     const auto markers = store_.for_module(*ident, profile::markers_probe_set(lib), stop);
     std::string line;
-    auto plan =
-        plan_library(proc.who, lib, ident->host_path, functions, markers, proc.refused, line);
+    auto plan = rados::plan_library(proc.who, lib, ident->host_path, functions, markers,
+                                    proc.refused, line);
     if (!plan) {
       continue;
     }
@@ -441,60 +394,6 @@ void RadosCollector::recheck(const std::stop_token& stop) {
     release(added);  // gone meanwhile
   }
   sweep_pending();
-}
-
-std::optional<rados::BuildPlan> RadosCollector::plan_library(
-    const std::string& who, const std::string& lib, const std::string& host_path,
-    const Result<profile::LoadedProfile>& functions, const Result<profile::LoadedProfile>& markers,
-    std::vector<ProbeStatus>& refused, std::string& profile_line) {
-  std::optional<Cause> unusable;  // why the function profile gives no probe at all
-  rados::BuildPlan plan;
-  if (!functions.ok()) {
-    unusable = Cause{reason_of(functions.error(), Reason::kProfileUnavailable),
-                     "no probe profile: " + functions.error().message};
-  } else {
-    profile_line = fmt::format("profile {} ({}) from {}", functions->profile.build_id,
-                               profile::to_string(functions->origin), functions->location);
-    // A profile from the container's own files steers a probe only where this library agrees.
-    std::optional<profile::OffsetVerifier> verifier;
-    if (functions->from_target_files) {
-      auto opened = profile::OffsetVerifier::open(host_path);
-      if (opened.ok()) {
-        verifier = std::move(opened).value();
-      } else {
-        unusable =
-            Cause{Reason::kOffsetUnverified,
-                  "profile from the container's files not checked: " + opened.error().message};
-      }
-    }
-    if (!unusable) {
-      plan = rados::plan_for(functions->profile, who, verifier ? &*verifier : nullptr);
-    }
-  }
-  if (unusable) {
-    plan = rados::unavailable_plan(who, *unusable);
-  }
-  if (markers.ok()) {
-    const std::string used = rados::use_markers(plan, markers->profile.markers);
-    if (!used.empty()) {
-      spdlog::info("rados: {} {}: {}", who, lib, used);
-      profile_line += (profile_line.empty() ? "" : "; ") + used;
-    }
-  }
-  if (!plan.points.empty()) {
-    return plan;
-  }
-  // Expected for the library whose Objecter the client does not call (Tentacle's
-  // librados.so.2 has none): said only while no library of the client had the probes.
-  if (unusable) {
-    refused.push_back({lib, who, false, *unusable});
-    return std::nullopt;
-  }
-  for (auto st : plan.unavailable) {
-    st.why.detail = lib + ": " + st.why.detail;
-    refused.push_back(std::move(st));
-  }
-  return std::nullopt;
 }
 
 RadosCollector::Library RadosCollector::probe_library(const std::string& who,

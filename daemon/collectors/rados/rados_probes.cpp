@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "collectors/marker_args.h"
 
@@ -168,6 +169,62 @@ std::string plan_summary(const BuildPlan& plan) {
                        st.why.detail);
   }
   return out;
+}
+
+std::optional<BuildPlan> plan_library(const std::string& who, const std::string& lib,
+                                      const std::string& host_path,
+                                      const Result<profile::LoadedProfile>& functions,
+                                      const Result<profile::LoadedProfile>& markers,
+                                      std::vector<ProbeStatus>& refused,
+                                      std::string& profile_line) {
+  std::optional<Cause> unusable;  // why the function profile gives no probe at all
+  BuildPlan plan;
+  if (!functions.ok()) {
+    unusable = Cause{reason_of(functions.error(), Reason::kProfileUnavailable),
+                     "no probe profile: " + functions.error().message};
+  } else {
+    profile_line = fmt::format("profile {} ({}) from {}", functions->profile.build_id,
+                               profile::to_string(functions->origin), functions->location);
+    // A profile from the container's own files steers a probe only where this library agrees.
+    std::optional<profile::OffsetVerifier> verifier;
+    if (functions->from_target_files) {
+      auto opened = profile::OffsetVerifier::open(host_path);
+      if (opened.ok()) {
+        verifier = std::move(opened).value();
+      } else {
+        unusable =
+            Cause{Reason::kOffsetUnverified,
+                  "profile from the container's files not checked: " + opened.error().message};
+      }
+    }
+    if (!unusable) {
+      plan = plan_for(functions->profile, who, verifier ? &*verifier : nullptr);
+    }
+  }
+  if (unusable) {
+    plan = unavailable_plan(who, *unusable);
+  }
+  if (markers.ok()) {
+    const std::string used = use_markers(plan, markers->profile.markers);
+    if (!used.empty()) {
+      spdlog::info("rados: {} {}: {}", who, lib, used);
+      profile_line += (profile_line.empty() ? "" : "; ") + used;
+    }
+  }
+  if (!plan.points.empty()) {
+    return plan;
+  }
+  // Expected for the library whose Objecter the client does not call (Tentacle's
+  // librados.so.2 has none): said only while no library of the client had the probes.
+  if (unusable) {
+    refused.push_back({lib, who, false, *unusable});
+    return std::nullopt;
+  }
+  for (auto st : plan.unavailable) {
+    st.why.detail = lib + ": " + st.why.detail;
+    refused.push_back(std::move(st));
+  }
+  return std::nullopt;
 }
 
 }  // namespace cephscope::rados

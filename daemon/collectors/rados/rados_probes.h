@@ -12,6 +12,7 @@
 #include "collectors/status.h"
 #include "profile/probe_set.h"
 #include "profile/profile.h"
+#include "profile/store.h"
 #include "profile/verify.h"
 
 namespace cephscope::rados {
@@ -109,6 +110,16 @@ BuildPlan unavailable_plan(const std::string& who, const Cause& why);
 // .note.stapsdt) where it carries both with readable arguments: their function points and
 // statuses go. Returns what it did, for the log: "" when the build has neither marker.
 std::string use_markers(BuildPlan& plan, const std::vector<profile::Marker>& markers);
+
+// The plan of one library build: its function profile's (FUNCTIONS), checked against the
+// library at HOST_PATH when the profile comes from a container's files, with the send and
+// finish stages on Ceph's Objecter markers where the build carries them (MARKERS); empty, with
+// the statuses in REFUSED, when neither gives a probe. PROFILE_LINE: where each came from.
+std::optional<BuildPlan> plan_library(const std::string& who, const std::string& lib,
+                                      const std::string& host_path,
+                                      const Result<profile::LoadedProfile>& functions,
+                                      const Result<profile::LoadedProfile>& markers,
+                                      std::vector<ProbeStatus>& refused, std::string& profile_line);
 
 // What a plan attaches, a line per probe point or unavailable stage, for `profile show`:
 // "  Objecter::_send_op  marker objecter:objecter_send_op at 0x11ae, semaphore 0x4062".

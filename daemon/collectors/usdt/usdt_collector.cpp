@@ -12,16 +12,13 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <condition_variable>
 #include <cstddef>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include "bpf/usdt.h"
 #include "collectors/bpf_collector.h"
