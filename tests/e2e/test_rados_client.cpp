@@ -8,15 +8,10 @@
 //      equal the histogram's count under process="rados", its average latency agrees within
 //      10%, and the client's mean is not below the primary OSDs' mean for the same writes
 //      (cephscope_osd_op_seconds, op="write").
-//   3. With collectors.rados.instance_labels: two rbd images written by one python3 process
-//      count exactly under their image ids, and two python3 processes' ops exactly under
-//      their pids.
-//   4. rbd bench (librbd) making 1024 4 KiB writes to an image of the pool: counted under
-//      process="rbd" and the pool, the client layer's write bytes exactly 1024 times 4 KiB
-//      (librbd's own metadata ops, object-map updates and the lock, carry no data).
-//   5. A client that writes right after `import rados`, and one found by discovery only after
+//   3. A client that writes right after `import rados`, and one found by discovery only after
 //      its last op: every op counted, from the first, before and after the client's exit.
-// Figures are printed; the 10% agreement is the only tolerance.
+// Figures are printed; the 10% agreement is the only tolerance. The librbd clients are in
+// tests/e2e/test_rbd_client.cpp, the helpers in tests/e2e/rados_clients.h.
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,229 +20,18 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "ceph_harness.h"
-#include "osd_control.h"
-#include "support/daemon_runner.h"
-#include "support/metrics_text.h"
-#include "support/subprocess.h"
+#include "rados_clients.h"
 
 using namespace cephscope::test;
+using namespace cephscope::test::rados_e2e;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
-
-namespace {
-
-constexpr int kWrites = 200;
-constexpr int kReads = 150;
-constexpr double kOpBytes = 4096;
-
-std::string daemon_config(bool instance_labels = false, const std::string& rados_extra = "",
-                          const std::string& scan_interval = "1s") {
-  return "log_level: info\n"
-         "discovery: {scan_interval: " +
-         scan_interval +
-         ", series_ttl: 5m, ceph_osd: true, rados_clients: true}\n"
-         "collectors:\n"
-         "  syscall: {enabled: false}\n"
-         "  vfs: {enabled: false}\n"
-         "  block: {enabled: false}\n"
-         "  osd: {enabled: true, detail: never}\n"
-         "  rados: {enabled: true, instance_labels: " +
-         (instance_labels ? "true" : "false") + rados_extra +
-         "}\n"
-         "profiles: {shipped_dirs: [" CEPHSCOPE_SOURCE_DIR "/config/profiles]}\n";
-}
-
-std::string pool_id(const ClusterInfo& cluster) {
-  const auto pools = ceph_json(cluster, {"osd", "pool", "ls", "detail"});
-  for (const auto& p : pools) {
-    if (p.value("pool_name", "") == cluster.pool) {
-      return std::to_string(p.at("pool_id").get<long>());
-    }
-  }
-  FAIL("pool " << cluster.pool << " not in `ceph osd pool ls detail`");
-  return "";
-}
-
-// Waits until the three probes are attached in PROCESS.
-void wait_attached(Daemon& daemon, const std::string& process) {
-  auto attached = poll_until(
-      [&] {
-        return daemon.scrape().sum("cephscope_probe_attached",
-                                   {{"collector", "rados"}, {"target", process}}) == 3;
-      },
-      60s, 200ms);
-  INFO(daemon.scrape_text());
-  REQUIRE(attached.has_value());
-  std::printf("rados probes attached in %s after %.1f s\n", process.c_str(), *attached);
-}
-
-// TOOL ARGS as the cluster's client, with its first connect() (to the mon) held for 4 s by
-// strace, so that the daemon finds the client and attaches before its first op. Only connect()
-// stops (seccomp filter): the client's ops run untraced. In a container cluster the client
-// runs in the mon container's namespaces (its own binaries and libraries: /proc/PID/root is
-// the container's), entered from the host so that strace holds it.
-std::vector<std::string> held_client(const ClusterInfo& cluster, const std::string& tool,
-                                     const std::vector<std::string>& args) {
-  std::vector<std::string> out = {which("strace"),
-                                  "-f",
-                                  "--seccomp-bpf",
-                                  "-o",
-                                  "/dev/null",
-                                  "-e",
-                                  "trace=connect",
-                                  "-e",
-                                  "inject=connect:delay_enter=4000000:when=1"};
-  if (cluster.tool_prefix.empty()) {
-    out.push_back(which(tool));
-  } else {
-    const auto pid =
-        run_command({"podman", "inspect", "-f", "{{.State.Pid}}", cluster.tool_prefix.back()});
-    REQUIRE(pid.exit_code == 0);
-    const std::string leader = pid.out.substr(0, pid.out.find_first_of("\r\n"));
-    out.insert(out.end(),
-               {which("nsenter"), "-t", leader, "-m", "-u", "-i", "-n", "-p", "--", tool});
-  }
-  out.insert(out.end(), {"-c", cluster.conf});
-  out.insert(out.end(), args.begin(), args.end());
-  return out;
-}
-
-// tests/e2e/rados_client.py in WORK with ARGS after its cluster arguments; waits until it is
-// connected (and has its images open).
-// WRAPPER (a command that execs its arguments) goes before it.
-std::unique_ptr<Subprocess> start_client(const ClusterInfo& cluster, const fs::path& work,
-                                         const std::vector<std::string>& args,
-                                         bool late_rbd = false,
-                                         const std::vector<std::string>& wrapper = {}) {
-  fs::remove_all(work);
-  fs::create_directories(work);
-  std::vector<std::string> argv = wrapper;
-  if (late_rbd) {
-    argv.insert(argv.end(), {"/usr/bin/env", "LATE_RBD=1"});  // env execs python3: same process
-  }
-  // Debian's python3: python3-rados is built for it, whatever else PATH holds.
-  argv.insert(argv.end(),
-              {"/usr/bin/python3", std::string(CEPHSCOPE_SOURCE_DIR) + "/tests/e2e/rados_client.py",
-               cluster.conf, cluster.pool, work.string()});
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto client = std::make_unique<Subprocess>(argv, (work / "client.log").string());
-  const bool ready = poll_until([&] { return fs::exists(work / "ready"); }, 60s).has_value();
-  INFO(read_file((work / "client.log").string()));
-  REQUIRE(ready);
-  return client;
-}
-
-// Every client in WORKS runs its ops now and is done.
-void run_clients(const std::vector<fs::path>& works) {
-  for (const auto& w : works) {
-    std::ofstream(w / "go").close();
-  }
-  for (const auto& w : works) {
-    const bool done = poll_until([&] { return fs::exists(w / "done"); }, 120s).has_value();
-    INFO(read_file((w / "client.log").string()));
-    REQUIRE(done);
-  }
-}
-
-void end_clients(const std::vector<fs::path>& works,
-                 std::vector<std::unique_ptr<Subprocess>>& clients) {
-  for (const auto& w : works) {
-    std::ofstream(w / "exit").close();
-  }
-  for (auto& c : clients) {
-    CHECK(c->wait(30s) == std::optional<int>(0));
-  }
-}
-
-// Makes IMAGE (layering only: no lock or object-map ops beside its data) and returns its id.
-std::string make_image(const ClusterInfo& cluster, const std::string& image) {
-  run_command(tool_argv(cluster, "rbd", {"rm", image}));  // a leftover of an interrupted run
-  auto made = run_command(
-      tool_argv(cluster, "rbd", {"create", image, "--size", "64M", "--image-feature", "layering"}));
-  INFO(made.err);
-  REQUIRE(made.exit_code == 0);
-  auto info = run_command(tool_argv(cluster, "rbd", {"info", image, "--format", "json"}));
-  REQUIRE(info.exit_code == 0);
-  return nlohmann::json::parse(info.out).at("id").get<std::string>();
-}
-
-struct RemoveImages {
-  const ClusterInfo& cluster;
-  std::vector<std::string> images;
-  RemoveImages(const ClusterInfo& c, std::vector<std::string> i)
-      : cluster(c), images(std::move(i)) {}
-  RemoveImages(const RemoveImages&) = delete;
-  RemoveImages& operator=(const RemoveImages&) = delete;
-  ~RemoveImages() {
-    for (const auto& image : images) {
-      run_command(tool_argv(cluster, "rbd", {"rm", image}));
-    }
-  }
-};
-
-// The probe counts the daemon logged for PID's attaches, in order.
-std::vector<int> attach_counts(const std::string& log, pid_t pid) {
-  const std::string key = "(pid " + std::to_string(pid) + "): ";
-  std::vector<int> out;
-  for (std::size_t at = log.find(key); at != std::string::npos; at = log.find(key, at + 1)) {
-    const std::size_t from = at + key.size();
-    const std::size_t end = log.find(" probes attached", from);
-    if (end != std::string::npos && end - from < 6) {
-      out.push_back(std::stoi(log.substr(from, end - from)));
-    }
-  }
-  return out;
-}
-
-struct ClientOps {
-  double count = 0;
-  double sum = 0;
-  [[nodiscard]] double mean() const { return count > 0 ? sum / count : 0; }
-};
-
-ClientOps client_ops(const Metrics& m, const std::map<std::string, std::string>& match) {
-  return {m.sum("cephscope_client_op_seconds_count", match),
-          m.sum("cephscope_client_op_seconds_sum", match)};
-}
-
-struct HeldBench {
-  BenchSummary summary;
-  Metrics attached;  // scraped once the probes were in, before the first write
-  Metrics after;
-};
-
-// A 16-thread 4 KiB rados bench write of SECONDS, its output in LOG. rados bench cannot wait
-// for the probes: it is held at its first connect() instead. DURING runs while it writes.
-HeldBench held_rados_bench(const ClusterInfo& cluster, Daemon& daemon, const std::string& log,
-                           int seconds, const std::function<void()>& during = {}) {
-  Subprocess bench(held_client(cluster, "rados",
-                               {"-p", cluster.pool, "bench", std::to_string(seconds), "write", "-t",
-                                "16", "-b", "4096", "--no-cleanup"}),
-                   log);
-  wait_attached(daemon, "rados");
-  HeldBench out;
-  out.attached = daemon.scrape();
-  if (during) {
-    during();
-  }
-  auto rc = bench.wait(180s);
-  INFO("rados bench output:\n" << read_file(log));
-  REQUIRE(rc == std::optional<int>(0));
-  out.summary = parse_rados_bench(read_file(log));
-  out.after = daemon.scrape();
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("a python3-rados client's ops are counted exactly", "[e2e][ceph][rados][python]") {
   auto loaded = cluster_from_env();
@@ -463,127 +247,6 @@ TEST_CASE("ops resent when their OSD is marked down count their resends, once ea
   CHECK(after.sum("cephscope_events_lost_total", {{"collector", "rados"}}) == 0);
 }
 
-TEST_CASE("an rbd bench's writes are counted under its pool", "[e2e][ceph][rados]") {
-  auto loaded = cluster_from_env();
-  REQUIRE(loaded.has_value());
-  const ClusterInfo cluster = *loaded;
-  const std::string pool = pool_id(cluster);
-  const std::string image = cluster.pool + "/cephscope-rbd-test";
-  // made before the daemon starts: its rbd process is not the bench's
-  auto made = run_command(tool_argv(cluster, "rbd", {"create", image, "--size", "64M"}));
-  INFO(made.err);
-  REQUIRE(made.exit_code == 0);
-  struct RemoveImage {
-    std::vector<std::string> argv;
-    explicit RemoveImage(std::vector<std::string> a) : argv(std::move(a)) {}
-    RemoveImage(const RemoveImage&) = delete;
-    RemoveImage& operator=(const RemoveImage&) = delete;
-    ~RemoveImage() { run_command(argv); }
-  } remove{tool_argv(cluster, "rbd", {"rm", image})};
-
-  const std::string dir = test_dir(cluster.dir);
-  Daemon daemon(dir, daemon_config());
-  DaemonLogOnFailure print_log{daemon};
-  REQUIRE(daemon.wait_ready(60s));
-  constexpr int kOps = 1024;
-  const std::string log = dir + "/rbd-bench.log";
-  Subprocess bench(held_client(cluster, "rbd",
-                               {"bench", "--io-type", "write", "--io-size", "4096", "--io-total",
-                                std::to_string(kOps * 4096), "--io-threads", "4", "--io-pattern",
-                                "rand", image}),
-                   log);
-  wait_attached(daemon, "rbd");
-  REQUIRE(bench.wait(120s) == std::optional<int>(0));
-  const Metrics m = daemon.scrape();
-  const std::map<std::string, std::string> who = {
-      {"process", "rbd"}, {"pool", pool}, {"op", "write"}};
-  const ClientOps writes = client_ops(m, who);
-  const double bytes = m.sum("cephscope_layer_bytes_total",
-                             {{"process", "rbd"}, {"layer", "client"}, {"direction", "write"}});
-  std::printf(
-      "rbd bench: %d writes; cephscope: %.0f client writes (mean %.2f ms), %.0f other, "
-      "%.0f read, %.0f bytes written\n",
-      kOps, writes.count, writes.mean() * 1e3,
-      m.sum("cephscope_client_op_seconds_count", {{"process", "rbd"}, {"op", "other"}}),
-      m.sum("cephscope_client_op_seconds_count", {{"process", "rbd"}, {"op", "read"}}), bytes);
-  INFO(read_file(log));
-  std::string lost;
-  for (const auto& sample : m.find("cephscope_events_lost_total", {{"collector", "rados"}})) {
-    lost += " " + sample.labels.at("reason") + "=" + std::to_string(sample.value);
-  }
-  INFO("events lost:" << lost);
-  // The bytes are exact; the op count is not: librbd's cache can merge two adjacent random
-  // writes into one OSD op (1,023 ops for 1,024 writes seen), and a write to a new object can
-  // carry an extra op.
-  CHECK(bytes == kOps * kOpBytes);
-  CHECK(writes.count >= kOps * 0.9);
-  CHECK(writes.count <= kOps * 1.1);
-  CHECK(m.sum("cephscope_events_lost_total", {{"collector", "rados"}}) == 0);
-}
-
-TEST_CASE("instance labels: two rbd images of one process, two processes of one name",
-          "[e2e][ceph][rados][python]") {
-  auto loaded = cluster_from_env();
-  REQUIRE(loaded.has_value());
-  const ClusterInfo cluster = *loaded;
-  const std::string pool = pool_id(cluster);
-  // names of this run: a killed client's watch keeps an image from removal for 30 s
-  const std::string run = std::to_string(::getpid());
-  const std::string a = "cephscope-image-a-" + run;
-  const std::string b = "cephscope-image-b-" + run;
-  const std::string id_a = make_image(cluster, cluster.pool + "/" + a);
-  const std::string id_b = make_image(cluster, cluster.pool + "/" + b);
-  RemoveImages remove{cluster, {cluster.pool + "/" + a, cluster.pool + "/" + b}};
-  const std::string dir = test_dir(cluster.dir);
-  Daemon daemon(dir, daemon_config(true));
-  DaemonLogOnFailure print_log{daemon};
-  REQUIRE(daemon.wait_ready(60s));
-
-  // one process writing two images; two more of the same name making plain object ops
-  const std::vector<fs::path> works = {fs::path(dir) / "rbd-client", fs::path(dir) / "client-1",
-                                       fs::path(dir) / "client-2"};
-  std::vector<std::unique_ptr<Subprocess>> clients;
-  clients.push_back(start_client(cluster, works[0], {a + "=40", b + "=25"}));
-  clients.push_back(start_client(cluster, works[1], {"30", "10"}));
-  clients.push_back(start_client(cluster, works[2], {"50", "0"}));
-  for (const auto& c : clients) {
-    const std::string line = "rados: python3 (pid " + std::to_string(c->pid()) + "): ";
-    REQUIRE(daemon.log_has(line, 60s));
-  }
-  run_clients(works);
-
-  const Metrics m = daemon.scrape();
-  INFO(daemon.scrape_text());
-  auto count = [&](std::map<std::string, std::string> match) {
-    match["process"] = "python3";
-    match["pool"] = pool;
-    return m.sum("cephscope_client_op_seconds_count", match);
-  };
-  const std::string p1 = std::to_string(clients[1]->pid());
-  const std::string p2 = std::to_string(clients[2]->pid());
-  std::printf(
-      "image %s: %.0f writes, image %s: %.0f writes; pid %s: %.0f writes %.0f reads, "
-      "pid %s: %.0f writes %.0f reads\n",
-      id_a.c_str(), count({{"image", id_a}, {"op", "write"}}), id_b.c_str(),
-      count({{"image", id_b}, {"op", "write"}}), p1.c_str(), count({{"pid", p1}, {"op", "write"}}),
-      count({{"pid", p1}, {"op", "read"}}), p2.c_str(), count({{"pid", p2}, {"op", "write"}}),
-      count({{"pid", p2}, {"op", "read"}}));
-  CHECK(count({{"image", id_a}, {"op", "write"}}) == 40);
-  CHECK(count({{"image", id_b}, {"op", "write"}}) == 25);
-  CHECK(count({{"pid", p1}, {"op", "write"}}) == 30);
-  CHECK(count({{"pid", p1}, {"op", "read"}}) == 11);
-  CHECK(count({{"pid", p2}, {"op", "write"}}) == 50);
-  CHECK(count({{"pid", p2}, {"op", "read"}}) == 1);
-  // every series carries an image or a pid
-  for (const auto& sample : m.find("cephscope_client_op_seconds_count", {{"process", "python3"}})) {
-    CHECK((sample.labels.contains("image") || sample.labels.contains("pid")));
-  }
-  CHECK(m.sum("cephscope_layer_bytes_total",
-              {{"process", "python3"}, {"layer", "client"}, {"direction", "write"}}) ==
-        (40 + 25 + 30 + 50) * kOpBytes);
-  end_clients(works, clients);
-}
-
 TEST_CASE("a slow client op is recorded on /debug/slow-ops", "[e2e][ceph][rados][python]") {
   auto loaded = cluster_from_env();
   REQUIRE(loaded.has_value());
@@ -640,46 +303,6 @@ TEST_CASE("a slow client op is recorded on /debug/slow-ops", "[e2e][ceph][rados]
   std::printf("slow client ops recorded: %d\n", records);
   CHECK(records >= 1);
   CHECK(daemon.log_has("rados: slow client op in python3 (pid " + pid + ")", 5s));
-  end_clients({work}, clients);
-}
-
-TEST_CASE("a client that loads librbd after the probes are in is probed there too",
-          "[e2e][ceph][rados][python]") {
-  auto loaded = cluster_from_env();
-  REQUIRE(loaded.has_value());
-  const ClusterInfo cluster = *loaded;
-  const std::string pool = pool_id(cluster);
-  const std::string image = "cephscope-image-late-" + std::to_string(::getpid());
-  const std::string id = make_image(cluster, cluster.pool + "/" + image);
-  RemoveImages remove{cluster, {cluster.pool + "/" + image}};
-  const std::string dir = test_dir(cluster.dir);
-  Daemon daemon(dir, daemon_config(true));
-  DaemonLogOnFailure print_log{daemon};
-  REQUIRE(daemon.wait_ready(60s));
-
-  const fs::path work = fs::path(dir) / "late-client";
-  std::vector<std::unique_ptr<Subprocess>> clients;
-  clients.push_back(start_client(cluster, work, {image + "=20"}, true));
-  const pid_t pid = clients[0]->pid();
-  REQUIRE(poll_until([&] { return !attach_counts(daemon.log(), pid).empty(); }, 60s));
-  const int first = attach_counts(daemon.log(), pid).front();
-  std::ofstream(work / "go").close();  // librbd is loaded now
-  REQUIRE(poll_until([&] { return fs::exists(work / "loaded"); }, 60s));
-  // the daemon's periodic look at its clients' libraries attaches librbd's copy
-  const auto took =
-      poll_until([&] { return attach_counts(daemon.log(), pid).back() > first; }, 30s);
-  INFO(daemon.log());
-  REQUIRE(took.has_value());
-  std::printf("probes in the client: %d, then %d after librbd was loaded (%.1f s)\n", first,
-              attach_counts(daemon.log(), pid).back(), *took);
-  std::ofstream(work / "go2").close();
-  const bool done = poll_until([&] { return fs::exists(work / "done"); }, 120s).has_value();
-  INFO(read_file((work / "client.log").string()));
-  REQUIRE(done);
-  const Metrics m = daemon.scrape();
-  CHECK(m.sum("cephscope_client_op_seconds_count",
-              {{"process", "python3"}, {"image", id}, {"pool", pool}, {"op", "write"}}) == 20);
-  CHECK(m.sum("cephscope_events_lost_total", {{"collector", "rados"}}) == 0);
   end_clients({work}, clients);
 }
 
