@@ -91,6 +91,18 @@ std::chrono::milliseconds duration(const YAML::Node& node, const std::string& ke
   return *value;
 }
 
+// A slow-op threshold: a duration, or 0 (also "0s", "0ms") for none.
+std::chrono::milliseconds threshold(const YAML::Node& node, const std::string& key) {
+  const std::string text = scalar(node, key);
+  auto value = text == "0" ? std::optional(std::chrono::milliseconds(0)) : parse_duration(text);
+  if (!value) {
+    throw ConfigProblem{
+        line_of(node), key,
+        "expected a duration such as 500ms, 10s, 5m or 1h, or 0 for none, got '" + text + "'"};
+  }
+  return *value;
+}
+
 // libstdc++'s regex compiler reads a back-reference or a repetition count into a long without
 // an overflow check (`\5555555555555555555` is undefined behaviour there) and unrolls a count
 // into that many copies: numbers after a backslash or inside braces are held to 3 digits.
@@ -512,7 +524,7 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
         cfg.collectors.rados_instance_labels = boolean(i, "collectors.rados.instance_labels");
       }
       if (const auto& t = c["rados"]["slow_op_threshold"]) {
-        cfg.collectors.rados_slow_op_threshold = duration(t, "collectors.rados.slow_op_threshold");
+        cfg.collectors.rados_slow_op_threshold = threshold(t, "collectors.rados.slow_op_threshold");
       }
     }
     if (c["osd"]) {
@@ -526,7 +538,7 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
            "detail_p99_bound", "buckets", "bluestore_layer"});
       if (c["osd"]["slow_op_threshold"]) {
         cfg.collectors.osd_slow_op_threshold =
-            duration(c["osd"]["slow_op_threshold"], "collectors.osd.slow_op_threshold");
+            threshold(c["osd"]["slow_op_threshold"], "collectors.osd.slow_op_threshold");
       }
       if (const auto& n = c["osd"]["slow_op_records"]) {
         cfg.collectors.osd_slow_op_records = positive_count(n, "collectors.osd.slow_op_records");

@@ -91,7 +91,8 @@ struct Config {
     // Client ops slower than this are recorded on /debug/slow-ops
     // (collectors.rados.slow_op_threshold; 0 turns the records off)
     std::chrono::milliseconds rados_slow_op_threshold{1000};
-    // Ops slower than this count in cephscope_osd_slow_ops_total (collectors.osd.slow_op_threshold)
+    // Ops slower than this count in cephscope_osd_slow_ops_total and are recorded
+    // (collectors.osd.slow_op_threshold; 0 turns both off)
     std::chrono::milliseconds osd_slow_op_threshold{1000};
     // Slow-op records kept for /debug/slow-ops (collectors.osd.slow_op_records)
     std::size_t osd_slow_op_records = 100;

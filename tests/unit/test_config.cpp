@@ -147,6 +147,8 @@ TEST_CASE("each config error names the key and its line", "[config]") {
         "kprobe)");
   CHECK(rejected("collectors:\n  osd: {slow_op_threshold: soon}\n")
             .starts_with("test.yaml:2: collectors.osd.slow_op_threshold: "));
+  CHECK(rejected("collectors:\n  rados: {slow_op_threshold: -1s}\n")
+            .starts_with("test.yaml:2: collectors.rados.slow_op_threshold: "));
   CHECK(rejected("collectors:\n  syscall: {syscalls: [pread64, open]}\n") ==
         "test.yaml:2: collectors.syscall.syscalls: unknown syscall 'open' (one of: read, write, "
         "pread64, pwrite64, readv, writev, preadv, pwritev, preadv2, pwritev2, fsync, fdatasync, "
@@ -207,6 +209,21 @@ TEST_CASE("a missing config file is reported by path", "[config]") {
   auto r = load_config("/nonexistent/cephscope.yaml");
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message == "/nonexistent/cephscope.yaml: cannot read the config file");
+}
+
+TEST_CASE("a slow-op threshold of 0 turns the records off", "[config]") {
+  for (const char* zero : {"0", "0s", "0ms"}) {
+    INFO(zero);
+    auto r = parse_config(std::string("collectors:\n  osd: {slow_op_threshold: ") + zero +
+                              "}\n  rados: {slow_op_threshold: " + zero + "}\n",
+                          "test.yaml");
+    REQUIRE(r.ok());
+    CHECK(r->collectors.osd_slow_op_threshold.count() == 0);
+    CHECK(r->collectors.rados_slow_op_threshold.count() == 0);
+  }
+  auto r = parse_config("collectors:\n  rados: {slow_op_threshold: 250ms}\n", "test.yaml");
+  REQUIRE(r.ok());
+  CHECK(r->collectors.rados_slow_op_threshold == std::chrono::milliseconds(250));
 }
 
 TEST_CASE("durations", "[config]") {
