@@ -372,7 +372,8 @@ int osd_op_done(struct pt_regs *ctx)
 	}
 	osd_fold(target, series_arg(l, OSD_KIND_OP, cls), whole_op(t), PT_REGS_PARM3(ctx),
 		 PT_REGS_PARM4(ctx));
-	record_slow(s, l, (const void *)PT_REGS_PARM1(ctx), op, tgid, target, cls, whole_op(t));
+	record_slow(s, l, (const void *)PT_REGS_PARM1(ctx), op, tgid, target, cls, whole_op(t),
+		    OSD_RECORD_OP);
 	return 0;
 }
 
@@ -414,5 +415,6 @@ int osd_subop_done(struct pt_regs *ctx)
 			data_len = v[0];
 	}
 	osd_fold(target, series_arg(l, OSD_KIND_SUBOP, OSD_OP_WRITE), whole_op(t), data_len, 0);
+	record_slow(s, l, 0, op, tgid, target, OSD_OP_WRITE, whole_op(t), OSD_RECORD_REPLICA);
 	return 0;
 }

@@ -56,8 +56,9 @@ enum cephscope_osd_kind {
 #define OSD_HAVE_TXC_ADJACENT (1u << 9) /* TransContext::last_stamp right after start */
 #define OSD_HAVE_PG (1u << 10)		/* PG::pg_id: the pool and PG of a slow op's record */
 #define OSD_HAVE_OBJECT (1u << 11)	/* MOSDOp::hobj.oid.name: a slow op's object */
-#define OSD_HAVE_REPLY (1u << 12) /* MOSDRepOpReply::reqid, Message::header.src: who answered */
-#define OSD_HAVE_BS_IO (1u << 13) /* the bluestore layer's members (probe set bluestore-io) */
+#define OSD_HAVE_REPLY (1u << 12)     /* MOSDRepOpReply::reqid, Message::header.src: who answered */
+#define OSD_HAVE_BS_IO (1u << 13)     /* the bluestore layer's members (probe set bluestore-io) */
+#define OSD_HAVE_REQID_INC (1u << 14) /* OpRequest::reqid.inc right after tid: a record's inc */
 
 /*
  * The `kind` label of the bluestore layer: what a write BlueStore hands its block device is
@@ -151,9 +152,16 @@ struct osd_stats {
 #define OSD_RECORD_OBJECT 96   /* bytes of a slow op's object name kept, NUL included */
 #define OSD_RECORD_REPLICAS 64 /* bytes of its "waiting for subops from <osds>" event */
 
+/* Who made a record: the primary of a client op, or a replica of its sub-op. */
+enum cephscope_osd_record {
+	OSD_RECORD_OP,
+	OSD_RECORD_REPLICA,
+};
+
 /*
- * One client op over the slow threshold, from its primary: the only per-op traffic to user
- * space (a ring buffer), rare by design. Times are ns; stage i is valid when bit i of known.
+ * One client op over the slow threshold, from its primary, or one replica sub-op over it:
+ * the only per-op traffic to user space (a ring buffer), rare by design. Times are ns; stage
+ * i is valid when bit i of known. A replica's request id is its client's.
  */
 struct osd_slow_record {
 	__u64 time_ns; /* realtime, at the reply */
@@ -165,12 +173,16 @@ struct osd_slow_record {
 	__u8 op;	/* enum cephscope_osd_op */
 	__u8 name_type; /* the client's entity type (8: client) */
 	__u8 have_pg;
-	__u8 pad;
+	__u8 kind;    /* enum cephscope_osd_record */
 	__s64 client; /* client.N */
 	__u64 tid;
 	__u64 pool;
 	__u32 pg_seed;
 	__u32 object_len; /* the name's whole length; the text holds at most OSD_RECORD_OBJECT-1 */
+	__u8 have_reqid;  /* the request id (client, tid) was read */
+	__u8 have_inc;	  /* and its incarnation */
+	__u16 pad;
+	__s32 inc;
 	char object[OSD_RECORD_OBJECT];
 	char replicas[OSD_RECORD_REPLICAS];
 	/*
@@ -188,8 +200,11 @@ struct osd_slow_record {
 /* Longest event list scanned per op: Ceph preallocates 20, a size-3 write has 12. */
 #define OSD_EVENTS_MAX 24
 
-/* Largest OpRequest window copied in one read (16.2.15: 280 bytes, events @64 .. dequeued @336). */
-#define OSD_OP_WINDOW_MAX 320
+/*
+ * Largest OpRequest window copied in one read (16.2.15: 280 bytes, events @64 .. dequeued @336;
+ * 20.2.4: 328 bytes, to dequeued @384). The scratch holds OP_BUF_MASK + 1 bytes and more.
+ */
+#define OSD_OP_WINDOW_MAX 384
 /* Largest Message window (16.2.15: 178 bytes, header.data_len @54 .. recv_complete_stamp @224). */
 #define OSD_MSG_WINDOW_MAX 256
 #define OSD_EVENT_SIZE 40

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Slow-op records of osd.bpf.c: one per client op over the slow threshold, through a ring
- * buffer, the only per-op traffic to user space (docs/collectors/osd.md, "Slow-op records").
+ * Slow-op records of osd.bpf.c: one per client op or replica sub-op over the slow threshold,
+ * through a ring buffer, the only per-op traffic to user space (docs/collectors/osd.md,
+ * "Slow-op records").
  */
 #ifndef CEPHSCOPE_OSD_RECORDS_BPF_H
 #define CEPHSCOPE_OSD_RECORDS_BPF_H
@@ -21,15 +22,16 @@ struct {
 } osd_records SEC(".maps");
 
 /*
- * A slow client op's record: its client and tid, pool and PG, object, each stage's time and
- * the replicas it waited for (the text of its "waiting for subops from" event).
+ * A slow op's record: its request id, pool and PG, object, each stage's time and the
+ * replicas it waited for (the text of its "waiting for subops from" event); a replica's
+ * sub-op (KIND) has no PG here (PG is NULL), no object and no replicas.
  */
 static __always_inline void record_slow(struct osd_scratch *s, const struct osd_layout *l,
 					const void *pg, const void *op, __u32 tgid, __u32 target,
-					__u8 cls, __u64 whole)
+					__u8 cls, __u64 whole, __u8 kind)
 {
 	struct osd_slow_record *r;
-	__u64 id[3], str[2];
+	__u64 id[3], str[2], inc;
 	__u32 seed, k;
 
 	if (!slow_ns || whole < slow_ns)
@@ -47,10 +49,17 @@ static __always_inline void record_slow(struct osd_scratch *s, const struct osd_
 	r->tgid = tgid;
 	r->target = target;
 	r->op = cls;
+	r->kind = kind;
 	if ((l->have & OSD_HAVE_REQID) && !op_member(s, l, op, l->op_reqid, id, 24)) {
 		r->name_type = (__u8)id[0];
 		r->client = (__s64)id[1];
 		r->tid = id[2];
+		r->have_reqid = 1;
+		if ((l->have & OSD_HAVE_REQID_INC) &&
+		    !op_member(s, l, op, l->op_reqid + 24, &inc, 8)) {
+			r->inc = (__s32)inc;
+			r->have_inc = 1;
+		}
 	}
 	if ((l->have & OSD_HAVE_PG) && pg && !bpf_probe_read_user(&seed, 4, pg + l->pg_seed)) {
 		r->pool = read_u64(pg + l->pg_pool);
@@ -71,7 +80,7 @@ static __always_inline void record_slow(struct osd_scratch *s, const struct osd_
 		if (s->reply_ns[i] > s->t.recv && s->t.recv)
 			r->reply_after_ns[i] = s->reply_ns[i] - s->t.recv;
 	}
-	if (l->have & OSD_HAVE_OBJECT) {
+	if ((l->have & OSD_HAVE_OBJECT) && kind == OSD_RECORD_OP) { /* a MOSDOp's, not a sub-op's */
 		const void *msg = (const void *)op_u64(s, l, op, l->op_request);
 
 		if (msg && !bpf_probe_read_user(str, sizeof(str), msg + l->msg_object)) {

@@ -312,8 +312,46 @@ static __always_inline void instance_of(struct rados_stats_key *key, const struc
 	}
 }
 
+/*
+ * A slow op's request id (client.<gid>, incarnation, tid) and cluster, from its OBJECTER: the
+ * global id where the Objecter's MonClient keeps it, or through the RadosClient that holds
+ * that MonClient when the build's DWARF has no MonClient (a RadosClient whose objecter is
+ * this one: another owner of the Objecter reads nothing). Dependent reads, on slow ops only.
+ */
+static __always_inline void read_reqid(const struct rados_layout *l, const void *objecter,
+				       struct rados_slow_record *r)
+{
+	const void *monc = 0, *osdmap = 0, *owner = 0;
+
+	if (!objecter)
+		return;
+	if (l->have & (RADOS_HAVE_GID_MONC | RADOS_HAVE_GID_RC))
+		bpf_probe_read_user(&monc, sizeof(monc), objecter + l->objecter_monc);
+	if (monc && (l->have & RADOS_HAVE_GID_MONC)) {
+		if (!bpf_probe_read_user(&r->gid, sizeof(r->gid), monc + l->monc_global_id))
+			r->have_reqid |= RADOS_REQID_GID;
+	} else if (monc && (l->have & RADOS_HAVE_GID_RC)) {
+		const void *client = monc - l->client_monclient;
+
+		if (bpf_probe_read_user(&owner, sizeof(owner), client + l->client_objecter) == 0 &&
+		    owner == objecter &&
+		    !bpf_probe_read_user(&r->gid, sizeof(r->gid), client + l->client_instance_id))
+			r->have_reqid |= RADOS_REQID_GID;
+	}
+	if (r->gid == 0) /* not authenticated yet: no entity name */
+		r->have_reqid &= ~RADOS_REQID_GID;
+	if ((l->have & RADOS_HAVE_INC) &&
+	    !bpf_probe_read_user(&r->inc, sizeof(r->inc), objecter + l->objecter_inc))
+		r->have_reqid |= RADOS_REQID_INC;
+	if (l->have & RADOS_HAVE_FSID)
+		bpf_probe_read_user(&osdmap, sizeof(osdmap), objecter + l->objecter_osdmap);
+	if (osdmap && !bpf_probe_read_user(r->fsid, sizeof(r->fsid), osdmap + l->osdmap_fsid))
+		r->have_reqid |= RADOS_REQID_FSID;
+}
+
 /* A slow op's record: who, which object on which OSD and PG, how long, with what result. */
-static __always_inline void record_slow(const struct rados_layout *l, const void *op, __u64 tid,
+static __always_inline void record_slow(const struct rados_layout *l, const void *objecter,
+					const void *op, __u64 tid,
 					const struct rados_stats_key *key, __u32 tgid, __u64 now,
 					__u64 whole, __s32 result, __s32 attempts)
 {
@@ -350,16 +388,17 @@ static __always_inline void record_slow(const struct rados_layout *l, const void
 		r->object_len = (__u32)str.len;
 		bpf_probe_read_user_str(r->object, sizeof(r->object), str.data);
 	}
+	read_reqid(l, objecter, r);
 	bpf_ringbuf_submit(r, 0);
 }
 
 /*
  * The finish of op KEY: the result of the reply this thread is handling when R brings none,
- * and latency, bytes, resends and errors folded. L and OP are the function's (NULL for a
- * marker build, whose op is known by its TID alone).
+ * and latency, bytes, resends and errors folded. L, OBJECTER and OP are the function's
+ * (NULL for a marker build, whose op is known by its TID alone).
  */
-static __always_inline int finish_op(const struct rados_layout *l, const void *op, __u64 key,
-				     __u64 tid, __s32 r)
+static __always_inline int finish_op(const struct rados_layout *l, const void *objecter,
+				     const void *op, __u64 key, __u64 tid, __s32 r)
 {
 	__u64 id = bpf_get_current_pid_tgid(), now = bpf_ktime_get_ns();
 	__u32 tgid = id >> 32;
@@ -407,7 +446,7 @@ static __always_inline int finish_op(const struct rados_layout *l, const void *o
 			stats->errors[c] += 1;
 	}
 	if (slow_ns && delta >= slow_ns)
-		record_slow(l, op, tid, &skey, tgid, now, delta, result, attempts);
+		record_slow(l, objecter, op, tid, &skey, tgid, now, delta, result, attempts);
 	return 0;
 }
 
@@ -418,7 +457,7 @@ int BPF_KPROBE(rados_finish, void *objecter, void *op, int r)
 
 	if (!l)
 		return 0;
-	return finish_op(l, op, (__u64)op, 0, r);
+	return finish_op(l, objecter, op, (__u64)op, 0, r);
 }
 
 /* The argument specs of the marker site this hit is, or NULL. */
@@ -610,5 +649,5 @@ int rados_finish_marker(struct pt_regs *ctx)
 	if (!site)
 		return 0;
 	tid = marker_arg(ctx, &site->tid, 0);
-	return finish_op(0, 0, RADOS_MARKER_KEY(tid), tid, 0);
+	return finish_op(0, 0, 0, RADOS_MARKER_KEY(tid), tid, 0);
 }

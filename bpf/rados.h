@@ -146,23 +146,37 @@ struct rados_marker_site {
 #define RADOS_HAVE_RESULT (1u << 2) /* MOSDOpReply::result: errors the OSD returned */
 #define RADOS_HAVE_OBJECT (1u << 3) /* Op::target.base_oid.name: the rbd image of an op */
 #define RADOS_HAVE_IDS (1u << 4)    /* Op::tid, target.osd, target.pgid: a slow op's record */
+/* A slow op's request id and cluster (read only for a record): */
+#define RADOS_HAVE_GID_MONC (1u << 5) /* Objecter::monc, MonClient::global_id */
+#define RADOS_HAVE_GID_RC (1u << 6)   /* the same through the RadosClient holding that MonClient */
+#define RADOS_HAVE_INC (1u << 7)      /* Objecter::client_inc */
+#define RADOS_HAVE_FSID (1u << 8)     /* Objecter::osdmap (a pointer), OSDMap::fsid */
 
 /* Member offsets of one client library build, from its probe profile. */
 struct rados_layout {
 	__u32 have;
-	__u32 op_attempts;  /* Objecter::Op::attempts (int): sends so far */
-	__u32 op_pool;	    /* Op::target.base_oloc.pool (s64) */
-	__u32 op_flags;	    /* Op::target.flags (int) */
-	__u32 op_ops_start; /* Op::ops, a small_vector of OSDOp: its data pointer */
-	__u32 op_ops_size;  /* and its element count (u64) */
-	__u32 osdop_size;   /* sizeof(OSDOp) */
-	__u32 osdop_code;   /* OSDOp::op.op (le16) */
-	__u32 osdop_length; /* OSDOp::op.extent.length (le64) */
-	__u32 reply_result; /* MOSDOpReply::result (s32) */
-	__u32 op_object;    /* Op::target.base_oid.name (std::string: data pointer, length) */
-	__u32 op_tid;	    /* Op::tid (u64) */
-	__u32 op_osd;	    /* Op::target.osd (s32): the OSD it was last sent to */
-	__u32 op_pg_seed;   /* Op::target.pgid.m_seed (u32) */
+	__u32 op_attempts;	  /* Objecter::Op::attempts (int): sends so far */
+	__u32 op_pool;		  /* Op::target.base_oloc.pool (s64) */
+	__u32 op_flags;		  /* Op::target.flags (int) */
+	__u32 op_ops_start;	  /* Op::ops, a small_vector of OSDOp: its data pointer */
+	__u32 op_ops_size;	  /* and its element count (u64) */
+	__u32 osdop_size;	  /* sizeof(OSDOp) */
+	__u32 osdop_code;	  /* OSDOp::op.op (le16) */
+	__u32 osdop_length;	  /* OSDOp::op.extent.length (le64) */
+	__u32 reply_result;	  /* MOSDOpReply::result (s32) */
+	__u32 op_object;	  /* Op::target.base_oid.name (std::string: data pointer, length) */
+	__u32 op_tid;		  /* Op::tid (u64) */
+	__u32 op_osd;		  /* Op::target.osd (s32): the OSD it was last sent to */
+	__u32 op_pg_seed;	  /* Op::target.pgid.m_seed (u32) */
+	__u32 objecter_monc;	  /* Objecter::monc (MonClient *) */
+	__u32 objecter_inc;	  /* Objecter::client_inc (s32) */
+	__u32 objecter_osdmap;	  /* Objecter::osdmap (OSDMap *, or a unique_ptr of its size) */
+	__u32 osdmap_fsid;	  /* OSDMap::fsid (16 bytes) */
+	__u32 monc_global_id;	  /* MonClient::global_id (u64) */
+	__u32 client_monclient;	  /* RadosClient::monclient, the MonClient the Objecter's monc is */
+	__u32 client_instance_id; /* RadosClient::instance_id (u64): the global id */
+	__u32 client_objecter;	  /* RadosClient::objecter: checks that monc is its MonClient */
+	__u32 pad;
 };
 
 /*
@@ -221,6 +235,10 @@ struct rados_stats {
 };
 
 /* A client op over collectors.rados.slow_op_threshold, through the rados_records ring buffer. */
+#define RADOS_REQID_GID (1u << 0)
+#define RADOS_REQID_INC (1u << 1)
+#define RADOS_REQID_FSID (1u << 2)
+
 struct rados_slow_record {
 	__u64 time_ns;	/* CLOCK_REALTIME at the finish */
 	__u64 whole_ns; /* first send -> finish */
@@ -235,7 +253,11 @@ struct rados_slow_record {
 	__u32 resends;
 	__u32 object_len; /* the name's length, which may exceed what was kept */
 	__u8 have_ids;
-	__u8 pad[7];
+	__u8 have_reqid; /* RADOS_REQID_*: which of gid, inc and fsid were read */
+	__u8 pad[2];
+	__s32 inc;     /* the request id's incarnation (Objecter::client_inc) */
+	__u64 gid;     /* the client's global id: its entity is client.<gid> */
+	__u8 fsid[16]; /* the cluster's, from the client's OSD map */
 	char object[RADOS_RECORD_OBJECT];
 };
 

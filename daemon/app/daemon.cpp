@@ -281,14 +281,16 @@ std::optional<int> Daemon::start() {
   const std::string security = web->summary();
   auto server = HttpServer::start(
       {.listen = config_.listen}, std::move(*web),
-      endpoint_routes({.metrics = [this] { return exporter_->render(); },
-                       .metrics_protobuf = [this] { return exporter_->render_protobuf(); },
-                       .slow_ops = [this] { return slow_ops_.json(); },
-                       .osd_detail =
-                           [this](const std::string& who, const std::string& fsid) {
-                             return detail_control_.request(who, fsid);
-                           },
-                       .ready = &ready_}));
+      endpoint_routes(
+          {.metrics = [this] { return exporter_->render(); },
+           .metrics_protobuf = [this] { return exporter_->render_protobuf(); },
+           .slow_ops = [this] { return slow_ops_.json(); },
+           .slow_op_trace = [this](std::string_view trace) { return slow_ops_.trace_json(trace); },
+           .osd_detail =
+               [this](const std::string& who, const std::string& fsid) {
+                 return detail_control_.request(who, fsid);
+               },
+           .ready = &ready_}));
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message);
     return 1;

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "collectors/slow_ops.h"
+
 #include <exception>
 #include <memory>
 
@@ -51,8 +53,22 @@ Routes endpoint_routes(EndpointSources sources) {
   if (src->slow_ops) {
     routes.add({.path = "/debug/slow-ops",
                 .access = Access::kThisHostOrAuthenticated,
-                .handle = [src](const HttpRequest&) {
-                  HttpResponse r = text_response(200, src->slow_ops());
+                .handle = [src](const HttpRequest& req) {
+                  const auto query = query_parameters(req.target, {"trace_id"});
+                  if (!query ||
+                      (query->contains("trace_id") && !is_trace_id(query->at("trace_id")))) {
+                    return text_response(400, "expected nothing, or trace_id=<32 hex digits>\n");
+                  }
+                  std::optional<std::string> body;
+                  if (!query->contains("trace_id")) {
+                    body = src->slow_ops();
+                  } else if (src->slow_op_trace) {
+                    body = src->slow_op_trace(query->at("trace_id"));
+                  }
+                  if (!body) {
+                    return text_response(404, "no record of that trace is kept here\n");
+                  }
+                  HttpResponse r = text_response(200, std::move(*body));
                   r.content_type = "application/json";
                   return r;
                 }});

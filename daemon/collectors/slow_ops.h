@@ -16,13 +16,17 @@
 namespace cephscope {
 
 struct SlowOp {
-  std::string kind = "osd";   // "osd": an op on its primary; "client": as a librados client saw it
+  // "osd": an op on its primary; "replica": its sub-op on a replica; "client": as a librados
+  // client saw it
+  std::string kind = "osd";
   std::uint64_t time_ns = 0;  // realtime, at the reply
   std::string ceph_daemon;    // osd.N
   std::string fsid;
   std::string op;      // read, write, other
   std::string client;  // client.4177
   std::uint64_t tid = 0;
+  std::string request_id;  // Ceph's osd_reqid_t as Ceph prints it, "client.4177.0:12"; "": unknown
+  std::string trace_id;    // trace_id(fsid, request_id); "": either is unknown
   std::optional<std::uint64_t> pool;
   std::string pg;                     // "2.b", empty when unknown
   std::string object;                 // as much of the name as was read
@@ -45,6 +49,24 @@ struct SlowOp {
 // Bytes from a client, for the log: printable ASCII, the rest as '?'.
 std::string printable(std::string s);
 
+// Ceph's request id (osd_reqid_t) as Ceph prints it: "client.4177.0:12" for entity type 8
+// (CEPH_ENTITY_TYPE_CLIENT), global id 4177, incarnation 0, tid 12; "" for an entity type
+// Ceph does not name.
+std::string request_id(std::uint8_t entity_type, std::int64_t num, std::int32_t inc,
+                       std::uint64_t tid);
+
+// The trace id of request REQUEST_ID in cluster FSID (lower-case UUID text): the first 16
+// bytes of SHA-256("<fsid> <request id>"), in hex (W3C trace-context's size), the same on
+// every host that sees the op; "" when either is unknown. docs/collectors/osd.md ("One op,
+// end to end") gives the shell line that computes it.
+std::string trace_id(std::string_view fsid, std::string_view request_id);
+
+// 16 bytes of a uuid_d as its text (lower case); "" when all are zero (not known yet).
+std::string uuid_text(const std::uint8_t (&bytes)[16]);
+
+// True for 32 lower-case hex digits.
+bool is_trace_id(std::string_view text);
+
 class SlowOpLog {
  public:
   explicit SlowOpLog(std::size_t capacity) : capacity_(capacity) {}
@@ -53,6 +75,9 @@ class SlowOpLog {
   void add(SlowOp op);
   // {"capacity": N, "recorded": total since start, "ops": [newest first]}.
   [[nodiscard]] std::string json() const;
+  // Every part of trace TRACE this daemon kept, oldest start first:
+  // {"trace_id": T, "parts": [...]}; nullopt when none is kept.
+  [[nodiscard]] std::optional<std::string> trace_json(std::string_view trace) const;
   [[nodiscard]] std::uint64_t recorded() const;
 
  private:

@@ -245,10 +245,12 @@ Result<MemberLayout> member_layout(Dwarf_Die* type, std::string_view path,
         return out;
       }
       auto size = type_size(&member_type, complete);
-      if (!size.ok()) {
+      if (!size.ok() && size.error().kind != ErrorKind::kNotFound) {
         return make_error(size.error().kind, "'" + walked + "': " + size.error().message);
       }
-      out.size = *size;
+      // A class whose definition this object lacks (GCC emits a class with a vtable only
+      // where its key function is, maybe another library): the offset holds, the size is 0.
+      out.size = size.ok() ? *size : 0;
       return out;
     }
     if (!resolve_type(&member_type, complete, &agg)) {

@@ -20,7 +20,7 @@ using CompleteType = std::function<bool(Dwarf_Die* declaration, Dwarf_Die* defin
 
 struct MemberLayout {
   uint64_t offset = 0;
-  uint64_t size = 0;
+  uint64_t size = 0;  // 0: the member's class is defined in another object, its size unknown
   std::string type_name;
   std::optional<uint32_t> bit_offset;
   std::optional<uint32_t> bit_size;

@@ -269,11 +269,9 @@ std::string serialize_response(const HttpResponse& response, bool head_only) {
   return out;
 }
 
-std::optional<std::pair<std::string, std::string>> parse_osd_query(std::string_view target) {
-  static const std::regex kOsd(R"(osd\.[0-9]{1,9})");
-  static const std::regex kFsid("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
-  std::string who;
-  std::string fsid;
+std::optional<std::map<std::string, std::string, std::less<>>> query_parameters(
+    std::string_view target, std::initializer_list<std::string_view> known) {
+  std::map<std::string, std::string, std::less<>> out;
   const auto q = target.find('?');
   std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
   while (!query.empty()) {
@@ -281,16 +279,24 @@ std::optional<std::pair<std::string, std::string>> parse_osd_query(std::string_v
     const std::string_view pair = query.substr(0, amp);
     const auto eq = pair.find('=');
     const std::string_view key = pair.substr(0, eq);
-    std::string value(eq == std::string_view::npos ? "" : pair.substr(eq + 1));
-    if (key == "ceph_daemon") {
-      who = std::move(value);
-    } else if (key == "fsid") {
-      fsid = std::move(value);
-    } else {
-      return std::nullopt;  // an unknown parameter
+    if (std::find(known.begin(), known.end(), key) == known.end() ||
+        !out.emplace(key, eq == std::string_view::npos ? "" : pair.substr(eq + 1)).second) {
+      return std::nullopt;
     }
     query = amp == std::string_view::npos ? std::string_view() : query.substr(amp + 1);
   }
+  return out;
+}
+
+std::optional<std::pair<std::string, std::string>> parse_osd_query(std::string_view target) {
+  static const std::regex kOsd(R"(osd\.[0-9]{1,9})");
+  static const std::regex kFsid("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+  auto params = query_parameters(target, {"ceph_daemon", "fsid"});
+  if (!params) {
+    return std::nullopt;
+  }
+  std::string who = (*params)["ceph_daemon"];
+  std::string fsid = (*params)["fsid"];
   if (!std::regex_match(who, kOsd) || (!fsid.empty() && !std::regex_match(fsid, kFsid))) {
     return std::nullopt;
   }

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
+#include <initializer_list>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +50,11 @@ bool accepts_gzip(std::string_view accept_encoding);
 // Whether an Accept value asks for Prometheus' protobuf exposition (length-delimited
 // io.prometheus.client.MetricFamily) at least as much as for anything else.
 bool prefers_protobuf(std::string_view accept);
+
+// The query of a request target as KNOWN keys and their values (taken as they are: no
+// percent-decoding); nullopt for another key or a key given twice.
+std::optional<std::map<std::string, std::string, std::less<>>> query_parameters(
+    std::string_view target, std::initializer_list<std::string_view> known);
 
 // The OSD of a /debug/osd-detail request target: ceph_daemon=osd.N and an optional
 // fsid=<uuid>; nullopt for anything else (another parameter, a malformed value).

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,13 @@ cephscope::Routes routes() {
             debug_reached = true;
             return std::string("{\"ops\": []}\n");
           },
+      .slow_op_trace = [](std::string_view trace) -> std::optional<std::string> {
+        debug_reached = true;
+        if (trace.size() != 32) {
+          __builtin_trap();  // the route passes only a checked trace id
+        }
+        return std::string("{\"parts\": []}\n");
+      },
       .osd_detail =
           [](const std::string&, const std::string&) {
             debug_reached = true;

@@ -325,6 +325,40 @@ TEST_CASE("/debug/slow-ops: from this host or with basic auth, never to anyone e
   CHECK(ask(without.port, get).status == 404);
 }
 
+// One trace's records: the id checked before it reaches the log, 404 when none is kept.
+TEST_CASE("/debug/slow-ops?trace_id=: checked, one trace, or 404", "[endpoint]") {
+  EndpointSources with_records;
+  with_records.slow_ops = [] { return std::string("{\"ops\": []}\n"); };
+  std::string asked;
+  with_records.slow_op_trace = [&asked](std::string_view trace) -> std::optional<std::string> {
+    asked = trace;
+    if (trace != "acb63b09877e4ef8a27ce62ab4ad330b") {
+      return std::nullopt;
+    }
+    return std::string("{\"parts\": []}\n");
+  };
+  Served s(
+      {}, {}, [] { return fake_metrics(); }, "127.0.0.1:0", with_records);
+  Reply found =
+      ask(s.port, request("GET", "/debug/slow-ops?trace_id=acb63b09877e4ef8a27ce62ab4ad330b"));
+  CHECK(found.status == 200);
+  CHECK(found.body == "{\"parts\": []}\n");
+  CHECK(found.headers["content-type"] == "application/json");
+  CHECK(ask(s.port, request("GET", "/debug/slow-ops?trace_id=0123456789abcdef0123456789abcdef"))
+            .status == 404);
+  asked.clear();
+  const std::string valid = "/debug/slow-ops?trace_id=acb63b09877e4ef8a27ce62ab4ad330b";
+  for (const std::string& bad :
+       {std::string("/debug/slow-ops?trace_id=ACB63B09877E4EF8A27CE62AB4AD330B"),
+        std::string("/debug/slow-ops?trace_id=acb63b09"), valid + "&x=1",
+        std::string("/debug/slow-ops?span_id=1"),
+        valid + "&trace_id=acb63b09877e4ef8a27ce62ab4ad330b"}) {
+    INFO(bad);
+    CHECK(ask(s.port, request("GET", bad)).status == 400);
+  }
+  CHECK(asked.empty());  // none of them reached the log
+}
+
 // An operator's request for a tier-2 window: POST only, the OSD in the query, checked before
 // it reaches the collector; from this host or with basic auth, as the slow-op records.
 TEST_CASE("POST /debug/osd-detail: checked, passed on, and refused from elsewhere",

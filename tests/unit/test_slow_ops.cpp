@@ -141,3 +141,83 @@ TEST_CASE("a kernel record becomes a slow op: client, pg, object, stages", "[uni
   CHECK(kept.front().first == "12");
   CHECK(kept.back() == std::pair<std::string, std::optional<double>>{"11", 0.002});
 }
+
+TEST_CASE("request ids as Ceph prints them, trace ids as documented", "[unit][slow_ops]") {
+  CHECK(request_id(8, 4177, 0, 12) == "client.4177.0:12");
+  CHECK(request_id(4, 3, 1, 7) == "osd.3.1:7");
+  CHECK(request_id(0x10, 14123, -1, 1) == "mgr.14123.-1:1");
+  CHECK(request_id(0x20, 1, 0, 1).empty());  // a type Ceph does not name: no id claimed
+  // printf '%s' "<fsid> <request id>" | sha256sum | cut -c1-32 (docs/collectors/osd.md)
+  const std::string fsid = "0b8a7c5e-1f2d-4e3a-9b6c-7d8e9fa0b1c2";
+  CHECK(trace_id(fsid, "client.4177.0:12") == "acb63b09877e4ef8a27ce62ab4ad330b");
+  CHECK(trace_id("0B8A7C5E-1F2D-4E3A-9B6C-7D8E9FA0B1C2", "client.4177.0:12") ==
+        "acb63b09877e4ef8a27ce62ab4ad330b");  // the fsid's case does not matter
+  CHECK(trace_id(fsid, "client.4177.0:13") != trace_id(fsid, "client.4177.0:12"));
+  CHECK(trace_id("", "client.4177.0:12").empty());  // the client has no OSD map yet
+  CHECK(trace_id(fsid, "").empty());
+  CHECK(is_trace_id("acb63b09877e4ef8a27ce62ab4ad330b"));
+  CHECK_FALSE(is_trace_id("ACB63B09877E4EF8A27CE62AB4AD330B"));
+  CHECK_FALSE(is_trace_id("acb63b09877e4ef8a27ce62ab4ad330"));
+  CHECK_FALSE(is_trace_id("acb63b09877e4ef8a27ce62ab4ad330g"));
+  const std::uint8_t bytes[16] = {0x0b, 0x8a, 0x7c, 0x5e, 0x1f, 0x2d, 0x4e, 0x3a,
+                                  0x9b, 0x6c, 0x7d, 0x8e, 0x9f, 0xa0, 0xb1, 0xc2};
+  CHECK(uuid_text(bytes) == fsid);
+  const std::uint8_t zero[16] = {};
+  CHECK(uuid_text(zero).empty());
+}
+
+TEST_CASE("an OSD record's request id needs its incarnation; a replica's record is its own kind",
+          "[unit][slow_ops]") {
+  osd_slow_record r{};
+  r.name_type = 8;
+  r.client = 4177;
+  r.tid = 12;
+  r.have_reqid = 1;
+  const std::string fsid = "0b8a7c5e-1f2d-4e3a-9b6c-7d8e9fa0b1c2";
+  CHECK(to_slow_op(r, "osd.0", fsid).request_id.empty());  // a profile without reqid.inc
+  r.have_inc = 1;
+  const SlowOp primary = to_slow_op(r, "osd.0", fsid);
+  CHECK(primary.kind == "osd");
+  CHECK(primary.request_id == "client.4177.0:12");
+  CHECK(primary.trace_id == "acb63b09877e4ef8a27ce62ab4ad330b");
+  r.kind = OSD_RECORD_REPLICA;
+  const SlowOp replica = to_slow_op(r, "osd.2", fsid);
+  CHECK(replica.kind == "replica");
+  CHECK(replica.trace_id == primary.trace_id);         // the sub-op carries its client's request id
+  CHECK(to_slow_op(r, "osd.2", "").trace_id.empty());  // the OSD's cluster not known
+}
+
+TEST_CASE("the parts of one trace, oldest start first, on one clock", "[unit][slow_ops]") {
+  SlowOpLog log(8);
+  auto part = [](const std::string& kind, std::uint64_t end_ns, double seconds,
+                 const std::string& trace) {
+    SlowOp op = op_named("obj", 12);
+    op.kind = kind;
+    op.time_ns = end_ns;
+    op.seconds = seconds;
+    op.trace_id = trace;
+    return op;
+  };
+  const std::string t = "acb63b09877e4ef8a27ce62ab4ad330b";
+  log.add(part("replica", 10'400'000'000, 0.3, t));  // 10.1 .. 10.4
+  log.add(part("osd", 10'500'000'000, 0.45, t));     // 10.05 .. 10.5
+  log.add(part("osd", 11'000'000'000, 0.5, "0123456789abcdef0123456789abcdef"));
+  log.add(part("client", 10'520'000'000, 0.5, t));  // 10.02 .. 10.52
+  log.add(part("osd", 12'000'000'000, 0.5, ""));    // no trace id: never matched
+  const auto doc = log.trace_json(t);
+  REQUIRE(doc.has_value());
+  const auto j = nlohmann::json::parse(*doc);
+  CHECK(j["trace_id"] == t);
+  REQUIRE(j["parts"].size() == 3);
+  CHECK(j["parts"][0]["kind"] == "client");
+  CHECK(j["parts"][1]["kind"] == "osd");
+  CHECK(j["parts"][2]["kind"] == "replica");
+  CHECK(j["parts"][2]["start"].get<double>() == Approx(10.1));
+  CHECK(j["parts"][2]["time"].get<double>() == Approx(10.4));
+  CHECK_FALSE(log.trace_json("ffffffffffffffffffffffffffffffff").has_value());
+  CHECK_FALSE(log.trace_json("").has_value());
+  // the list names each record's trace id, null where there is none
+  const auto all = nlohmann::json::parse(log.json());
+  CHECK(all["ops"][0]["trace_id"].is_null());
+  CHECK(all["ops"][1]["trace_id"] == t);
+}

@@ -111,6 +111,7 @@ void set_windows(osd_layout& l) {
   Window op(l.have);
   op.span(OSD_HAVE_STAMPS | OSD_HAVE_DATA_LEN, l.op_request, 8);
   op.span(OSD_HAVE_REQID, l.op_reqid, 24);
+  op.span(OSD_HAVE_REQID_INC, l.op_reqid + 24, 8);
   op.span(OSD_HAVE_RMW_FLAGS, l.op_rmw_flags, 8);
   op.span(OSD_HAVE_DEQUEUED, l.op_dequeued_time, 8);
   op.span(OSD_HAVE_EVENTS, l.op_events, 16);
@@ -138,6 +139,13 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
       off("OpRequest", "reqid.name._num", num) && off("OpRequest", "reqid.tid", tid) &&
       num == l.op_reqid + 8 && tid == l.op_reqid + 16) {
     l.have |= OSD_HAVE_REQID;
+    // read as 8 bytes: the int and the padding that ends osd_reqid_t
+    const auto* id = p.type("OpRequest");
+    std::uint32_t inc = 0;
+    if (off("OpRequest", "reqid.inc", inc) && inc == l.op_reqid + 24 && id != nullptr &&
+        inc + 8 <= id->size) {
+      l.have |= OSD_HAVE_REQID_INC;
+    }
   }
   if (request && off("Message", "recv_stamp", l.msg_recv_stamp) &&
       off("Message", "throttle_stamp", l.msg_throttle_stamp) &&

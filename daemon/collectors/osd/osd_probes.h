@@ -85,11 +85,12 @@ inline constexpr std::array<UprobeDef, 8> kUprobes = {{
 inline constexpr const char* kMOSDOp =
     "_mosdop::MOSDOp<std::vector<OSDOp, std::allocator<OSDOp> > >";
 
-inline constexpr std::array<profile::MemberRef, 24> kMembers = {{
+inline constexpr std::array<profile::MemberRef, 25> kMembers = {{
     {"OpRequest", "request"},
     {"OpRequest", "reqid.name._type"},
     {"OpRequest", "reqid.name._num"},
     {"OpRequest", "reqid.tid"},
+    {"OpRequest", "reqid.inc"},  // records: the request id's incarnation
     {"OpRequest", "op_info.rmw_flags"},
     {"OpRequest", "dequeued_time"},
     {"OpRequest", "events"},

@@ -26,8 +26,13 @@ SlowOp to_slow_op(const osd_slow_record& r, const std::string& who, const std::s
   op.fsid = fsid;
   op.time_ns = r.time_ns;
   op.op = r.op < OSD_OP_COUNT ? kOps[r.op] : "other";
+  op.kind = r.kind == OSD_RECORD_REPLICA ? "replica" : "osd";
   op.client = (r.name_type == 8 ? "client." : "entity.") + std::to_string(r.client);
   op.tid = r.tid;
+  if (r.have_reqid != 0 && r.have_inc != 0) {  // without the incarnation, no id is claimed
+    op.request_id = request_id(r.name_type, r.client, r.inc, r.tid);
+    op.trace_id = trace_id(fsid, op.request_id);
+  }
   if (r.have_pg != 0) {
     op.pool = r.pool;
     std::array<char, 48> pg{};
@@ -90,6 +95,14 @@ void SlowOpReader::take(const osd_slow_record& r) {
     const auto& [osd, at] = op.replica_commits.back();
     last = at ? fmt::format(", last replica osd.{} at {:.3f} s", osd, *at)
               : fmt::format(", last replica osd.{}", osd);
+  }
+  if (op.kind == "replica") {
+    spdlog::info("osd: slow replica sub-op on {}: {}:{} took {:.3f} s, longest stage {} {:.3f} s",
+                 op.ceph_daemon, op.client, op.tid, op.seconds,
+                 longest == op.stages.end() ? "unknown" : longest->first,
+                 longest == op.stages.end() ? 0.0 : longest->second);
+    log_.add(std::move(op));
+    return;
   }
   spdlog::info(
       "osd: slow op on {}: {} {}:{} took {:.3f} s, longest stage {} {:.3f} s; pg {}, object "

@@ -578,13 +578,23 @@ void RadosCollector::take_record(const rados_slow_record& r) {
   if (r.result < 0) {
     op.error = rados::kErrorClasses[rados_error_class(r.result)];
   }
+  constexpr std::uint8_t kClient = 8;  // CEPH_ENTITY_TYPE_CLIENT
+  if ((r.have_reqid & RADOS_REQID_GID) != 0 && (r.have_reqid & RADOS_REQID_INC) != 0) {
+    op.client = fmt::format("client.{}", r.gid);
+    op.request_id = request_id(kClient, static_cast<std::int64_t>(r.gid), r.inc, op.tid);
+  }
+  if ((r.have_reqid & RADOS_REQID_FSID) != 0) {
+    op.fsid = uuid_text(r.fsid);  // "" until the client has an OSD map
+  }
+  op.trace_id = trace_id(op.fsid, op.request_id);
   spdlog::info(
-      "rados: slow client op in {} (pid {}): {} tid {} took {:.3f} s; pool {}, pg {}, osd {}, "
+      "rados: slow client op in {} (pid {}): {} {} took {:.3f} s; pool {}, pg {}, osd {}, "
       "object \"{}\"{}, {} resends{}{}",
-      op.process, op.pid, op.op, op.tid, op.seconds, op.pool ? std::to_string(*op.pool) : "unknown",
-      op.pg.empty() ? "unknown" : op.pg, op.acting_osd ? std::to_string(*op.acting_osd) : "unknown",
-      printable(op.object), op.object_truncated ? "..." : "", op.resends,
-      op.error.empty() ? "" : ", error ", op.error);
+      op.process, op.pid, op.op,
+      op.request_id.empty() ? fmt::format("tid {}", op.tid) : op.request_id, op.seconds,
+      op.pool ? std::to_string(*op.pool) : "unknown", op.pg.empty() ? "unknown" : op.pg,
+      op.acting_osd ? std::to_string(*op.acting_osd) : "unknown", printable(op.object),
+      op.object_truncated ? "..." : "", op.resends, op.error.empty() ? "" : ", error ", op.error);
   slow_ops_->add(std::move(op));
 }
 

@@ -24,6 +24,28 @@ profile::ProbeSet probe_set() {
 
 namespace {
 
+// The members a slow op's record reads for its request id and cluster (the table's last eight).
+void read_request_id_members(const profile::Profile& p, profile::MemberOffsets& off,
+                             rados_layout& l) {
+  const bool monc = off("Objecter", "monc", l.objecter_monc);
+  if (monc && off("MonClient", "global_id", l.monc_global_id)) {
+    l.have |= RADOS_HAVE_GID_MONC;
+  } else if (monc && off(kRadosClient, "monclient", l.client_monclient) &&
+             off(kRadosClient, "instance_id", l.client_instance_id) &&
+             off(kRadosClient, "objecter", l.client_objecter)) {
+    l.have |= RADOS_HAVE_GID_RC;
+  }
+  if (off("Objecter", "client_inc", l.objecter_inc)) {
+    l.have |= RADOS_HAVE_INC;
+  }
+  // a raw pointer, or a unique_ptr with an empty deleter (the size of the pointer it holds)
+  const profile::MemberEntry* osdmap = p.member("Objecter", "osdmap");
+  if (off("Objecter", "osdmap", l.objecter_osdmap) && osdmap != nullptr && osdmap->size == 8 &&
+      off("OSDMap", "fsid", l.osdmap_fsid)) {
+    l.have |= RADOS_HAVE_FSID;
+  }
+}
+
 rados_layout layout_of(const profile::Profile& p, std::string& missing) {
   rados_layout l{};
   profile::MemberOffsets off(p);
@@ -54,6 +76,7 @@ rados_layout layout_of(const profile::Profile& p, std::string& missing) {
   if (off("Objecter::Op", "target.pgid.m_seed", l.op_pg_seed) && tid && osd) {
     l.have |= RADOS_HAVE_IDS;
   }
+  read_request_id_members(p, off, l);
   missing = off.missing();
   return l;
 }

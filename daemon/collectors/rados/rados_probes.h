@@ -54,7 +54,10 @@ inline constexpr std::array<MarkerDef, 2> kMarkers = {{
 
 // Objecter::Op::ops is a boost small_vector: its data pointer and size are the vector
 // holder's first two members in every boost release Debian ships.
-inline constexpr std::array<profile::MemberRef, 12> kMembers = {{
+// librados's client class, in the inline namespace its symbols carry.
+inline constexpr const char* kRadosClient = "librados::v14_2_0::RadosClient";
+
+inline constexpr std::array<profile::MemberRef, 20> kMembers = {{
     {"Objecter::Op", "attempts"},
     {"Objecter::Op", "target.base_oloc.pool"},
     {"Objecter::Op", "target.flags"},
@@ -67,6 +70,18 @@ inline constexpr std::array<profile::MemberRef, 12> kMembers = {{
     {"OSDOp", "op.op"},
     {"OSDOp", "op.extent.length"},
     {"MOSDOpReply", "result"},
+    // a slow op's request id and cluster, read at the finish of a slow op only: the client's
+    // global id (its entity client.<gid>) where the Objecter's MonClient keeps it, through the
+    // librados client that holds that MonClient where the build's DWARF has no MonClient; the
+    // incarnation; the fsid of the client's OSD map
+    {"Objecter", "monc"},
+    {"Objecter", "client_inc"},
+    {"Objecter", "osdmap"},
+    {"OSDMap", "fsid"},
+    {"MonClient", "global_id"},
+    {kRadosClient, "monclient"},
+    {kRadosClient, "instance_id"},
+    {kRadosClient, "objecter"},
 }};
 
 // librados.so.2 and librbd.so.1 each carry their own hidden copy of Objecter in Pacific and
