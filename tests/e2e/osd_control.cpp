@@ -295,4 +295,19 @@ std::optional<pid_t> restart_osd(ClusterInfo& cluster, int id, const Launch& how
   return back ? std::optional<pid_t>(pid) : std::nullopt;
 }
 
+std::string set_dispatch_delay(const ClusterInfo& cluster, int id, double seconds) {
+  const std::vector<std::pair<std::string, std::string>> settings = {
+      {"osd_debug_inject_dispatch_delay_duration", std::to_string(seconds > 0 ? seconds : 0.1)},
+      {"osd_debug_inject_dispatch_delay_probability", seconds > 0 ? "1" : "0"}};
+  for (const auto& [key, value] : settings) {
+    const auto set = run_command(tool_argv(
+        cluster, "ceph", {"tell", "osd." + std::to_string(id), "config", "set", key, value}));
+    if (!set.ok()) {
+      return "ceph tell osd." + std::to_string(id) + " config set " + key + ": " + set.out +
+             set.err;
+    }
+  }
+  return "";
+}
+
 }  // namespace cephscope::test

@@ -64,4 +64,10 @@ void record_pid(ClusterInfo& cluster, int osd_id, pid_t pid);
 // Returns the new pid, or nullopt when the cluster did not take it back within 180 s.
 std::optional<pid_t> restart_osd(ClusterInfo& cluster, int id, const Launch& how);
 
+// Makes OSD ID sleep SECONDS in its dispatch for every op and sub-op it takes (Ceph's own
+// osd_debug_inject_dispatch_delay_*, set with `ceph tell`; 0 stops it). The sleep comes after
+// the message's receive stamps, so the OSD's own stamps hold it (a SIGSTOP would hide it).
+// Returns what `ceph tell` said when it failed, empty on success.
+std::string set_dispatch_delay(const ClusterInfo& cluster, int id, double seconds);
+
 }  // namespace cephscope::test

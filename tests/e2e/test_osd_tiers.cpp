@@ -256,25 +256,89 @@ TEST_CASE("detail: auto attaches tier 2 in bounded windows, on request and on sl
   CHECK(store_samples(cluster, m1, first) == store_samples(cluster, m0, first));
   rados_cleanup(cluster);
 
-  // 2. rising slow ops: a replica paused for 3 s makes the primaries' writes slow
-  const int victim = pause_replica_during_bench(cluster, 1s, 3s, 8);
-  double slow_windows = 0;
-  for (int i = 0; i < 50 && slow_windows == 0; ++i) {  // triggers are read every 5 s
-    const auto m = daemon.scrape();
-    slow_windows = m.sum("cephscope_osd_detail_windows_total",
-                         {{"fsid", cluster.fsid}, {"trigger", "slow_ops"}});
-    std::this_thread::sleep_for(200ms);
+  // 2. rising slow ops of the OSD that is slow itself: it sleeps 1.5 s in its dispatch for 3 s
+  // of a write bench. Its primaries' writes wait for it in replication: its time, not theirs,
+  // so the window opens on it alone.
+  const int victim = slow_osd_during_bench(cluster, 1s, 3s, 1.5, 8);
+  auto slow_windows = [&](int id) {
+    return daemon.scrape().sum("cephscope_osd_detail_windows_total",
+                               osd_labels(cluster, id, {{"trigger", "slow_ops"}}));
+  };
+  CHECK(poll_until([&] { return slow_windows(victim) >= 1; }, 10s, 200ms));  // read every 5 s
+  for (const auto& o : cluster.osds) {
+    std::printf("  windows opened by slow ops after osd.%d was slow: osd.%d %.0f\n", victim, o.id,
+                slow_windows(o.id));
+    if (o.id != victim) {
+      CHECK(slow_windows(o.id) == 0);
+    }
   }
-  std::printf("  windows opened by slow ops after osd.%d's pause: %.0f (by latency: %.0f)\n",
-              victim, slow_windows,
-              daemon.scrape().sum("cephscope_osd_detail_windows_total",
-                                  {{"fsid", cluster.fsid}, {"trigger", "latency"}}));
-  CHECK(slow_windows >= 1);
-  CHECK(daemon.log_has("detail window opened (slow_ops)", 1s));
+  CHECK(daemon.log_has(osd_name(victim) + ": detail window opened (slow_ops)", 1s));
   rados_cleanup(cluster);
   const auto rc = daemon.stop(20s);
   REQUIRE(rc.has_value());
   CHECK(*rc == 0);
+}
+
+// detail: auto follows the OSD that is slow by its own p99 (its sub-ops', or its client ops'
+// outside replication), runs window after window while it stays slow, and closes within one
+// window (and one check) after it recovers; the primaries waiting for it open none.
+TEST_CASE("detail: auto follows the slow OSD by its p99, for as long as it stays slow",
+          "[e2e][ceph][osd][detail]") {
+  auto loaded = cluster_from_env();
+  REQUIRE(loaded.has_value());
+  const ClusterInfo cluster = *loaded;
+  REQUIRE(cluster.osds.size() == 3);
+  Daemon daemon(test_dir(cluster.dir),
+                osd_only_config(", slow_op_threshold: 1h, detail: auto, detail_window: 8s, "
+                                "detail_min_interval: 10m, detail_p99_bound: 300ms"));
+  DaemonLogOnFailure print_log{daemon};
+  REQUIRE(daemon.wait_ready(60s));
+  REQUIRE(wait_for_probes(cluster, daemon, kTier1Probes));
+  rados_cleanup(cluster);
+  auto latency_windows = [&](const Metrics& m, int id) {
+    return m.sum("cephscope_osd_detail_windows_total",
+                 osd_labels(cluster, id, {{"trigger", "latency"}}));
+  };
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> recovered;
+  std::optional<double> closed_after;  // seconds from recovery to the victim's window closing
+  const int victim = cluster.osds.back().id;
+  std::thread watcher([&] {
+    for (int i = 0; i < 300 && !closed_after; ++i) {  // 60 s at most
+      const auto m = daemon.scrape();
+      if (recovered && m.sum("cephscope_osd_detail_active", osd_labels(cluster, victim)) == 0) {
+        closed_after = std::chrono::duration<double>(Clock::now() - *recovered).count();
+      }
+      std::this_thread::sleep_for(200ms);
+    }
+  });
+  // slow for 24 s (three 8 s windows), 0.4 s in dispatch, inside a 34 s write bench
+  std::thread bencher([&] { bench(cluster, BenchMode::kWrite, 34); });
+  std::this_thread::sleep_for(4s);
+  REQUIRE(set_dispatch_delay(cluster, victim, 0.4).empty());
+  std::this_thread::sleep_for(24s);
+  const auto while_slow = daemon.scrape();
+  REQUIRE(set_dispatch_delay(cluster, victim, 0).empty());
+  recovered = Clock::now();
+  bencher.join();
+  watcher.join();
+  const auto after = daemon.scrape();
+  for (const auto& o : cluster.osds) {
+    std::printf("  osd.%d: %.0f windows by latency while osd.%d was slow, %.0f in all\n", o.id,
+                latency_windows(while_slow, o.id), victim, latency_windows(after, o.id));
+  }
+  std::printf("  osd.%d's window closed %.1f s after it recovered (window 8 s, checks every 5 s)\n",
+              victim, closed_after.value_or(-1));
+  CHECK(latency_windows(while_slow, victim) >= 2);  // opened, then ran another while slow
+  REQUIRE(closed_after.has_value());
+  CHECK(*closed_after <= 8 + 2 * 5 + 2);  // the last checks still see ops delayed before
+  for (const auto& o : cluster.osds) {
+    if (o.id != victim) {
+      CHECK(latency_windows(after, o.id) == 0);  // they waited for it in replication
+    }
+  }
+  CHECK(daemon.log_has(osd_name(victim) + ": still slow (latency)", 1s));
+  rados_cleanup(cluster);
 }
 
 // An erasure-coded pool (k=2, m=1 over the 3 OSDs): the client write's primary runs the same

@@ -24,6 +24,14 @@ hist plus(hist a, const hist& b) {
   return a;
 }
 
+// Client ops only: their whole-op histogram and own slow ops.
+OsdTotals ops(const hist& whole, std::uint64_t slow) {
+  OsdTotals t;
+  t.ops = whole;
+  t.own_slow = slow;
+  return t;
+}
+
 DetailSettings settings() {
   DetailSettings s;
   s.window = 60s;
@@ -48,16 +56,17 @@ TEST_CASE("rising slow ops open one bounded window, then rest for the interval",
   DetailWindows w(settings());
   const auto t0 = Clock::now();
   const hist fast = samples(100, 10);
-  CHECK_FALSE(w.observe(kOsd, t0, fast, 0));
-  CHECK_FALSE(w.observe(kOsd, t0 + 5s, plus(fast, fast), 0));  // fast ops: nothing
-  CHECK(w.observe(kOsd, t0 + 10s, plus(fast, fast), 2) == "slow_ops");
+  CHECK_FALSE(w.observe(kOsd, t0, ops(fast, 0)));
+  CHECK_FALSE(w.observe(kOsd, t0 + 5s, ops(plus(fast, fast), 0)));  // fast ops: nothing
+  CHECK(w.observe(kOsd, t0 + 10s, ops(plus(fast, fast), 2)) == "slow_ops");
   CHECK(w.active(kOsd));
-  CHECK_FALSE(w.observe(kOsd, t0 + 15s, plus(fast, fast), 5));  // already open
+  CHECK_FALSE(w.observe(kOsd, t0 + 15s, ops(plus(fast, fast), 5)));  // already open
+  CHECK_FALSE(w.observe(kOsd, t0 + 65s, ops(plus(fast, fast), 5)));  // none since: recovered
   CHECK(w.expire(t0 + 69s).empty());
   CHECK(w.expire(t0 + 70s) == std::vector<OsdId>{kOsd});
   CHECK_FALSE(w.active(kOsd));
-  CHECK_FALSE(w.observe(kOsd, t0 + 100s, plus(fast, fast), 9));  // resting: 600 s
-  CHECK(w.observe(kOsd, t0 + 611s, plus(fast, fast), 12) == "slow_ops");
+  CHECK_FALSE(w.observe(kOsd, t0 + 100s, ops(plus(fast, fast), 9)));  // resting: 600 s
+  CHECK(w.observe(kOsd, t0 + 611s, ops(plus(fast, fast), 12)) == "slow_ops");
   CHECK(w.states().at(kOsd).windows.at("slow_ops") == 2);
 }
 
@@ -66,11 +75,11 @@ TEST_CASE("a minute's p99 above the bound opens a window; too few ops do not",
   DetailWindows w(settings());
   const auto t0 = Clock::now();
   hist total = samples(1000, 10);
-  CHECK_FALSE(w.observe(kOsd, t0, total, 0));
+  CHECK_FALSE(w.observe(kOsd, t0, ops(total, 0)));
   total = plus(total, samples(10, 20));  // 10 ops near 1 s: fewer than min_ops
-  CHECK_FALSE(w.observe(kOsd, t0 + 5s, total, 0));
+  CHECK_FALSE(w.observe(kOsd, t0 + 5s, ops(total, 0)));
   total = plus(total, samples(30, 20));  // 40 in the minute, all slow: p99 ~1 s > 0.5 s
-  CHECK(w.observe(kOsd, t0 + 10s, total, 0) == "latency");
+  CHECK(w.observe(kOsd, t0 + 10s, ops(total, 0)) == "latency");
 }
 
 TEST_CASE("an operator's request opens a window unless one is open", "[unit][osd_detail]") {
@@ -83,4 +92,54 @@ TEST_CASE("an operator's request opens a window unless one is open", "[unit][osd
   CHECK(w.expire(t0 + 60s) == std::vector<OsdId>{kOsd});
   CHECK(w.request(kOsd, t0 + 61s).has_value());  // requests are not rate-limited
   CHECK(w.states().at(kOsd).windows.at("request") == 2);
+}
+
+TEST_CASE("a primary waiting for a replica is not the slow OSD; the replica's sub-ops are",
+          "[unit][osd_detail]") {
+  DetailWindows w(settings());
+  const auto t0 = Clock::now();
+  const OsdId replica{"osd.2", "fsid"};
+  OsdTotals primary;
+  primary.ops = samples(1000, 10);
+  CHECK_FALSE(w.observe(kOsd, t0, primary));
+  CHECK_FALSE(w.observe(replica, t0, OsdTotals{}));
+  // 40 ops near 1 s on the primary, all of it in replication: its p99 is the replica's
+  primary.ops = plus(primary.ops, samples(40, 20));
+  primary.replication = samples(40, 20);
+  CHECK_FALSE(w.observe(kOsd, t0 + 5s, primary));
+  OsdTotals slow_replica;
+  slow_replica.subops = samples(40, 20);
+  CHECK(w.observe(replica, t0 + 5s, slow_replica) == "latency");
+  // slow ops under replication are not the primary's own (own_slow stays 0)
+  CHECK_FALSE(w.active(kOsd));
+  // another primary's ops slow in its own stages, its replication fast: its own
+  const OsdId own{"osd.1", "fsid"};
+  OsdTotals slow_itself;
+  slow_itself.ops = samples(1000, 10);
+  slow_itself.replication = samples(1000, 8);
+  CHECK_FALSE(w.observe(own, t0, slow_itself));
+  slow_itself.ops = plus(slow_itself.ops, samples(40, 20));
+  slow_itself.replication = plus(slow_itself.replication, samples(40, 8));
+  CHECK(w.observe(own, t0 + 5s, slow_itself) == "latency");
+}
+
+TEST_CASE("a window whose OSD is still slow runs another; one that recovered closes",
+          "[unit][osd_detail]") {
+  DetailWindows w(settings());
+  const auto t0 = Clock::now();
+  std::uint64_t slow = 0;
+  CHECK_FALSE(w.observe(kOsd, t0, ops(samples(100, 10), slow)));
+  CHECK(w.observe(kOsd, t0 + 5s, ops(samples(100, 10), ++slow)) == "slow_ops");
+  // slow all through the window: at its end it runs another, counted, not a rest
+  for (auto at = t0 + 10s; at <= t0 + 65s; at += 5s) {
+    CHECK_FALSE(w.observe(kOsd, at, ops(samples(100, 10), ++slow)));
+  }
+  CHECK(w.expire(t0 + 65s).empty());
+  CHECK(w.active(kOsd));
+  CHECK(w.states().at(kOsd).windows.at("slow_ops") == 2);
+  // recovered: no slow op since the last check, though the last minute had many
+  CHECK_FALSE(w.observe(kOsd, t0 + 70s, ops(samples(100, 10), slow)));
+  CHECK(w.expire(t0 + 125s) == std::vector<OsdId>{kOsd});
+  CHECK_FALSE(w.active(kOsd));
+  CHECK(w.states().at(kOsd).windows.at("slow_ops") == 2);
 }

@@ -256,22 +256,26 @@ void OsdCollector::refresh(Clock::time_point now) {
   }
 }
 
-// detail: auto: every kDetailCheck, each OSD's client-op totals may open a window; windows
-// that ran their time are closed.
+// detail: auto: every kDetailCheck, each OSD's own totals may open a window; windows that ran
+// their time are closed, or run another while their OSD is still slow.
 void OsdCollector::check_windows(Clock::time_point now) {
-  std::map<std::uint32_t, std::pair<hist, std::uint64_t>> totals;  // target -> whole, slow
+  std::map<std::uint32_t, OsdTotals> totals;  // by target
   const bool check = now >= next_check_;
   if (check) {
     next_check_ = now + kDetailCheck;
     const Status walked =
         for_each_series([&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
-          if (k.kind != OSD_KIND_OP) {
-            return;
-          }
-          auto& [whole, slow] = totals[k.target];
+          OsdTotals& t = totals[k.target];
           for (const auto& c : cpus) {
-            add_hist(whole, c.latency[OSD_STAGE_WHOLE]);
-            slow += c.slow[OSD_STAGE_WHOLE];
+            if (k.kind == OSD_KIND_OP) {
+              add_hist(t.ops, c.latency[OSD_STAGE_WHOLE]);
+              add_hist(t.replication, c.latency[OSD_STAGE_REPLICATION]);
+              // a slow op counts under its longest stage: replication is a replica's time
+              t.own_slow += c.slow[OSD_STAGE_WHOLE] - c.slow[OSD_STAGE_REPLICATION];
+            } else if (k.kind == OSD_KIND_SUBOP) {
+              add_hist(t.subops, c.latency[OSD_STAGE_WHOLE]);
+              t.own_slow += c.slow[OSD_STAGE_WHOLE];
+            }
           }
         });
     if (!walked.ok()) {
@@ -286,10 +290,7 @@ void OsdCollector::check_windows(Clock::time_point now) {
     }
     for (const auto& [target, id] : osds) {
       const auto t = totals.find(target);
-      const hist none{};
-      const auto trigger = t == totals.end()
-                               ? windows_.observe(id, now, none, 0)
-                               : windows_.observe(id, now, t->second.first, t->second.second);
+      const auto trigger = windows_.observe(id, now, t == totals.end() ? OsdTotals{} : t->second);
       if (trigger) {
         spdlog::info("osd: {}: detail window opened ({})", id.first, *trigger);
         queue_detail(id, true);

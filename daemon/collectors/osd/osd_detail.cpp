@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -38,14 +39,33 @@ double DetailWindows::quantile_bound(const hist& h, double q) {
 
 void DetailWindows::open(Osd& o, Clock::time_point now, const std::string& trigger) {
   o.active = true;
+  o.still_slow.reset();
   o.until = now + settings_.window;
   ++o.windows[trigger];
 }
 
+std::optional<std::string> DetailWindows::trigger(const Sample& base, const OsdTotals& now,
+                                                  std::uint64_t min_ops) const {
+  if (now.own_slow > base.totals.own_slow) {
+    return "slow_ops";
+  }
+  auto over = [&](const hist& total, const hist& before) {
+    const hist span = minus(total, before);
+    return hist_count(span) >= std::max<std::uint64_t>(min_ops, 1) &&
+           quantile_bound(span, 0.99) > settings_.p99_bound_seconds;
+  };
+  // a primary slow only while it waits for a replica is the replica's: its sub-ops tell
+  if (over(now.subops, base.totals.subops) ||
+      (over(now.ops, base.totals.ops) && !over(now.replication, base.totals.replication))) {
+    return "latency";
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> DetailWindows::observe(const OsdId& osd, Clock::time_point now,
-                                                  const hist& whole, std::uint64_t slow) {
+                                                  const OsdTotals& totals) {
   Osd& o = osds_[osd];
-  std::optional<std::string> trigger;
+  std::optional<std::string> opens;
   if (!o.history.empty()) {
     // the oldest sample at least a minute old, else the oldest there is
     const Sample* base = &o.history.front();
@@ -54,25 +74,24 @@ std::optional<std::string> DetailWindows::observe(const OsdId& osd, Clock::time_
         base = &s;
       }
     }
-    const hist minute = minus(whole, base->whole);
-    if (slow > o.history.back().slow) {
-      trigger = "slow_ops";
-    } else if (hist_count(minute) >= settings_.min_ops &&
-               quantile_bound(minute, 0.99) > settings_.p99_bound_seconds) {
-      trigger = "latency";
+    opens = trigger(*base, totals, settings_.min_ops);
+    if (o.active) {
+      // still slow: over the last interval only, so recovery shows at once; a slow OSD takes
+      // few ops in a few seconds, so any number of them gives its p99 there
+      o.still_slow = trigger(o.history.back(), totals, 1);
     }
   }
-  o.history.push_back({now, whole, slow});
+  o.history.push_back({now, totals});
   while (o.history.size() > 2 && now - o.history[1].at >= std::chrono::minutes(1)) {
     o.history.pop_front();
   }
   const bool rested = !o.last_auto || now - *o.last_auto >= settings_.min_interval;
-  if (!trigger || o.active || !rested) {
+  if (!opens || o.active || !rested) {
     return std::nullopt;
   }
   o.last_auto = now;
-  open(o, now, *trigger);
-  return trigger;
+  open(o, now, *opens);
+  return opens;
 }
 
 std::optional<DetailWindows::Clock::time_point> DetailWindows::request(const OsdId& osd,
@@ -88,10 +107,20 @@ std::optional<DetailWindows::Clock::time_point> DetailWindows::request(const Osd
 std::vector<OsdId> DetailWindows::expire(Clock::time_point now) {
   std::vector<OsdId> out;
   for (auto& [id, o] : osds_) {
-    if (o.active && now >= o.until) {
-      o.active = false;
-      out.push_back(id);
+    if (!o.active || now < o.until) {
+      continue;
     }
+    if (o.still_slow) {  // the same episode: another window, not a rest
+      const std::string again = *o.still_slow;
+      o.still_slow.reset();
+      o.last_auto = now;
+      open(o, now, again);
+      spdlog::info("osd: {}: still slow ({}): detail window runs another {} s", id.first, again,
+                   settings_.window.count());
+      continue;
+    }
+    o.active = false;
+    out.push_back(id);
   }
   return out;
 }
