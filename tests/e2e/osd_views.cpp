@@ -165,21 +165,19 @@ int pause_replica_during_bench(const ClusterInfo& cluster, std::chrono::seconds 
   return victim.id;
 }
 
-int slow_osd_during_bench(const ClusterInfo& cluster, std::chrono::seconds delay,
-                          std::chrono::seconds slow_for, double sleep, int seconds) {
+int slow_osd_during_bench(const ClusterInfo& cluster, std::chrono::seconds slow_for, double sleep,
+                          int seconds) {
   const int victim = cluster.osds.back().id;
-  std::string failed;
-  std::thread slower([&] {
-    std::this_thread::sleep_for(delay);
-    failed = set_dispatch_delay(cluster, victim, sleep);
-    std::this_thread::sleep_for(slow_for);
-    const std::string undone = set_dispatch_delay(cluster, victim, 0);
-    failed += undone;
-  });
-  bench(cluster, BenchMode::kWrite, seconds);
-  slower.join();
+  // set before the bench starts: `ceph tell` can take seconds on a loaded host
+  const std::string failed = set_dispatch_delay(cluster, victim, sleep);
   INFO(failed);
   REQUIRE(failed.empty());
+  std::thread bencher([&] { bench(cluster, BenchMode::kWrite, seconds); });
+  std::this_thread::sleep_for(slow_for);
+  const std::string undone = set_dispatch_delay(cluster, victim, 0);
+  bencher.join();
+  INFO(undone);
+  REQUIRE(undone.empty());
   return victim;
 }
 

@@ -54,11 +54,11 @@ BenchSummary bench(const ClusterInfo& cluster, BenchMode mode, int seconds);
 // its primaries' writes wait for it. Returns the paused OSD's id.
 int pause_replica_during_bench(const ClusterInfo& cluster, std::chrono::seconds delay,
                                std::chrono::seconds pause, int seconds);
-// Makes the cluster's last OSD slow itself for SLOW_FOR, DELAY into a write bench of SECONDS:
+// Makes the cluster's last OSD slow itself for the first SLOW_FOR of a write bench of SECONDS:
 // it sleeps SLEEP seconds in its dispatch for every op and sub-op (set_dispatch_delay), so its
 // own stamps hold the time. Returns the slow OSD's id.
-int slow_osd_during_bench(const ClusterInfo& cluster, std::chrono::seconds delay,
-                          std::chrono::seconds slow_for, double sleep, int seconds);
+int slow_osd_during_bench(const ClusterInfo& cluster, std::chrono::seconds slow_for, double sleep,
+                          int seconds);
 
 // A replica paused for 2 s in a 6 s write bench, as the daemon saw it: every OSD's slow writes
 // by stage are printed; returns the paused OSD and the slow writes under replication on the

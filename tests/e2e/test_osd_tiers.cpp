@@ -256,10 +256,10 @@ TEST_CASE("detail: auto attaches tier 2 in bounded windows, on request and on sl
   CHECK(store_samples(cluster, m1, first) == store_samples(cluster, m0, first));
   rados_cleanup(cluster);
 
-  // 2. rising slow ops of the OSD that is slow itself: it sleeps 1.5 s in its dispatch for 3 s
-  // of a write bench. Its primaries' writes wait for it in replication: its time, not theirs,
-  // so the window opens on it alone.
-  const int victim = slow_osd_during_bench(cluster, 1s, 3s, 1.5, 8);
+  // 2. rising slow ops of the OSD that is slow itself: it sleeps 1.5 s in its dispatch for the
+  // first 3 s of a write bench. Its primaries' writes wait for it in replication: its time, not
+  // theirs, so the window opens on it alone.
+  const int victim = slow_osd_during_bench(cluster, 3s, 1.5, 8);
   auto slow_windows = [&](int id) {
     return daemon.scrape().sum("cephscope_osd_detail_windows_total",
                                osd_labels(cluster, id, {{"trigger", "slow_ops"}}));
