@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "collectors/osd/osd_records.h"
+#include "collectors/rados/rados_records.h"
 #include "collectors/slow_ops.h"
 
 using namespace cephscope;
@@ -220,4 +221,35 @@ TEST_CASE("the parts of one trace, oldest start first, on one clock", "[unit][sl
   const auto all = nlohmann::json::parse(log.json());
   CHECK(all["ops"][0]["trace_id"].is_null());
   CHECK(all["ops"][1]["trace_id"] == t);
+}
+
+TEST_CASE("a client record: request id and trace id only from what the kernel read",
+          "[unit][slow_ops]") {
+  rados_slow_record r{};
+  r.tgid = 4242;
+  r.op = RADOS_OP_WRITE;
+  r.tid = 12;
+  r.pool = 2;
+  r.whole_ns = 1'500'000'000;
+  r.gid = 4177;
+  r.have_reqid = RADOS_REQID_GID;  // no incarnation read: no id claimed
+  CHECK(rados::to_slow_op(r, "rados").request_id.empty());
+  r.have_reqid |= RADOS_REQID_INC;
+  const SlowOp no_map = rados::to_slow_op(r, "rados");
+  CHECK(no_map.kind == "client");
+  CHECK(no_map.client == "client.4177");
+  CHECK(no_map.request_id == "client.4177.0:12");
+  CHECK(no_map.fsid.empty());      // no OSD map yet
+  CHECK(no_map.trace_id.empty());  // so no trace id
+  const std::uint8_t fsid[16] = {0x0b, 0x8a, 0x7c, 0x5e, 0x1f, 0x2d, 0x4e, 0x3a,
+                                 0x9b, 0x6c, 0x7d, 0x8e, 0x9f, 0xa0, 0xb1, 0xc2};
+  std::memcpy(r.fsid, fsid, sizeof(fsid));
+  r.have_reqid |= RADOS_REQID_FSID;
+  const SlowOp op = rados::to_slow_op(r, "rados");
+  CHECK(op.fsid == "0b8a7c5e-1f2d-4e3a-9b6c-7d8e9fa0b1c2");
+  CHECK(op.trace_id == "acb63b09877e4ef8a27ce62ab4ad330b");  // as the OSDs derive it
+  CHECK(op.pool == 2);
+  CHECK(op.seconds == 1.5);
+  r.pool = RADOS_POOL_UNKNOWN;  // a marker build's op
+  CHECK_FALSE(rados::to_slow_op(r, "rados").pool.has_value());
 }
