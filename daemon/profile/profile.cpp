@@ -57,9 +57,16 @@ const MemberEntry* Profile::member(std::string_view type, std::string_view path)
 }
 
 bool MemberOffsets::operator()(std::string_view type, std::string_view path, uint32_t& into) {
+  if (!optional(type, path, into)) {
+    missing_.append(missing_.empty() ? "" : ", ").append(type).append("::").append(path);
+    return false;
+  }
+  return true;
+}
+
+bool MemberOffsets::optional(std::string_view type, std::string_view path, uint32_t& into) const {
   const auto* m = p_.member(type, path);
   if (m == nullptr || m->status != ItemStatus::kOk) {
-    missing_.append(missing_.empty() ? "" : ", ").append(type).append("::").append(path);
     return false;
   }
   into = static_cast<uint32_t>(m->offset);

@@ -114,6 +114,9 @@ class MemberOffsets {
   explicit MemberOffsets(const Profile& p) : p_(p) {}
   // Sets INTO to TYPE::PATH's offset; false when the profile has it unresolved or not at all.
   bool operator()(std::string_view type, std::string_view path, uint32_t& into);
+  // The same for a member a build may lack by design (one of two routes to a value, a detail
+  // only some builds have): not named in missing().
+  bool optional(std::string_view type, std::string_view path, uint32_t& into) const;
   [[nodiscard]] const std::string& missing() const { return missing_; }
 
  private:

@@ -11,8 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "collectors/osd/osd_records.h"
+#include "collectors/rados/rados_probes.h"
 #include "collectors/rados/rados_records.h"
 #include "collectors/slow_ops.h"
+#include "profile/profile_json.h"
 
 using namespace cephscope;
 
@@ -252,4 +254,30 @@ TEST_CASE("a client record: request id and trace id only from what the kernel re
   CHECK(op.seconds == 1.5);
   r.pool = RADOS_POOL_UNKNOWN;  // a marker build's op
   CHECK_FALSE(rados::to_slow_op(r, "rados").pool.has_value());
+}
+
+// Each shipped client library build takes one route to the global id; the other route's
+// members, and librbd's copy lacking both, are not reported as missing members.
+TEST_CASE("the shipped librados builds: request-id routes, nothing reported missing",
+          "[unit][slow_ops]") {
+  const std::string dir = std::string(CEPHSCOPE_SOURCE_DIR) + "/config/profiles/";
+  struct Build {
+    const char* file;
+    std::uint32_t route;  // RADOS_HAVE_GID_*, 0: none (sends only)
+  };
+  for (const Build& b : {Build{"fb8e9106466bbf700643c6e5a6d285bb2fd1d491", RADOS_HAVE_GID_RC},
+                         Build{"db58d5e5bd1ed353110ae4b19ba270c188a27e8b", RADOS_HAVE_GID_RC},
+                         Build{"0682b21936551fc1c4a8e12968e3d4d83964d25e", RADOS_HAVE_GID_MONC},
+                         Build{"b4aaeac9d3ede85f6daa9723c7399c514e6945ea", 0U}}) {
+    INFO(b.file);
+    auto prof = profile::load_profile(dir + b.file + ".librados.json");
+    REQUIRE(prof.ok());
+    const auto plan = rados::plan_for(*prof, "test");
+    CHECK((plan.layout.have & (RADOS_HAVE_GID_RC | RADOS_HAVE_GID_MONC)) == b.route);
+    if (b.route != 0) {
+      CHECK((plan.layout.have & RADOS_HAVE_INC) != 0);
+      CHECK((plan.layout.have & RADOS_HAVE_FSID) != 0);
+    }
+    CHECK(plan.missing_members.empty());
+  }
 }

@@ -24,24 +24,26 @@ profile::ProbeSet probe_set() {
 
 namespace {
 
-// The members a slow op's record reads for its request id and cluster (the table's last eight).
-void read_request_id_members(const profile::Profile& p, profile::MemberOffsets& off,
+// The members a slow op's record reads for its request id and cluster (the table's last
+// eight). Optional: each build has one of the two routes to the global id (librbd's copy of
+// the Objecter neither: it only sends), and no stage needs them.
+void read_request_id_members(const profile::Profile& p, const profile::MemberOffsets& off,
                              rados_layout& l) {
-  const bool monc = off("Objecter", "monc", l.objecter_monc);
-  if (monc && off("MonClient", "global_id", l.monc_global_id)) {
+  const bool monc = off.optional("Objecter", "monc", l.objecter_monc);
+  if (monc && off.optional("MonClient", "global_id", l.monc_global_id)) {
     l.have |= RADOS_HAVE_GID_MONC;
-  } else if (monc && off(kRadosClient, "monclient", l.client_monclient) &&
-             off(kRadosClient, "instance_id", l.client_instance_id) &&
-             off(kRadosClient, "objecter", l.client_objecter)) {
+  } else if (monc && off.optional(kRadosClient, "monclient", l.client_monclient) &&
+             off.optional(kRadosClient, "instance_id", l.client_instance_id) &&
+             off.optional(kRadosClient, "objecter", l.client_objecter)) {
     l.have |= RADOS_HAVE_GID_RC;
   }
-  if (off("Objecter", "client_inc", l.objecter_inc)) {
+  if (off.optional("Objecter", "client_inc", l.objecter_inc)) {
     l.have |= RADOS_HAVE_INC;
   }
   // a raw pointer, or a unique_ptr with an empty deleter (the size of the pointer it holds)
   const profile::MemberEntry* osdmap = p.member("Objecter", "osdmap");
-  if (off("Objecter", "osdmap", l.objecter_osdmap) && osdmap != nullptr && osdmap->size == 8 &&
-      off("OSDMap", "fsid", l.osdmap_fsid)) {
+  if (off.optional("Objecter", "osdmap", l.objecter_osdmap) && osdmap != nullptr &&
+      osdmap->size == 8 && off.optional("OSDMap", "fsid", l.osdmap_fsid)) {
     l.have |= RADOS_HAVE_FSID;
   }
 }
