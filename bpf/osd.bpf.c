@@ -150,20 +150,52 @@ static __always_inline __u32 series_arg(const struct osd_layout *l, __u32 kind, 
 }
 
 /*
+ * Exemplars (docs/collectors/osd.md, "Exemplars"): the slowest op of each slot series in the
+ * current interval, which the daemon starts anew at each scrape by moving exemplar_interval
+ * (osd_records.bpf.h). One array shared by the CPUs, so that a series' maximum is one for the node:
+ * an op reads it, and writes it only when it is the new maximum, which is also the only time a fast
+ * op sends a record. Two CPUs racing may both send one; nothing else is lost.
+ */
+struct osd_exemplar_max osd_exemplar_max[OSD_STATS_SLOTS * OSD_SLOT_SERIES];
+
+/* 1 when WHOLE is the new maximum of series SERIES (series_arg()) in this interval. */
+static __always_inline int new_maximum(__u32 series, __u64 whole)
+{
+	__u32 slot = (series >> 16) - 1, op = series & 0xff, interval = exemplar_interval;
+	struct osd_exemplar_max *m;
+
+	if (!interval || slot >= OSD_STATS_SLOTS || op >= OSD_OP_COUNT)
+		return 0;
+	__u32 i = slot * OSD_SLOT_SERIES + osd_slot_series((series >> 8) & 0xff, op);
+
+	if (i >= OSD_STATS_SLOTS * OSD_SLOT_SERIES)
+		return 0;
+	m = &osd_exemplar_max[i];
+	if (m->interval == interval && m->whole_ns >= whole)
+		return 0;
+	m->interval = interval;
+	m->whole_ns = whole;
+	return 1;
+}
+
+/*
  * Folds the scratch's measured stages and the whole op (series = series_arg()) into the op's
- * series with one map lookup; a slow op is counted under its longest stage. A global
- * function: the verifier checks it once, not once per caller's path.
+ * series with one map lookup; a slow op is counted under its longest stage. Returns 1 when
+ * the op is its series' new slowest of the exemplar interval. A global function: the
+ * verifier checks it once, not once per caller's path.
  */
 __noinline int osd_fold(__u32 target, __u32 series, __u64 whole, __u64 in, __u64 out)
 {
 	struct osd_scratch *s = scratch();
 	struct osd_stats *st;
+	int maximum;
 
 	if (!s)
 		return 0;
 	st = series_of(target, series >> 16, (series >> 8) & 0xff, series & 0xff);
 	if (!st || bench_cut == CUT_BEFORE_HISTS)
 		return 0;
+	maximum = new_maximum(series, whole);
 #pragma unroll
 	for (__u32 i = 0; i < OSD_STAGE_COUNT; i++) {
 		if (s->known & (1u << i))
@@ -173,14 +205,14 @@ __noinline int osd_fold(__u32 target, __u32 series, __u64 whole, __u64 in, __u64
 	st->bytes_in += in;
 	st->bytes_out += out;
 	if (!slow_ns || whole < slow_ns)
-		return 0;
+		return maximum;
 	st->slow[OSD_STAGE_WHOLE] += 1;
 	__u32 longest = osd_longest_stage();
 
 	barrier_var(longest);
 	if (longest < OSD_STAGE_COUNT)
 		st->slow[longest] += 1;
-	return 0;
+	return maximum;
 }
 
 /* The op's transaction record, consumed: queue time and BlueStore stages into the scratch. */
@@ -370,10 +402,11 @@ int osd_op_done(struct pt_regs *ctx)
 	} else {
 		event_stages(s);
 	}
-	osd_fold(target, series_arg(l, OSD_KIND_OP, cls), whole_op(t), PT_REGS_PARM3(ctx),
-		 PT_REGS_PARM4(ctx));
-	record_slow(s, l, (const void *)PT_REGS_PARM1(ctx), op, tgid, target, cls, whole_op(t),
-		    OSD_RECORD_OP);
+	int maximum = osd_fold(target, series_arg(l, OSD_KIND_OP, cls), whole_op(t),
+			       PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx));
+
+	record_op(s, l, (const void *)PT_REGS_PARM1(ctx), op, tgid, target, cls, whole_op(t),
+		  OSD_RECORD_OP, maximum);
 	return 0;
 }
 
@@ -414,7 +447,10 @@ int osd_subop_done(struct pt_regs *ctx)
 		if (!msg_member(s, l, msg, l->msg_data_len, v, 8))
 			data_len = v[0];
 	}
-	osd_fold(target, series_arg(l, OSD_KIND_SUBOP, OSD_OP_WRITE), whole_op(t), data_len, 0);
-	record_slow(s, l, 0, op, tgid, target, OSD_OP_WRITE, whole_op(t), OSD_RECORD_REPLICA);
+	int maximum =
+	    osd_fold(target, series_arg(l, OSD_KIND_SUBOP, OSD_OP_WRITE), whole_op(t), data_len, 0);
+
+	record_op(s, l, 0, op, tgid, target, OSD_OP_WRITE, whole_op(t), OSD_RECORD_REPLICA,
+		  maximum);
 	return 0;
 }

@@ -159,9 +159,10 @@ enum cephscope_osd_record {
 };
 
 /*
- * One client op over the slow threshold, from its primary, or one replica sub-op over it:
- * the only per-op traffic to user space (a ring buffer), rare by design. Times are ns; stage
- * i is valid when bit i of known. A replica's request id is its client's.
+ * One client op over the slow threshold, from its primary, or one replica sub-op over it, or
+ * its series' new slowest op of the exemplar interval: the only per-op traffic to user space
+ * (a ring buffer), rare by design. Times are ns; stage i is valid when bit i of known. A
+ * replica's request id is its client's.
  */
 struct osd_slow_record {
 	__u64 time_ns; /* realtime, at the reply */
@@ -181,7 +182,8 @@ struct osd_slow_record {
 	__u32 object_len; /* the name's whole length; the text holds at most OSD_RECORD_OBJECT-1 */
 	__u8 have_reqid;  /* the request id (client, tid) was read */
 	__u8 have_inc;	  /* and its incarnation */
-	__u16 pad;
+	__u8 slow;	  /* over the slow threshold */
+	__u8 exemplar;	  /* its series' slowest op of exemplar interval INTERVAL so far */
 	__s32 inc;
 	char object[OSD_RECORD_OBJECT];
 	char replicas[OSD_RECORD_REPLICAS];
@@ -191,7 +193,7 @@ struct osd_slow_record {
 	 */
 	__u32 replies;
 	__s32 reply_osd[OSD_REPLIES_KEPT];
-	__u32 pad2;
+	__u32 interval; /* exemplar_interval when it was sent */
 	__u64 reply_after_ns[OSD_REPLIES_KEPT];
 };
 
@@ -252,6 +254,13 @@ struct osd_last_replica_key {
  */
 #define OSD_STATS_SLOTS 32
 #define OSD_SLOT_SERIES (OSD_OP_COUNT + 1)
+
+/* Exemplars: a slot series' slowest op of the current interval (osd_exemplar_max). */
+struct osd_exemplar_max {
+	__u32 interval;
+	__u32 pad;
+	__u64 whole_ns;
+};
 
 /* A series' index in a slot: a client op by its op, a replicated write after them. */
 static inline __u32 osd_slot_series(__u32 kind, __u32 op)

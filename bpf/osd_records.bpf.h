@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Slow-op records of osd.bpf.c: one per client op or replica sub-op over the slow threshold,
- * through a ring buffer, the only per-op traffic to user space (docs/collectors/osd.md,
- * "Slow-op records").
+ * Op records of osd.bpf.c: one per client op or replica sub-op over the slow threshold, or
+ * its series' new slowest of the exemplar interval, through a ring buffer, the only per-op
+ * traffic to user space (docs/collectors/osd.md, "Slow-op records" and "Exemplars").
  */
 #ifndef CEPHSCOPE_OSD_RECORDS_BPF_H
 #define CEPHSCOPE_OSD_RECORDS_BPF_H
@@ -14,6 +14,8 @@
 
 /* Ops slower than this are counted in osd_stats.slow and recorded; 0 turns both off. */
 volatile __u64 slow_ns;
+/* The exemplar interval, moved by the daemon at each scrape; 0: no exemplars. */
+volatile __u32 exemplar_interval;
 
 /* Slow-op records, the rare path (docs/collectors/osd.md, "Slow-op records"). */
 struct {
@@ -22,19 +24,21 @@ struct {
 } osd_records SEC(".maps");
 
 /*
- * A slow op's record: its request id, pool and PG, object, each stage's time and the
- * replicas it waited for (the text of its "waiting for subops from" event); a replica's
- * sub-op (KIND) has no PG here (PG is NULL), no object and no replicas.
+ * The record of an op that is slow or its series' new maximum (MAXIMUM): its request id, pool
+ * and PG, object, each stage's time and the replicas it waited for (the text of its "waiting
+ * for subops from" event); a replica's sub-op (KIND) has no PG here (PG is NULL), no object
+ * and no replicas.
  */
-static __always_inline void record_slow(struct osd_scratch *s, const struct osd_layout *l,
-					const void *pg, const void *op, __u32 tgid, __u32 target,
-					__u8 cls, __u64 whole, __u8 kind)
+static __always_inline void record_op(struct osd_scratch *s, const struct osd_layout *l,
+				      const void *pg, const void *op, __u32 tgid, __u32 target,
+				      __u8 cls, __u64 whole, __u8 kind, int maximum)
 {
 	struct osd_slow_record *r;
 	__u64 id[3], str[2], inc;
 	__u32 seed, k;
+	__u8 slow = slow_ns && whole >= slow_ns;
 
-	if (!slow_ns || whole < slow_ns)
+	if (!slow && !maximum)
 		return;
 	r = bpf_ringbuf_reserve(&osd_records, sizeof(*r), 0);
 	if (!r) {
@@ -50,6 +54,9 @@ static __always_inline void record_slow(struct osd_scratch *s, const struct osd_
 	r->target = target;
 	r->op = cls;
 	r->kind = kind;
+	r->slow = slow;
+	r->exemplar = maximum != 0;
+	r->interval = exemplar_interval;
 	if ((l->have & OSD_HAVE_REQID) && !op_member(s, l, op, l->op_reqid, id, 24)) {
 		r->name_type = (__u8)id[0];
 		r->client = (__s64)id[1];

@@ -34,6 +34,8 @@ const volatile bool instance_labels = false;
 volatile __u64 slow_ns;
 /* CLOCK_REALTIME - CLOCK_MONOTONIC in ns, kept current by the daemon. */
 volatile __s64 rt_off_ns;
+/* The exemplar interval, moved by the daemon at each scrape; 0: no exemplars. */
+volatile __u32 exemplar_interval;
 
 /*
  * The layout of the library build each probe is in, by probe and address modulo the page:
@@ -90,6 +92,19 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, RADOS_RECORDS_BYTES);
 } rados_records SEC(".maps");
+
+/*
+ * Exemplars (docs/collectors/rados.md, "Exemplars"): each series' slowest op of the current
+ * interval, shared by the CPUs so that the maximum is one for the node; written only when an
+ * op is the new maximum, which is also the only time a fast op sends a record. LRU: a series
+ * whose client went ages out.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, RADOS_STATS_MAX);
+	__type(key, struct rados_stats_key);
+	__type(value, struct rados_exemplar_max);
+} rados_exemplar_max SEC(".maps");
 
 static const struct rados_stats zero_stats;
 
@@ -316,7 +331,8 @@ static __always_inline void instance_of(struct rados_stats_key *key, const struc
  * A slow op's request id (client.<gid>, incarnation, tid) and cluster, from its OBJECTER: the
  * global id where the Objecter's MonClient keeps it, or through the RadosClient that holds
  * that MonClient when the build's DWARF has no MonClient (a RadosClient whose objecter is
- * this one: another owner of the Objecter reads nothing). Dependent reads, on slow ops only.
+ * this one: another owner of the Objecter reads nothing). Dependent reads, on recorded ops
+ * only.
  */
 static __always_inline void read_reqid(const struct rados_layout *l, const void *objecter,
 				       struct rados_slow_record *r)
@@ -349,11 +365,39 @@ static __always_inline void read_reqid(const struct rados_layout *l, const void 
 		r->have_reqid |= RADOS_REQID_FSID;
 }
 
-/* A slow op's record: who, which object on which OSD and PG, how long, with what result. */
-static __always_inline void record_slow(const struct rados_layout *l, const void *objecter,
-					const void *op, __u64 tid,
-					const struct rados_stats_key *key, __u32 tgid, __u64 now,
-					__u64 whole, __s32 result, __s32 attempts)
+/*
+ * 1 when WHOLE is the new maximum of series KEY in this interval. Ops of a client not tracked
+ * yet make none: their series is its target's only later.
+ */
+static __always_inline int new_maximum(const struct rados_stats_key *key, __u64 whole)
+{
+	__u32 interval = exemplar_interval;
+	struct rados_exemplar_max *m;
+
+	if (!interval || key->target == CEPHSCOPE_UNTRACKED)
+		return 0;
+	m = bpf_map_lookup_elem(&rados_exemplar_max, key);
+	if (!m) {
+		struct rados_exemplar_max first = {.interval = interval, .whole_ns = whole};
+
+		bpf_map_update_elem(&rados_exemplar_max, key, &first, BPF_ANY);
+		return 1;
+	}
+	if (m->interval == interval && m->whole_ns >= whole)
+		return 0;
+	m->interval = interval;
+	m->whole_ns = whole;
+	return 1;
+}
+
+/*
+ * The record of an op that is slow or its series' new maximum (MAXIMUM): who, which object on
+ * which OSD and PG, how long, with what result.
+ */
+static __always_inline void record_op(const struct rados_layout *l, const void *objecter,
+				      const void *op, __u64 tid, const struct rados_stats_key *key,
+				      __u32 tgid, __u64 now, __u64 whole, __s32 result,
+				      __s32 attempts, int maximum)
 {
 	struct rados_slow_record *r;
 	struct cxx_string str = {};
@@ -374,6 +418,10 @@ static __always_inline void record_slow(const struct rados_layout *l, const void
 	r->osd = -1;
 	r->resends = attempts > 1 ? attempts - 1 : 0;
 	r->tid = tid;
+	r->slow = slow_ns && whole >= slow_ns;
+	r->exemplar = maximum != 0;
+	r->interval = exemplar_interval;
+	__builtin_memcpy(&r->key, key, sizeof(r->key));
 	if (!l) { /* a marker build: the tid alone */
 		bpf_ringbuf_submit(r, 0);
 		return;
@@ -445,8 +493,10 @@ static __always_inline int finish_op(const struct rados_layout *l, const void *o
 		if (c < RADOS_ERR_COUNT)
 			stats->errors[c] += 1;
 	}
-	if (slow_ns && delta >= slow_ns)
-		record_slow(l, objecter, op, tid, &skey, tgid, now, delta, result, attempts);
+	int maximum = new_maximum(&skey, delta);
+
+	if (maximum || (slow_ns && delta >= slow_ns))
+		record_op(l, objecter, op, tid, &skey, tgid, now, delta, result, attempts, maximum);
 	return 0;
 }
 

@@ -234,7 +234,10 @@ struct rados_stats {
 	__u64 errors[RADOS_ERR_COUNT];
 };
 
-/* A client op over collectors.rados.slow_op_threshold, through the rados_records ring buffer. */
+/*
+ * A client op over collectors.rados.slow_op_threshold, or its series' new slowest of the
+ * exemplar interval, through the rados_records ring buffer.
+ */
 #define RADOS_REQID_GID (1u << 0)
 #define RADOS_REQID_INC (1u << 1)
 #define RADOS_REQID_FSID (1u << 2)
@@ -254,11 +257,22 @@ struct rados_slow_record {
 	__u32 object_len; /* the name's length, which may exceed what was kept */
 	__u8 have_ids;
 	__u8 have_reqid; /* RADOS_REQID_*: which of gid, inc and fsid were read */
-	__u8 pad[2];
-	__s32 inc;     /* the request id's incarnation (Objecter::client_inc) */
-	__u64 gid;     /* the client's global id: its entity is client.<gid> */
-	__u8 fsid[16]; /* the cluster's, from the client's OSD map */
+	__u8 slow;	 /* over the slow threshold */
+	__u8 exemplar;	 /* its series' slowest op of exemplar interval INTERVAL so far */
+	__s32 inc;	 /* the request id's incarnation (Objecter::client_inc) */
+	__u64 gid;	 /* the client's global id: its entity is client.<gid> */
+	__u8 fsid[16];	 /* the cluster's, from the client's OSD map */
 	char object[RADOS_RECORD_OBJECT];
+	__u32 interval; /* exemplar_interval when it was sent */
+	__u32 pad;
+	struct rados_stats_key key; /* the op's series */
+};
+
+/* Exemplars: a series' slowest op of the current interval (rados_exemplar_max). */
+struct rados_exemplar_max {
+	__u32 interval;
+	__u32 pad;
+	__u64 whole_ns;
 };
 
 #endif

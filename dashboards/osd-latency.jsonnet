@@ -40,20 +40,20 @@ g.dashboard(
   + [g.row('Stage quantiles', 9)]
   + g.layout([
     g.timeseries('Write p99 by stage', '99th percentile of each write stage, from the histograms (not an average of averages); with every OSD selected, the highest of the hosts\' (recording rule cephscope:host_osd_op_stage_seconds:p99_5m).',
-                 [g.target(stageQuantile('0.99', 'cephscope:host_osd_op_stage_seconds:p99_5m', 'write'), '{{stage}}')]),
+                 [g.target(stageQuantile('0.99', 'cephscope:host_osd_op_stage_seconds:p99_5m', 'write'), '{{stage}}', exemplar=true)]),
     g.timeseries('Write p50 by stage', 'Median of each write stage; with every OSD selected, the highest of the hosts\' (recording rule cephscope:host_osd_op_stage_seconds:p50_5m).',
                  [g.target(stageQuantile('0.5', 'cephscope:host_osd_op_stage_seconds:p50_5m', 'write'), '{{stage}}')]),
     g.timeseries('Read p99 by stage', '99th percentile of each read stage; with every OSD selected, the highest of the hosts\'.',
-                 [g.target(stageQuantile('0.99', 'cephscope:host_osd_op_stage_seconds:p99_5m', 'read'), '{{stage}}')]),
+                 [g.target(stageQuantile('0.99', 'cephscope:host_osd_op_stage_seconds:p99_5m', 'read'), '{{stage}}', exemplar=true)]),
     g.timeseries('Replica sub-op p99 by stage', '99th percentile of each stage of replicated writes on the replicas; with every OSD selected, the highest of the hosts\' (recording rule cephscope:host_osd_subop_stage_seconds:p99_5m).',
-                 [g.target(quantileOr('0.99', 'cephscope_osd_subop_stage_seconds', 'cephscope:host_osd_subop_stage_seconds:p99_5m', 'stage', ''), '{{stage}}')]),
+                 [g.target(quantileOr('0.99', 'cephscope_osd_subop_stage_seconds', 'cephscope:host_osd_subop_stage_seconds:p99_5m', 'stage', ''), '{{stage}}', exemplar=true)]),
   ], y=10)
   + [g.row('Heatmaps', 26)]
   + g.layout([
     g.heatmap('Client write latency', 'Whole client writes on their primary: received to reply (Ceph\'s op_w_latency).',
-              'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="write"}[$__rate_interval]))'),
+              'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="write"}[$__rate_interval]))', exemplar=true),
     g.heatmap('Client read latency', 'Whole client reads on their primary (Ceph\'s op_r_latency).',
-              'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="read"}[$__rate_interval]))'),
+              'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="read"}[$__rate_interval]))', exemplar=true),
   ], y=27)
   + [g.row('Slow ops and slowest OSDs', 35)]
   + g.layout([

@@ -284,6 +284,7 @@ std::optional<int> Daemon::start() {
       endpoint_routes(
           {.metrics = [this] { return exporter_->render(); },
            .metrics_protobuf = [this] { return exporter_->render_protobuf(); },
+           .metrics_openmetrics = [this] { return exporter_->render_openmetrics(); },
            .slow_ops = [this] { return slow_ops_.json(); },
            .slow_op_trace = [this](std::string_view trace) { return slow_ops_.trace_json(trace); },
            .osd_detail =

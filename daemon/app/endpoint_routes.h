@@ -1,6 +1,6 @@
-// What the daemon serves: /metrics (text, or protobuf for a scraper that prefers it),
-// /healthz, /readyz, an index, and the operator's /debug/ pages, as a route table for the
-// transport (server/http_server.h).
+// What the daemon serves: /metrics (text, or OpenMetrics or protobuf for a scraper that
+// prefers it), /healthz, /readyz, an index, and the operator's /debug/ pages, as a route
+// table for the transport (server/http_server.h).
 #pragma once
 
 #include <atomic>
@@ -15,8 +15,9 @@
 namespace cephscope {
 
 struct EndpointSources {
-  std::function<std::string()> metrics;           // the text exposition
-  std::function<std::string()> metrics_protobuf;  // unset: text for everyone
+  std::function<std::string()> metrics;              // the text exposition
+  std::function<std::string()> metrics_protobuf;     // unset: text for everyone
+  std::function<std::string()> metrics_openmetrics;  // unset: text for everyone
   // JSON of the last slow-op records at /debug/slow-ops (unset: 404), and of the records of
   // one trace at /debug/slow-ops?trace_id=T (nullopt: none kept).
   std::function<std::string()> slow_ops;

@@ -30,6 +30,22 @@ void SlowOpLog::add(SlowOp op) {
   ops_.push_back(std::move(op));
 }
 
+void SlowOpLog::keep(SlowOp op) {
+  std::lock_guard lock(mu_);
+  if (capacity_ == 0) {
+    return;
+  }
+  if (exemplar_ops_.size() >= capacity_ * kExemplarRoom) {
+    exemplar_ops_.pop_front();
+  }
+  exemplar_ops_.push_back(std::move(op));
+}
+
+void SlowOpLog::count_exemplar_record() {
+  std::lock_guard lock(mu_);
+  ++exemplar_records_;
+}
+
 std::uint64_t SlowOpLog::recorded() const {
   std::lock_guard lock(mu_);
   return recorded_;
@@ -51,6 +67,7 @@ nlohmann::json op_json(const SlowOp& op) {
                       {"tid", op.tid},
                       {"request_id", text_or_null(op.request_id)},
                       {"trace_id", text_or_null(op.trace_id)},
+                      {"slow", op.slow},
                       {"fsid", text_or_null(op.fsid)},
                       {"pg", op.pg},
                       {"object", op.object},
@@ -101,6 +118,8 @@ std::string SlowOpLog::json() const {
   }
   out["capacity"] = capacity_;
   out["recorded"] = recorded_;
+  out["exemplar_records"] = exemplar_records_;
+  out["exemplars_kept"] = exemplar_ops_.size();
   out["ops"] = std::move(ops);
   return dump(out);
 }
@@ -108,9 +127,11 @@ std::string SlowOpLog::json() const {
 std::optional<std::string> SlowOpLog::trace_json(std::string_view trace) const {
   std::vector<const SlowOp*> parts;
   std::lock_guard lock(mu_);
-  for (const SlowOp& op : ops_) {
-    if (!trace.empty() && op.trace_id == trace) {
-      parts.push_back(&op);
+  for (const auto* kept : {&ops_, &exemplar_ops_}) {
+    for (const SlowOp& op : *kept) {
+      if (!trace.empty() && op.trace_id == trace) {
+        parts.push_back(&op);
+      }
     }
   }
   if (parts.empty()) {

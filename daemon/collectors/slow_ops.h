@@ -1,6 +1,7 @@
 // The last slow-op records: one per client op over collectors.osd.slow_op_threshold, sent by
 // the OSD programs through a ring buffer (the only per-op traffic to user space, rare by
-// design), kept here in bounded memory and served as JSON at /debug/slow-ops.
+// design), kept here in bounded memory and served as JSON at /debug/slow-ops; and the ops
+// that scrapes exported as exemplars (collectors/exemplars.h), for their trace ids.
 #pragma once
 
 #include <cstddef>
@@ -27,6 +28,7 @@ struct SlowOp {
   std::uint64_t tid = 0;
   std::string request_id;  // Ceph's osd_reqid_t as Ceph prints it, "client.4177.0:12"; "": unknown
   std::string trace_id;    // trace_id(fsid, request_id); "": either is unknown
+  bool slow = true;        // over the slow threshold; false: kept as an exemplar
   std::optional<std::uint64_t> pool;
   std::string pg;                     // "2.b", empty when unknown
   std::string object;                 // as much of the name as was read
@@ -73,18 +75,28 @@ class SlowOpLog {
 
   // Keeps OP, dropping the oldest beyond the capacity.
   void add(SlowOp op);
-  // {"capacity": N, "recorded": total since start, "ops": [newest first]}.
+  // Keeps OP, an op a scrape exported as an exemplar (not slow), for trace_json() alone, in
+  // room of its own (kExemplarRoom times the capacity): exemplars come with every scrape.
+  void keep(SlowOp op);
+  // One record of a series' new maximum came (exemplars), for "exemplar_records".
+  void count_exemplar_record();
+  // {"capacity": N, "recorded": slow ops since start, "exemplar_records": records of new
+  // maxima since start, "exemplars_kept": M, "ops": [newest first]}.
   [[nodiscard]] std::string json() const;
-  // Every part of trace TRACE this daemon kept, oldest start first:
+  // Every part of trace TRACE this daemon kept, slow or exemplar, oldest start first:
   // {"trace_id": T, "parts": [...]}; nullopt when none is kept.
   [[nodiscard]] std::optional<std::string> trace_json(std::string_view trace) const;
   [[nodiscard]] std::uint64_t recorded() const;
 
+  static constexpr std::size_t kExemplarRoom = 4;
+
  private:
   mutable std::mutex mu_;
   std::deque<SlowOp> ops_;
+  std::deque<SlowOp> exemplar_ops_;
   std::size_t capacity_;
   std::uint64_t recorded_ = 0;
+  std::uint64_t exemplar_records_ = 0;
 };
 
 // The OSD ids of a "waiting for subops from 1,2" event's text (EC shards "1(0)" give 1);

@@ -36,14 +36,18 @@ int series_priority(const std::string& collector) {
 }  // namespace
 
 std::string Exporter::render() {
-  return serialize_text(collect());
+  return serialize_text(collect().families);
+}
+
+std::string Exporter::render_openmetrics() {
+  return serialize_openmetrics(collect());
 }
 
 std::string Exporter::render_protobuf() {
   return serialize_protobuf(collect());
 }
 
-std::vector<prometheus::MetricFamily> Exporter::collect() {
+Exposition Exporter::collect() {
   std::lock_guard lock(mu_);
   PrometheusSink sink(max_series_.load());
   // One look at the targets for the whole scrape: a target that expires meanwhile goes away
@@ -65,7 +69,7 @@ std::vector<prometheus::MetricFamily> Exporter::collect() {
   }
   sink.apply_cap();
   self_metrics(sink, snapshot, durations);
-  return sink.take();
+  return sink.take_exposition();
 }
 
 void Exporter::self_metrics(PrometheusSink& out, const std::vector<TargetView>& targets,

@@ -13,6 +13,7 @@
 #include "collectors/collector.h"
 #include "discovery/registry.h"
 #include "libbpf/features.h"
+#include "metrics/exposition.h"
 
 namespace cephscope {
 
@@ -28,11 +29,14 @@ class Exporter {
   void set_max_series(std::size_t n) { max_series_.store(n); }
   // The text exposition format; scrapes are serialised.
   std::string render();
-  // The protobuf exposition, histograms also in their native form (protobuf_exposition.h).
+  // OpenMetrics, with exemplars (text_exposition.h).
+  std::string render_openmetrics();
+  // The protobuf exposition, histograms also in their native form, with exemplars
+  // (protobuf_exposition.h).
   std::string render_protobuf();
 
  private:
-  std::vector<prometheus::MetricFamily> collect();
+  Exposition collect();
 
   void self_metrics(PrometheusSink& out, const std::vector<TargetView>& targets,
                     const std::vector<std::pair<std::string, double>>& durations);

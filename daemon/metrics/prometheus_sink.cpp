@@ -19,6 +19,13 @@ prometheus::ClientMetric metric_with(const Labels& labels) {
   return m;
 }
 
+std::size_t exemplar_bucket(const prometheus::ClientMetric::Histogram& histogram, double value) {
+  const auto& b = histogram.bucket;
+  return static_cast<std::size_t>(
+      std::find_if(b.begin(), b.end(), [value](const auto& x) { return value <= x.upper_bound; }) -
+      b.begin());
+}
+
 std::size_t PrometheusSink::family(const std::string& name, const std::string& help,
                                    prometheus::MetricType type) {
   auto it = index_.find(name);
@@ -27,16 +34,24 @@ std::size_t PrometheusSink::family(const std::string& name, const std::string& h
   }
   index_.emplace(name, families_.size());
   families_.push_back(prometheus::MetricFamily{name, help, type, {}});
+  exemplars_.emplace_back();
   return families_.size() - 1;
 }
 
-void PrometheusSink::add(std::size_t family, prometheus::ClientMetric metric, std::size_t series) {
+void PrometheusSink::admit(std::size_t family, prometheus::ClientMetric metric,
+                           std::optional<Exemplar> exemplar) {
+  families_[family].metric.push_back(std::move(metric));
+  exemplars_[family].push_back(std::move(exemplar));
+}
+
+void PrometheusSink::add(std::size_t family, prometheus::ClientMetric metric, std::size_t series,
+                         std::optional<Exemplar> exemplar) {
   if (capped_) {
     series_ += series;
-    families_[family].metric.push_back(std::move(metric));
+    admit(family, std::move(metric), std::move(exemplar));
     return;
   }
-  pending_.push_back({family, std::move(metric), series, priority_, source_});
+  pending_.push_back({family, std::move(metric), std::move(exemplar), series, priority_, source_});
 }
 
 void PrometheusSink::set_source(const std::string& source, int priority) {
@@ -72,7 +87,7 @@ void PrometheusSink::apply_cap() {
   // In the order they came, so each family's series keep theirs.
   for (std::size_t i = 0; i < pending_.size(); ++i) {
     if (admitted[i]) {
-      families_[pending_[i].family].metric.push_back(std::move(pending_[i].metric));
+      admit(pending_[i].family, std::move(pending_[i].metric), std::move(pending_[i].exemplar));
     }
   }
   pending_.clear();
@@ -93,19 +108,38 @@ void PrometheusSink::gauge(const std::string& name, const std::string& help, con
 }
 
 void PrometheusSink::histogram(const std::string& name, const std::string& help,
-                               const Labels& labels, const struct hist& h, Buckets buckets) {
+                               const Labels& labels, const struct hist& h, Buckets buckets,
+                               const Exemplar* exemplar) {
   auto m = metric_with(labels);
   m.histogram = to_prometheus(h, buckets);
   const std::size_t series = m.histogram.bucket.size() + 2;  // the buckets, _sum and _count
-  add(family(name, help, prometheus::MetricType::Histogram), std::move(m), series);
+  std::optional<Exemplar> kept;
+  // Only an op the histogram has counted: one from before a reset, or from a series the
+  // histogram has not read yet, would point at an empty bucket.
+  if (exemplar != nullptr) {
+    const std::size_t b = exemplar_bucket(m.histogram, exemplar->value);
+    const auto below = b == 0 ? 0 : m.histogram.bucket[b - 1].cumulative_count;
+    if (b < m.histogram.bucket.size() && m.histogram.bucket[b].cumulative_count > below) {
+      kept = *exemplar;
+    }
+  }
+  add(family(name, help, prometheus::MetricType::Histogram), std::move(m), series, std::move(kept));
 }
 
-std::vector<prometheus::MetricFamily> PrometheusSink::take() {
+Exposition PrometheusSink::take_exposition() {
   apply_cap();
   index_.clear();
+  Exposition out;
   // A family whose every series was left out is not written at all.
-  std::erase_if(families_, [](const prometheus::MetricFamily& f) { return f.metric.empty(); });
-  return std::move(families_);
+  for (std::size_t f = 0; f < families_.size(); ++f) {
+    if (!families_[f].metric.empty()) {
+      out.families.push_back(std::move(families_[f]));
+      out.exemplars.push_back(std::move(exemplars_[f]));
+    }
+  }
+  families_.clear();
+  exemplars_.clear();
+  return out;
 }
 
 }  // namespace cephscope

@@ -9,11 +9,13 @@
 
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "collectors/metric_sink.h"
 #include "core/labels.h"
+#include "metrics/exposition.h"
 
 namespace cephscope {
 
@@ -26,7 +28,8 @@ class PrometheusSink final : public MetricSink {
   void gauge(const std::string& name, const std::string& help, const Labels& labels,
              double value) override;
   void histogram(const std::string& name, const std::string& help, const Labels& labels,
-                 const struct hist& h, Buckets buckets = Buckets::kFull) override;
+                 const struct hist& h, Buckets buckets = Buckets::kFull,
+                 const Exemplar* exemplar = nullptr) override;
 
   // Where the series that follow come from (a collector's name), and their priority (0 is
   // kept first).
@@ -42,19 +45,24 @@ class PrometheusSink final : public MetricSink {
   [[nodiscard]] const std::map<std::string, std::size_t>& dropped_by_source() const {
     return dropped_by_;
   }
-  std::vector<prometheus::MetricFamily> take();
+  std::vector<prometheus::MetricFamily> take() { return take_exposition().families; }
+  // The families with their exemplars.
+  Exposition take_exposition();
 
  private:
   struct Pending {
     std::size_t family;
     prometheus::ClientMetric metric;
+    std::optional<Exemplar> exemplar;
     std::size_t series;
     int priority;
     std::string source;
   };
 
   std::size_t family(const std::string& name, const std::string& help, prometheus::MetricType type);
-  void add(std::size_t family, prometheus::ClientMetric metric, std::size_t series);
+  void add(std::size_t family, prometheus::ClientMetric metric, std::size_t series,
+           std::optional<Exemplar> exemplar = std::nullopt);
+  void admit(std::size_t family, prometheus::ClientMetric metric, std::optional<Exemplar> exemplar);
 
   std::size_t max_series_;
   int priority_ = 0;
@@ -63,6 +71,7 @@ class PrometheusSink final : public MetricSink {
   std::size_t series_ = 0;
   std::size_t dropped_ = 0;
   std::vector<prometheus::MetricFamily> families_;
+  std::vector<std::vector<std::optional<Exemplar>>> exemplars_;  // by family, by metric
   std::map<std::string, std::size_t> index_;
   std::vector<Pending> pending_;
   std::map<std::string, std::size_t> kept_;

@@ -24,7 +24,9 @@ constexpr std::uint32_t kMetricLabel = 1, kMetricGauge = 2, kMetricCounter = 3, 
 constexpr std::uint32_t kValue = 1;  // Gauge, Counter, Untyped
 constexpr std::uint32_t kSampleCount = 1, kSampleSum = 2, kBucket = 3, kSchema = 5,
                         kZeroThreshold = 6, kPositiveSpan = 12, kPositiveDelta = 13;
-constexpr std::uint32_t kCumulativeCount = 1, kUpperBound = 2;
+constexpr std::uint32_t kCumulativeCount = 1, kUpperBound = 2, kBucketExemplar = 3;
+constexpr std::uint32_t kExemplarLabel = 1, kExemplarValue = 2, kExemplarTimestamp = 3;
+constexpr std::uint32_t kSeconds = 1, kNanos = 2;  // google.protobuf.Timestamp
 constexpr std::uint32_t kSpanOffset = 1, kSpanLength = 2;
 }  // namespace field
 
@@ -137,14 +139,39 @@ void native(Writer& h, const prometheus::ClientMetric::Histogram& classic, int s
   h.packed_sint(field::kPositiveDelta, deltas);
 }
 
-Writer histogram(const prometheus::ClientMetric::Histogram& classic) {
+Writer label_pair(std::string_view name, std::string_view value) {
+  Writer pair;
+  pair.bytes(field::kLabelName, name);
+  pair.bytes(field::kLabelValue, value);
+  return pair;
+}
+
+Writer exemplar_message(const Exemplar& e) {
+  Writer w;
+  w.message(field::kExemplarLabel, label_pair("trace_id", e.trace_id));
+  w.real(field::kExemplarValue, e.value);
+  Writer at;
+  const double seconds = std::floor(e.timestamp);
+  at.uint(field::kSeconds, static_cast<std::uint64_t>(seconds));
+  at.uint(field::kNanos, static_cast<std::uint64_t>((e.timestamp - seconds) * 1e9));
+  w.message(field::kExemplarTimestamp, at);
+  return w;
+}
+
+Writer histogram(const prometheus::ClientMetric::Histogram& classic, const Exemplar* exemplar) {
   Writer h;
   h.uint(field::kSampleCount, classic.sample_count);
   h.real(field::kSampleSum, classic.sample_sum);
-  for (const auto& b : classic.bucket) {
+  const std::size_t with_exemplar =
+      exemplar != nullptr ? exemplar_bucket(classic, exemplar->value) : classic.bucket.size();
+  for (std::size_t i = 0; i < classic.bucket.size(); ++i) {
+    const auto& b = classic.bucket[i];
     Writer bucket;
     bucket.uint(field::kCumulativeCount, b.cumulative_count);
     bucket.real(field::kUpperBound, b.upper_bound);
+    if (i == with_exemplar) {
+      bucket.message(field::kBucketExemplar, exemplar_message(*exemplar));
+    }
     h.message(field::kBucket, bucket);
   }
   // A histogram with the kernel's slots, or every other one, has a native form; one with
@@ -159,13 +186,11 @@ Writer histogram(const prometheus::ClientMetric::Histogram& classic) {
   return h;
 }
 
-Writer metric(const prometheus::ClientMetric& m, prometheus::MetricType type) {
+Writer metric(const prometheus::ClientMetric& m, prometheus::MetricType type,
+              const Exemplar* exemplar) {
   Writer w;
   for (const auto& l : m.label) {
-    Writer pair;
-    pair.bytes(field::kLabelName, l.name);
-    pair.bytes(field::kLabelValue, l.value);
-    w.message(field::kMetricLabel, pair);
+    w.message(field::kMetricLabel, label_pair(l.name, l.value));
   }
   Writer value;
   switch (type) {
@@ -178,7 +203,7 @@ Writer metric(const prometheus::ClientMetric& m, prometheus::MetricType type) {
       w.message(field::kMetricGauge, value);
       break;
     case prometheus::MetricType::Histogram:
-      w.message(field::kMetricHistogram, histogram(m.histogram));
+      w.message(field::kMetricHistogram, histogram(m.histogram, exemplar));
       break;
     default:
       value.real(field::kValue, m.untyped.value);
@@ -193,15 +218,17 @@ int native_bucket_index(std::size_t slot) {
   return kFirstSlotIndex + static_cast<int>(slot);
 }
 
-std::string serialize_protobuf(const std::vector<prometheus::MetricFamily>& families) {
+std::string serialize_protobuf(const Exposition& exposition) {
   Writer out;
-  for (const auto& f : families) {
+  for (std::size_t fi = 0; fi < exposition.families.size(); ++fi) {
+    const auto& f = exposition.families[fi];
     Writer family;
     family.bytes(field::kFamilyName, f.name);
     family.bytes(field::kFamilyHelp, f.help);
     family.uint(field::kFamilyType, proto_type(f.type));
-    for (const auto& m : f.metric) {
-      family.message(field::kFamilyMetric, metric(m, f.type));
+    for (std::size_t mi = 0; mi < f.metric.size(); ++mi) {
+      family.message(field::kFamilyMetric,
+                     metric(f.metric[mi], f.type, exposition.exemplar(fi, mi)));
     }
     out.varint(family.str().size());  // each message after its length
     out.raw(family.str());

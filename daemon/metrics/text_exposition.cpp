@@ -11,10 +11,11 @@
 namespace cephscope {
 namespace {
 
-// A double as %.16g (an ostream of precision max_digits10 - 1), or Nan, +Inf, -Inf.
-std::string_view format_number(double v, std::array<char, 32>& buf) {
+// A double as %.16g (an ostream of precision max_digits10 - 1), or Nan (OpenMetrics: NaN),
+// +Inf, -Inf.
+std::string_view format_number(double v, std::array<char, 32>& buf, bool openmetrics = false) {
   if (std::isnan(v)) {
-    return "Nan";
+    return openmetrics ? "NaN" : "Nan";
   }
   if (std::isinf(v)) {
     return v < 0 ? "-Inf" : "+Inf";
@@ -26,12 +27,25 @@ std::string_view format_number(double v, std::array<char, 32>& buf) {
 
 class TextWriter {
  public:
-  explicit TextWriter(std::string& out) : out_(out) {}
+  TextWriter(std::string& out, bool openmetrics) : out_(out), openmetrics_(openmetrics) {}
 
   void text(std::string_view s) { out_.append(s); }
   void number(double v) {
     std::array<char, 32> buf{};
-    out_.append(format_number(v, buf));
+    out_.append(format_number(v, buf, openmetrics_));
+  }
+  // HELP text: a backslash and a line feed escaped, and in OpenMetrics a double quote too.
+  void help(std::string_view s) {
+    for (const char c : s) {
+      if (c == '\n') {
+        out_.append("\\n");
+      } else if (c == '\\' || (openmetrics_ && c == '"')) {
+        out_.push_back('\\');
+        out_.push_back(c);
+      } else {
+        out_.push_back(c);
+      }
+    }
   }
   template <typename Integer>
   void integer(Integer v) {
@@ -78,10 +92,26 @@ class TextWriter {
     }
     text("} ");
   }
-  void tail(const prometheus::ClientMetric& metric) {
+  // The sample's timestamp, if any (OpenMetrics: in seconds), an exemplar, and the line's end.
+  void tail(const prometheus::ClientMetric& metric, const Exemplar* exemplar = nullptr) {
     if (metric.timestamp_ms != 0) {
       out_.push_back(' ');
-      integer(metric.timestamp_ms);
+      if (openmetrics_) {
+        number(static_cast<double>(metric.timestamp_ms) / 1e3);
+      } else {
+        integer(metric.timestamp_ms);
+      }
+    }
+    if (exemplar != nullptr) {
+      text(" # {trace_id=\"");
+      escape_into(out_, exemplar->trace_id);
+      text("\"} ");
+      number(exemplar->value);
+      out_.push_back(' ');
+      std::array<char, 32> buf{};
+      const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), exemplar->timestamp,
+                                     std::chars_format::fixed, 3);
+      out_.append(buf.data(), res.ptr);
     }
     out_.push_back('\n');
   }
@@ -108,6 +138,7 @@ class TextWriter {
   }
 
   std::string& out_;
+  bool openmetrics_;
   std::string labels_;  // the current metric's, from begin_metric
 };
 
@@ -122,38 +153,54 @@ void count_and_sum(TextWriter& w, const prometheus::MetricFamily& family,
   w.tail(metric);
 }
 
+// A histogram: _count and _sum, then its buckets (OpenMetrics: the buckets first, the
+// exemplar on the bucket its value is in).
 void histogram(TextWriter& w, const prometheus::MetricFamily& family,
-               const prometheus::ClientMetric& metric) {
+               const prometheus::ClientMetric& metric, bool openmetrics,
+               const Exemplar* exemplar = nullptr) {
   const auto& hist = metric.histogram;
-  count_and_sum(w, family, metric, hist.sample_count, hist.sample_sum);
+  if (!openmetrics) {
+    count_and_sum(w, family, metric, hist.sample_count, hist.sample_sum);
+  }
+  const std::size_t with_exemplar =
+      exemplar != nullptr ? exemplar_bucket(hist, exemplar->value) : hist.bucket.size();
   double last = -std::numeric_limits<double>::infinity();
-  for (const auto& bucket : hist.bucket) {
+  for (std::size_t i = 0; i < hist.bucket.size(); ++i) {
+    const auto& bucket = hist.bucket[i];
     std::array<char, 32> buf{};
     w.head(family, "_bucket", "le", format_number(bucket.upper_bound, buf));
     last = bucket.upper_bound;
     w.integer(bucket.cumulative_count);
-    w.tail(metric);
+    w.tail(metric, i == with_exemplar ? exemplar : nullptr);
   }
   if (last != std::numeric_limits<double>::infinity()) {
     w.head(family, "_bucket", "le", "+Inf");
     w.integer(hist.sample_count);
     w.tail(metric);
   }
+  if (openmetrics) {
+    count_and_sum(w, family, metric, hist.sample_count, hist.sample_sum);
+  }
 }
 
 void summary(TextWriter& w, const prometheus::MetricFamily& family,
-             const prometheus::ClientMetric& metric) {
+             const prometheus::ClientMetric& metric, bool openmetrics) {
   const auto& sum = metric.summary;
-  count_and_sum(w, family, metric, sum.sample_count, sum.sample_sum);
+  if (!openmetrics) {
+    count_and_sum(w, family, metric, sum.sample_count, sum.sample_sum);
+  }
   for (const auto& q : sum.quantile) {
     std::array<char, 32> buf{};
     w.head(family, "", "quantile", format_number(q.quantile, buf));
     w.number(q.value);
     w.tail(metric);
   }
+  if (openmetrics) {
+    count_and_sum(w, family, metric, sum.sample_count, sum.sample_sum);
+  }
 }
 
-std::string_view type_name(prometheus::MetricType type) {
+std::string_view type_name(prometheus::MetricType type, bool openmetrics) {
   switch (type) {
     case prometheus::MetricType::Counter:
       return "counter";
@@ -164,13 +211,31 @@ std::string_view type_name(prometheus::MetricType type) {
     case prometheus::MetricType::Histogram:
       return "histogram";
     default:
-      return "untyped";
+      return openmetrics ? "unknown" : "untyped";
   }
 }
 
-}  // namespace
+constexpr std::string_view kTotal = "_total";
 
-std::string serialize_text(const std::vector<prometheus::MetricFamily>& families) {
+// The name and type a family is declared with in OpenMetrics: a counter's family name is its
+// samples' without _total; a counter whose samples lack the suffix is declared unknown, so
+// that its series keep their name whatever the format.
+std::pair<std::string_view, std::string_view> openmetrics_declaration(
+    const prometheus::MetricFamily& family) {
+  std::string_view name = family.name;
+  if (family.type != prometheus::MetricType::Counter) {
+    return {name, type_name(family.type, true)};
+  }
+  if (!name.ends_with(kTotal)) {
+    return {name, "unknown"};
+  }
+  name.remove_suffix(kTotal.size());
+  return {name, "counter"};
+}
+
+// EXEMPLARS: FAMILIES' exemplars, or nullptr.
+std::string serialize(const std::vector<prometheus::MetricFamily>& families,
+                      const Exposition* exemplars, bool openmetrics) {
   // Room for every line at about 128 bytes, so the text is not moved as it grows.
   std::size_t lines = 0;
   for (const auto& family : families) {
@@ -189,28 +254,34 @@ std::string serialize_text(const std::vector<prometheus::MetricFamily>& families
   }
   std::string out;
   out.reserve(lines * 128);
-  TextWriter w(out);
-  for (const auto& family : families) {
+  TextWriter w(out, openmetrics);
+  for (std::size_t fi = 0; fi < families.size(); ++fi) {
+    const auto& family = families[fi];
+    const auto [name, type] =
+        openmetrics ? openmetrics_declaration(family)
+                    : std::pair{std::string_view(family.name), type_name(family.type, false)};
     if (!family.help.empty()) {
       w.text("# HELP ");
-      w.text(family.name);
+      w.text(name);
       w.text(" ");
-      w.text(family.help);
+      w.help(family.help);
       w.text("\n");
     }
     w.text("# TYPE ");
-    w.text(family.name);
+    w.text(name);
     w.text(" ");
-    w.text(type_name(family.type));
+    w.text(type);
     w.text("\n");
-    for (const auto& metric : family.metric) {
+    for (std::size_t mi = 0; mi < family.metric.size(); ++mi) {
+      const auto& metric = family.metric[mi];
       w.begin_metric(metric);
       switch (family.type) {
         case prometheus::MetricType::Histogram:
-          histogram(w, family, metric);
+          histogram(w, family, metric, openmetrics,
+                    exemplars != nullptr ? exemplars->exemplar(fi, mi) : nullptr);
           break;
         case prometheus::MetricType::Summary:
-          summary(w, family, metric);
+          summary(w, family, metric, openmetrics);
           break;
         default:
           w.head(family);
@@ -221,7 +292,20 @@ std::string serialize_text(const std::vector<prometheus::MetricFamily>& families
       }
     }
   }
+  if (openmetrics) {
+    w.text("# EOF\n");
+  }
   return out;
+}
+
+}  // namespace
+
+std::string serialize_text(const std::vector<prometheus::MetricFamily>& families) {
+  return serialize(families, nullptr, false);
+}
+
+std::string serialize_openmetrics(const Exposition& exposition) {
+  return serialize(exposition.families, &exposition, true);
 }
 
 }  // namespace cephscope

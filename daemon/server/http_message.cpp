@@ -201,6 +201,28 @@ bool prefers_protobuf(std::string_view accept) {
   return protobuf > 0 && protobuf >= other;
 }
 
+bool prefers_openmetrics(std::string_view accept) {
+  double openmetrics = -1;
+  double other = -1;
+  for_each_element(accept, [&](const std::string& type, std::string_view params, double q) {
+    if (type == "application/openmetrics-text") {
+      // 1.0.0 is served; 0.0.1, its draft, reads the same; another version is not this one.
+      const std::string p = lower(params);
+      const auto at = p.find("version=");
+      const std::string_view version =
+          at == std::string::npos
+              ? std::string_view()
+              : trim(std::string_view(p).substr(at + 8, p.find(';', at) - at - 8));
+      if (version.empty() || version == "1.0.0" || version == "0.0.1") {
+        openmetrics = std::max(openmetrics, q);
+      }
+    } else if (type != "application/vnd.google.protobuf" && !type.empty()) {
+      other = std::max(other, q);
+    }
+  });
+  return openmetrics > 0 && openmetrics >= other;
+}
+
 Result<std::string> gzip_compress(std::string_view data) {
   if (data.size() > std::numeric_limits<uInt>::max()) {
     return make_error(ErrorKind::kInvalidInput, "gzip: " + std::to_string(data.size()) +

@@ -51,6 +51,10 @@ bool accepts_gzip(std::string_view accept_encoding);
 // io.prometheus.client.MetricFamily) at least as much as for anything else.
 bool prefers_protobuf(std::string_view accept);
 
+// Whether an Accept value asks for OpenMetrics 1.0 (or its draft 0.0.1, or no version) at
+// least as much as for anything but protobuf.
+bool prefers_openmetrics(std::string_view accept);
+
 // The query of a request target as KNOWN keys and their values (taken as they are: no
 // percent-decoding); nullopt for another key or a key given twice.
 std::optional<std::map<std::string, std::string, std::less<>>> query_parameters(
@@ -59,6 +63,8 @@ std::optional<std::map<std::string, std::string, std::less<>>> query_parameters(
 // The OSD of a /debug/osd-detail request target: ceph_daemon=osd.N and an optional
 // fsid=<uuid>; nullopt for anything else (another parameter, a malformed value).
 std::optional<std::pair<std::string, std::string>> parse_osd_query(std::string_view target);
+inline constexpr const char* kOpenMetricsType =
+    "application/openmetrics-text; version=1.0.0; charset=utf-8";
 inline constexpr const char* kProtobufExpositionType =
     "application/vnd.google.protobuf; proto=io.prometheus.client.MetricFamily; "
     "encoding=delimited";

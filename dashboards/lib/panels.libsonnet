@@ -70,8 +70,10 @@
     + ') (histogram_count(' + rate('') + '))',
 
   // Queries over classic buckets work on either kind of Prometheus: `classic or native`
-  // (one of the two is empty on any one server).
-  target(expr, legend='', format='time_series'):: {
+  // (one of the two is empty on any one server). EXEMPLAR: Grafana also asks for the
+  // exemplars of the series the query reads (the slowest op of each series per scrape,
+  // labelled trace_id: docs/dashboards.md#exemplars).
+  target(expr, legend='', format='time_series', exemplar=false):: {
     expr: if std.length(std.findSubstr('_bucket{', expr)) > 0
     then expr + ' or ' + $.native(expr)
     else expr,
@@ -79,7 +81,7 @@
     format: format,
     refId: 'A',
     datasource: $.datasource,
-  },
+  } + (if exemplar then { exemplar: true } else {}),
 
   grid(x, y, w, h):: { x: x, y: y, w: w, h: h },
 
@@ -111,12 +113,12 @@
     options: { legend: { displayMode: 'table', placement: 'right', calcs: ['mean', 'max'] } },
   },
 
-  heatmap(title, description, expr, pos={}):: {
+  heatmap(title, description, expr, pos={}, exemplar=false):: {
     type: 'heatmap',
     title: title,
     description: description,
     datasource: $.datasource,
-    targets: [$.target(expr, '{{le}}', 'heatmap')],
+    targets: [$.target(expr, '{{le}}', 'heatmap', exemplar)],
     gridPos: pos,
     options: {
       calculate: false,

@@ -18,12 +18,17 @@
 # the layout and scratch lookups, 2 after the op's memory is copied and the clock read, 3 before
 # the fold, 4 before the histograms' updates), so that with A = B the pair splits a hit: what
 # the cut-away part costs is A - B.
+# Both daemons are scraped every SCRAPE seconds (default 15, Prometheus' usual interval) during
+# each bench, as a Prometheus would: each scrape starts a new exemplar interval. Each round also
+# prints the op records each daemon took per second, slow and exemplar (/debug/slow-ops' recorded
+# and exemplar_records; a build without exemplars shows 0 for them).
 set -euo pipefail
 build_a=${1:?usage: $0 BUILD_A BUILD_B CLUSTER_DIR [ROUNDS] [SECONDS]}
 build_b=${2:?usage: $0 BUILD_A BUILD_B CLUSTER_DIR [ROUNDS] [SECONDS]}
 cluster=${3:?usage: $0 BUILD_A BUILD_B CLUSTER_DIR [ROUNDS] [SECONDS]}
 rounds=${4:-3}
 secs=${5:-10}
+scrape=${SCRAPE:-15}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 for b in "$build_a" "$build_b"; do
   [ -x "$b/daemon/cephscope" ] || { echo "no $b/daemon/cephscope: build first" >&2; exit 1; }
@@ -80,6 +85,14 @@ start() { # VAR BUILD CONFIG PORT [CUT]
   exit 1
 }
 
+# "slow exemplar" records the daemon on PORT has taken so far
+records() { # PORT
+  curl -s "localhost:$1/debug/slow-ops" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+print(d.get("recorded", 0), d.get("exemplar_records", 0))'
+}
+
 # "runs ns" of PROGRAM in the daemon on PORT
 program() { # PORT PROGRAM
   curl -s "localhost:$1/metrics" | awk -v p="program=\"$2\"" '
@@ -103,7 +116,22 @@ for i in $(seq "$rounds"); do
     for p in $programs; do
       echo "$(program "$port_a" "$p") $(program "$port_b" "$p")" > "$work/$p.before"
     done
+    read -r sa0 ea0 < <(records "$port_a")
+    read -r sb0 eb0 < <(records "$port_b")
+    (while sleep "$scrape"; do
+      curl -s "localhost:$port_a/metrics" > /dev/null
+      curl -s "localhost:$port_b/metrics" > /dev/null
+    done) &
+    scraper=$!
     rados -p "$pool" bench "$secs" write -t 16 -b 4096 --no-cleanup > /dev/null 2>&1
+    kill "$scraper" 2>/dev/null || true
+    wait "$scraper" 2>/dev/null || true
+    read -r sa1 ea1 < <(records "$port_a")
+    read -r sb1 eb1 < <(records "$port_b")
+    awk -v i="$i" -v s="$secs" -v sa=$((sa1 - sa0)) -v ea=$((ea1 - ea0)) -v sb=$((sb1 - sb0)) \
+      -v eb=$((eb1 - eb0)) 'BEGIN {
+        printf "  round %d records/s    A %.1f slow %.1f exemplar, B %.1f slow %.1f exemplar\n",
+          i, sa / s, ea / s, sb / s, eb / s }'
     for p in $programs; do
       read -r ra0 ta0 rb0 tb0 < "$work/$p.before"
       read -r ra1 ta1 < <(program "$port_a" "$p")

@@ -4,11 +4,19 @@
 // see the delay): the ops it serves as a replica are slow on the client, on their primary and
 // on that replica. The client's, the primary's and the replica's records carry the same
 // request id and trace id, and /debug/slow-ops?trace_id= joins them into one document whose
-// replica part puts the time in dispatch.
+// replica part puts the time in dispatch. Exemplars in the loop: Debian's Prometheus 2.42
+// with exemplar storage scrapes the daemon throughout (OpenMetrics, which it asks for first);
+// the slowed replica's sub-op histogram carries exemplars whose trace ids resolve into a
+// document with the client, the primary and that replica, and the OpenMetrics exposition
+// passes prometheus_client's strict parser with every series of the text format.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
+#include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
@@ -38,6 +46,43 @@ std::string trace_config() {
          "profiles: {shipped_dirs: [" CEPHSCOPE_SOURCE_DIR "/config/profiles]}\n";
 }
 
+// Debian's Prometheus with exemplar storage, scraping the daemon every second.
+class ExemplarPrometheus {
+ public:
+  ExemplarPrometheus(const std::string& dir, int daemon_port) {
+    std::ofstream(dir + "/prometheus.yml")
+        << "global: {scrape_interval: 1s}\n"
+           "scrape_configs: [{job_name: cephscope, static_configs: [{targets: ['127.0.0.1:"
+        << daemon_port << "']}]}]\n";
+    server_ = std::make_unique<Subprocess>(
+        std::vector<std::string>{"/usr/bin/prometheus", "--config.file=" + dir + "/prometheus.yml",
+                                 "--storage.tsdb.path=" + dir + "/prometheus-tsdb",
+                                 "--web.listen-address=127.0.0.1:" + std::to_string(port_),
+                                 "--enable-feature=exemplar-storage"},
+        dir + "/prometheus.log");
+  }
+  // GET PATH of the HTTP API with PARAMS url-encoded; its "data".
+  [[nodiscard]] nlohmann::json api(
+      const std::string& path,
+      const std::vector<std::pair<std::string, std::string>>& params = {}) const {
+    std::vector<std::string> argv = {"curl", "-sfG", "--max-time", "20",
+                                     "http://127.0.0.1:" + std::to_string(port_) + path};
+    for (const auto& [k, v] : params) {
+      std::string param = k;
+      param.append("=").append(v);
+      argv.insert(argv.end(), {"--data-urlencode", param});
+    }
+    const auto got = run_command(argv, std::chrono::seconds(30));
+    INFO(describe(argv) << ": " << got.out << got.err);
+    REQUIRE(got.ok());
+    return nlohmann::json::parse(got.out).at("data");
+  }
+
+ private:
+  int port_ = free_port();
+  std::unique_ptr<Subprocess> server_;
+};
+
 nlohmann::json get_json(const Daemon& daemon, const std::string& path, int expect = 200) {
   int status = 0;
   const auto body = http_get(daemon.port(), path, &status);
@@ -62,6 +107,8 @@ TEST_CASE("a slow op's client, primary and replica records join under one trace 
     const ClusterInfo& cluster;
     ~Restore() { set_dispatch_delay(cluster, kSlowOsd, 0); }
   } restore{cluster};
+  const ExemplarPrometheus prometheus(dir, daemon.port());
+  const auto started = static_cast<double>(std::time(nullptr));
 
   // once the bench writes (it is held at its first connect while the probes go in)
   const HeldBench bench = held_rados_bench(cluster, daemon, dir + "/trace-bench.log", 14, [&] {
@@ -143,4 +190,124 @@ TEST_CASE("a slow op's client, primary and replica records join under one trace 
   CHECK(joined > 0);
   get_json(daemon, "/debug/slow-ops?trace_id=00000000000000000000000000000001", 404);
   get_json(daemon, "/debug/slow-ops?trace_id=nothex", 400);
+
+  // A few reads, for the read panels' exemplars (the bench only writes).
+  REQUIRE(run_command(tool_argv(cluster, "rados",
+                                {"-p", cluster.pool, "put", "exemplar-read", "/etc/hostname"}))
+              .ok());
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(
+        run_command(tool_argv(cluster, "rados", {"-p", cluster.pool, "get", "exemplar-read", "-"}))
+            .ok());
+  }
+
+  // Exemplars, as Prometheus stored them from its scrapes.
+  std::this_thread::sleep_for(3s);  // its last scrapes
+  const auto targets = prometheus.api("/api/v1/targets").at("activeTargets");
+  REQUIRE(targets.size() == 1);
+  INFO(targets.dump(1));
+  CHECK(targets[0].at("health") == "up");
+  CHECK(targets[0].at("lastError") == "");
+  const auto range = std::vector<std::pair<std::string, std::string>>{
+      {"start", std::to_string(started)},
+      {"end", std::to_string(static_cast<double>(std::time(nullptr)))}};
+  const auto exemplars = [&](const std::string& selector) {
+    auto params = range;
+    params.emplace_back("query", selector);
+    std::vector<std::pair<double, std::string>> out;  // value, trace id
+    for (const auto& series : prometheus.api("/api/v1/query_exemplars", params)) {
+      for (const auto& e : series.at("exemplars")) {
+        out.emplace_back(std::stod(e.at("value").get<std::string>()),
+                         e.at("labels").at("trace_id").get<std::string>());
+      }
+    }
+    std::sort(out.rbegin(), out.rend());  // slowest first
+    return out;
+  };
+  const std::string slow_osd = "osd." + std::to_string(kSlowOsd);
+  const auto replica =
+      exemplars("cephscope_osd_subop_seconds_bucket{ceph_daemon=\"" + slow_osd + "\"}");
+  const auto primary = exemplars("cephscope_osd_op_seconds_bucket");
+  const auto client = exemplars("cephscope_client_op_seconds_bucket");
+  const auto stages = exemplars("cephscope_osd_subop_stage_seconds_bucket");
+  std::printf(
+      "exemplars stored: %zu on %s's sub-ops, %zu on primaries' ops, %zu on clients' ops, "
+      "%zu on sub-op stages\n",
+      replica.size(), slow_osd.c_str(), primary.size(), client.size(), stages.size());
+  CHECK_FALSE(primary.empty());
+  CHECK_FALSE(client.empty());
+  CHECK_FALSE(stages.empty());
+  REQUIRE_FALSE(replica.empty());
+  int resolved = 0;
+  int whole = 0;
+  for (const auto& [value, trace] : replica) {
+    int status = 0;
+    const auto body = http_get(daemon.port(), "/debug/slow-ops?trace_id=" + trace, &status);
+    REQUIRE(body.has_value());
+    if (status != 200) {
+      continue;  // its record is not kept (only ops a scrape exported are)
+    }
+    ++resolved;
+    const auto doc = nlohmann::json::parse(*body);
+    std::set<std::string> kinds;
+    const nlohmann::json* part_of_replica = nullptr;
+    for (const auto& part : doc.at("parts")) {
+      kinds.insert(part.at("kind").get<std::string>());
+      if (part.at("kind") == "replica" && part.at("ceph_daemon") == slow_osd) {
+        part_of_replica = &part;
+      }
+    }
+    if (kinds.size() == 3 && part_of_replica != nullptr &&
+        part_of_replica->at("stages").contains("dispatch")) {
+      if (whole++ == 0) {
+        std::printf("exemplar %s (%.3f s on %s's sub-op histogram) resolves into:\n%s\n",
+                    trace.c_str(), value, slow_osd.c_str(), doc.dump(1).c_str());
+      }
+    }
+  }
+  std::printf("%d of %zu exemplar trace ids on %s resolved, %d into client, primary and replica\n",
+              resolved, replica.size(), slow_osd.c_str(), whole);
+  CHECK(whole > 0);
+
+  // Every dashboard query that asks Grafana for exemplars has some (variables substituted).
+  for (const char* board : {"osd-latency.json", "clients.json"}) {
+    std::ifstream in(std::string(CEPHSCOPE_SOURCE_DIR "/dashboards/") + board);
+    const auto dashboard = nlohmann::json::parse(in);
+    for (const auto& panel : dashboard.at("panels")) {
+      for (const auto& target : panel.value("targets", nlohmann::json::array())) {
+        if (!target.value("exemplar", false)) {
+          continue;
+        }
+        std::string expr = target.at("expr");
+        // OSDs picked by name (as a multi-select): with every OSD (.*) the stage panels read
+        // recording rules, which carry no exemplars (docs/dashboards.md#exemplars)
+        for (const auto& [var, value] :
+             std::vector<std::pair<std::string, std::string>>{{"$cluster", ".*"},
+                                                              {"$job", ".*"},
+                                                              {"$instance", ".*"},
+                                                              {"$fsid", ".*"},
+                                                              {"$ceph_daemon", "osd.[0-9]+"}}) {
+          for (auto at = expr.find(var); at != std::string::npos; at = expr.find(var)) {
+            expr.replace(at, var.size(), value);
+          }
+        }
+        for (auto at = expr.find("$__rate_interval"); at != std::string::npos;
+             at = expr.find("$__rate_interval")) {
+          expr.replace(at, 16, "1m");
+        }
+        const auto found = exemplars(expr);
+        std::printf("%s / %s: %zu exemplars\n", board, panel.at("title").get<std::string>().c_str(),
+                    found.size());
+        CHECK_FALSE(found.empty());
+      }
+    }
+  }
+
+  // The OpenMetrics exposition, read strictly: every series of the text format, trace ids.
+  const auto strict = run_command({"/usr/bin/python3",
+                                   CEPHSCOPE_SOURCE_DIR "/tests/prometheus/openmetrics-check.py",
+                                   std::to_string(daemon.port())});
+  std::printf("%s", strict.out.c_str());
+  INFO(strict.out << strict.err);
+  CHECK(strict.ok());
 }

@@ -31,7 +31,7 @@ class CountingSink final : public MetricSink {
   void gauge(const std::string& /*name*/, const std::string& /*help*/, const Labels& /*labels*/,
              double /*value*/) override {}
   void histogram(const std::string& name, const std::string& /*help*/, const Labels& labels,
-                 const struct hist& h, Buckets /*buckets*/) override {
+                 const struct hist& h, Buckets /*buckets*/, const Exemplar* /*exemplar*/) override {
     if (name != "cephscope_syscall_seconds") {
       return;
     }

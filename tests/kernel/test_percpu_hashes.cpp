@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bpf/osd.h"  // the types the skeleton's globals have
 #include "collectors/bpf_collector.h"
 #include "config/config.h"
 #include "libbpf/features.h"

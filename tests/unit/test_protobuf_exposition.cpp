@@ -5,6 +5,7 @@
 // tests/prometheus/native-histograms.py.
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstring>
 #include <list>
 #include <map>
 #include <string_view>
@@ -181,4 +182,50 @@ TEST_CASE("an empty histogram is still native: a no-op span", "[protobuf]") {
     CHECK(field.number != 13);  // no deltas
   }
   CHECK(span);
+}
+
+TEST_CASE("an exemplar rides on the classic bucket its value is in", "[protobuf]") {
+  struct hist h {};
+  h.slots[5] = 3;  // (16, 32] us
+  h.slots[7] = 4;  // (64, 128] us
+  h.sum_ns = 500'000;
+  prometheus::MetricFamily osd{"osd_seconds", "help", prometheus::MetricType::Histogram, {}};
+  prometheus::ClientMetric m;
+  m.histogram = to_prometheus(h);
+  osd.metric.push_back(m);
+  const std::string trace = "0123456789abcdef0123456789abcdef";
+  const std::string bytes =
+      serialize_protobuf(Exposition{{osd}, {{Exemplar{trace, 100e-6, 1700000000.5}}}});
+  std::string_view stream = bytes;
+  const auto n = varint(stream);
+  const auto family = fields(stream.substr(0, n));
+  const auto metric = fields(family[3].bytes);
+  std::vector<std::size_t> with_exemplar;
+  std::vector<Field> buckets;
+  for (const auto& f : fields(metric.back().bytes)) {
+    if (f.number == 3) {
+      buckets.push_back(f);
+    }
+  }
+  REQUIRE(buckets.size() == HIST_SLOTS);
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    for (const auto& f : fields(buckets[i].bytes)) {
+      if (f.number != 3) {
+        continue;
+      }
+      with_exemplar.push_back(i);
+      const auto e = fields(f.bytes);
+      REQUIRE(e.size() == 3);
+      const auto label = fields(e[0].bytes);
+      CHECK(label[0].bytes == "trace_id");
+      CHECK(label[1].bytes == trace);
+      double value = 0;
+      std::memcpy(&value, e[1].bytes.data(), 8);
+      CHECK(value == 100e-6);
+      const auto at = fields(e[2].bytes);
+      CHECK(at[0].varint == 1700000000);  // seconds, then nanos
+      CHECK(at[1].varint == 500'000'000);
+    }
+  }
+  CHECK(with_exemplar == std::vector<std::size_t>{7});  // (64, 128] us
 }

@@ -142,6 +142,8 @@ class OsdCollector final : public BpfCollector {
   mutable std::mutex mu_;  // guards the members below and the attacher's processes
 
   OsdDetailControl* control_ = nullptr;
+  SlowOpLog* slow_ops_ = nullptr;
+  OsdExemplars exemplars_;
   std::unique_ptr<SlowOpReader> records_;
   ProcessAttacher<Process> attacher_{mu_};  // last: stops first
 };
@@ -159,6 +161,7 @@ void OsdCollector::prune_maps(const TargetIds& live) {
   if (slots_) {
     slots_->prune(live);
   }
+  exemplars_.erase_if([&](const OsdSeriesId& id) { return !live.contains(std::get<0>(id)); });
 }
 
 void OsdCollector::start(const CollectorContext& ctx) {
@@ -227,8 +230,10 @@ void OsdCollector::start_records(SlowOpLog* log) {
   if (log == nullptr) {
     return;
   }
+  slow_ops_ = log;
+  skel_->bss->exemplar_interval = next_exemplar_interval(0);
   records_ = SlowOpReader::start(
-      bpf_map__fd(skel_->maps.osd_records), *log,
+      bpf_map__fd(skel_->maps.osd_records), *log, exemplars_,
       [this](std::uint32_t tgid) -> std::optional<std::pair<std::string, std::string>> {
         std::lock_guard lock(mu_);
         auto it = attacher_.attached().find(static_cast<pid_t>(tgid));
@@ -625,11 +630,24 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     return walked;
   }
 
+  std::map<std::pair<std::uint32_t, int>, std::pair<std::uint64_t, std::uint64_t>> bytes;
   for (const auto& [key, s] : sums) {
     const auto [target, kind, op] = key;
     if (auto labels = targets.find(target); labels != targets.end() && op < OSD_OP_COUNT) {
-      put_osd_series(out, labels->second, kind, op, s, whole_buckets_, stage_buckets_);
+      const auto exemplar = exemplars_.exported(key, slow_ops_);
+      put_osd_series(out, labels->second, kind, op, s, whole_buckets_, stage_buckets_,
+                     exemplar ? &*exemplar : nullptr);
+      auto& [in, sent] = bytes[{target, kind}];
+      in += s.bytes_in;
+      sent += s.bytes_out;
     }
+  }
+  // one series per target and layer: each op class's bytes are the layer's
+  for (const auto& [key, n] : bytes) {
+    put_layer_bytes(out, targets.at(key.first), key.second, n.first, n.second);
+  }
+  if (slow_ops_ != nullptr) {  // the next scrape's exemplars: the slowest ops from now on
+    skel_->bss->exemplar_interval = next_exemplar_interval(skel_->bss->exemplar_interval);
   }
   return last_replicas(out, targets);
 }

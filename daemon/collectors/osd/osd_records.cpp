@@ -27,6 +27,7 @@ SlowOp to_slow_op(const osd_slow_record& r, const std::string& who, const std::s
   op.time_ns = r.time_ns;
   op.op = r.op < OSD_OP_COUNT ? kOps[r.op] : "other";
   op.kind = r.kind == OSD_RECORD_REPLICA ? "replica" : "osd";
+  op.slow = r.slow != 0;
   op.client = (r.name_type == 8 ? "client." : "entity.") + std::to_string(r.client);
   op.tid = r.tid;
   if (r.have_reqid != 0 && r.have_inc != 0) {  // without the incarnation, no id is claimed
@@ -62,8 +63,9 @@ SlowOp to_slow_op(const osd_slow_record& r, const std::string& who, const std::s
   return op;
 }
 
-std::unique_ptr<SlowOpReader> SlowOpReader::start(int ringbuf_fd, SlowOpLog& log, Names names) {
-  std::unique_ptr<SlowOpReader> self(new SlowOpReader(log, std::move(names)));
+std::unique_ptr<SlowOpReader> SlowOpReader::start(int ringbuf_fd, SlowOpLog& log,
+                                                  OsdExemplars& exemplars, Names names) {
+  std::unique_ptr<SlowOpReader> self(new SlowOpReader(log, exemplars, std::move(names)));
   SlowOpReader* raw = self.get();
   self->reader_ = RingReader::start(ringbuf_fd, "osd", [raw](const void* data, std::size_t size) {
     if (size >= sizeof(osd_slow_record)) {
@@ -76,13 +78,24 @@ std::unique_ptr<SlowOpReader> SlowOpReader::start(int ringbuf_fd, SlowOpLog& log
   return self;
 }
 
-// One slow op's record: kept for /debug/slow-ops and logged.
+// One op's record: a series' new slowest goes to the exemplars; a slow one is kept for
+// /debug/slow-ops and logged.
 void SlowOpReader::take(const osd_slow_record& r) {
   const auto names = names_(r.tgid);
   if (!names) {
     return;  // its OSD is being detached
   }
   SlowOp op = to_slow_op(r, names->first, names->second);
+  if (r.exemplar != 0) {
+    log_.count_exemplar_record();
+  }
+  if (r.exemplar != 0 && !op.trace_id.empty()) {
+    const int kind = r.kind == OSD_RECORD_REPLICA ? OSD_KIND_SUBOP : OSD_KIND_OP;
+    exemplars_.offer({r.target, kind, r.op}, op, r.interval, op.slow);
+  }
+  if (!op.slow) {
+    return;
+  }
   const auto longest =
       std::max_element(op.stages.begin(), op.stages.end(),
                        [](const auto& a, const auto& b) { return a.second < b.second; });

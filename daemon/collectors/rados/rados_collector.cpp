@@ -21,6 +21,7 @@
 
 #include "bpf/rados.h"
 #include "collectors/bpf_collector.h"
+#include "collectors/exemplars.h"
 #include "collectors/process_attacher.h"
 #include "collectors/rados/client_libraries.h"
 #include "collectors/rados/placed_entries.h"
@@ -115,7 +116,8 @@ class RadosCollector final : public BpfCollector {
   void carry_pending(std::uint32_t pid, std::uint32_t target);
   // Deletes the entries of untracked processes that exited without being tracked.
   void sweep_pending();
-  // One slow op's record: kept for /debug/slow-ops and logged.
+  // One op's record: a series' new slowest goes to the exemplars; a slow one is kept for
+  // /debug/slow-ops and logged.
   void take_record(const rados_slow_record& r);
   // Finds the libraries of PID not yet seen and makes it a user of those with probes,
   // probing a library file the first time a client maps it; a client may load one later
@@ -144,6 +146,7 @@ class RadosCollector final : public BpfCollector {
   bool instance_labels_ = false;
   bool host_libraries_ = false;
   SlowOpLog* slow_ops_ = nullptr;
+  ExemplarTable<SeriesKey> exemplars_;
 
   // The worker's: what each rados_layouts and rados_marker_sites entry holds, and how many
   // libraries put it there.
@@ -188,6 +191,7 @@ void RadosCollector::start(const CollectorContext& ctx) {
   sites_fd_ = bpf_map__fd(skel->maps.rados_marker_sites);
   prune_by_target<rados_stats_key>(stats_fd_);
   prune_with([this](const TargetIds& live) -> Result<std::size_t> {
+    exemplars_.erase_if([&](const SeriesKey& k) { return !live.contains(std::get<0>(k)); });
     return std::erase_if(
         carried_, [&](const auto& entry) { return !live.contains(std::get<0>(entry.first)); });
   });
@@ -199,6 +203,7 @@ void RadosCollector::start(const CollectorContext& ctx) {
   skel_->bss->rt_off_ns = realtime_offset_ns();
   slow_ops_ = ctx.slow_ops;
   if (slow_ops_ != nullptr) {
+    skel_->bss->exemplar_interval = next_exemplar_interval(0);
     skel_->bss->slow_ns = static_cast<std::uint64_t>(
         std::chrono::nanoseconds(ctx.config.collectors.rados_slow_op_threshold).count());
     records_ = RingReader::start(bpf_map__fd(skel_->maps.rados_records), "rados",
@@ -559,6 +564,15 @@ void RadosCollector::take_record(const rados_slow_record& r) {
     process = it->second.who;
   }
   SlowOp op = rados::to_slow_op(r, process);
+  if (r.exemplar != 0) {
+    slow_ops_->count_exemplar_record();
+  }
+  if (r.exemplar != 0 && !op.trace_id.empty()) {
+    exemplars_.offer(series_key(r.key, r.key.target), op, r.interval, op.slow);
+  }
+  if (!op.slow) {
+    return;
+  }
   spdlog::info(
       "rados: slow client op in {} (pid {}): {} {} took {:.3f} s; pool {}, pg {}, osd {}, "
       "object \"{}\"{}, {} resends{}{}",
@@ -644,9 +658,11 @@ Status RadosCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
       l = l + Labels{{"pid", std::to_string(pid)}};
     }
     l = l + Labels{{"pool", id}, {"pool_id", id}, {"op", rados::kOps[op]}};
+    const auto op_exemplar = exemplars_.exported(key, slow_ops_);
+    const auto exemplar = op_exemplar ? exemplar_of(*op_exemplar) : std::nullopt;
     out.histogram("cephscope_client_op_seconds",
                   "librados client ops as the client sees them: first send -> finish.", l,
-                  s.latency, buckets_);
+                  s.latency, buckets_, exemplar ? &*exemplar : nullptr);
     out.counter("cephscope_client_op_resends_total",
                 "Sends of client ops after their first (new OSD map, -EAGAIN, redirect).", l,
                 static_cast<double>(s.resends));
@@ -660,6 +676,9 @@ Status RadosCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     if (op != RADOS_OP_OTHER) {
       bytes[{target, op == RADOS_OP_READ}] += s.bytes;
     }
+  }
+  if (slow_ops_ != nullptr) {  // the next scrape's exemplars: the slowest ops from now on
+    skel_->bss->exemplar_interval = next_exemplar_interval(skel_->bss->exemplar_interval);
   }
   // The layer's bytes per target, as every layer has them (the pool, image and pid are in
   // cephscope_client_op_seconds)

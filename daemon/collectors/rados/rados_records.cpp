@@ -12,6 +12,7 @@ namespace cephscope::rados {
 SlowOp to_slow_op(const rados_slow_record& r, const std::string& process) {
   SlowOp op;
   op.kind = "client";
+  op.slow = r.slow != 0;
   op.process = process;
   op.pid = r.tgid;
   op.time_ns = r.time_ns;
