@@ -1,5 +1,7 @@
 #include "app/daemon.h"
 
+#include <unistd.h>
+
 #include <linux/capability.h>
 #include <sys/epoll.h>
 
@@ -29,6 +31,7 @@
 #include "libbpf/libbpf_log.h"
 #include "libbpf/tracefs.h"
 #include "metrics/exporter.h"
+#include "metrics/otlp_exporter.h"
 #include "profile/process.h"
 #include "profile/store.h"
 #include "server/http_server.h"
@@ -195,6 +198,12 @@ int run_check(const Config& config) {
 
 namespace {
 
+// This host's name, for the spans' host.name ("" when the kernel gives none).
+std::string host_name() {
+  std::array<char, 256> name{};
+  return gethostname(name.data(), name.size() - 1) == 0 ? std::string(name.data()) : "";
+}
+
 // The running daemon. Members are declared in the order they come to life, so they die in
 // reverse: the endpoint first (no scrape reads a collector being torn down), then the
 // collectors (each one's links before its BPF object), discovery, the process events, and
@@ -230,6 +239,7 @@ class Daemon {
   std::unique_ptr<ProcessEvents> events_;
   std::optional<TargetRegistry> registry_;
   std::optional<Discovery> discovery_;
+  std::unique_ptr<OtlpExporter> traces_;  // outlives the log's listener calls
   SlowOpLog slow_ops_;
   OsdDetailControl detail_control_;
   std::optional<CollectorContext> context_;
@@ -255,6 +265,21 @@ std::optional<int> Daemon::start() {
   discovery_.emplace(ProcReader("/proc"), *registry_);
   discovery_->set_config(config_.discovery);
 
+  if (!config_.traces.otlp_endpoint.empty()) {
+    auto traces = OtlpExporter::start({.endpoint = config_.traces.otlp_endpoint,
+                                       .queue_size = config_.traces.queue_size,
+                                       .timeout = config_.traces.timeout,
+                                       .host = host_name(),
+                                       .first_backoff = std::chrono::milliseconds(500)});
+    if (!traces.ok()) {
+      spdlog::critical("{}", traces.error().message);
+      return 1;
+    }
+    traces_ = std::move(*traces);
+    slow_ops_.set_listener([t = traces_.get()](const SlowOp& op) { t->offer(op); });
+    spdlog::info("traces: op records go to {} as OTLP spans", config_.traces.otlp_endpoint);
+  }
+
   // kept for the collectors' life: they may hold on to it (the kernel client's reloads do)
   context_.emplace(CollectorContext{kernel_.features, config_, events_->tracked_maps(),
                                     kernel_.tracefs_dir, &slow_ops_, &detail_control_});
@@ -272,6 +297,7 @@ std::optional<int> Daemon::start() {
   target_sync_.emplace(*registry_, collectors_);
   exporter_.emplace(*registry_, collectors_, events_.get(), kernel_.features);
   exporter_->set_max_series(config_.limits.max_series);
+  exporter_->set_traces(traces_.get());
 
   auto web = load_web_config(config_.web_config_file);
   if (!web.ok()) {

@@ -19,6 +19,9 @@ std::string printable(std::string s) {
 }
 
 void SlowOpLog::add(SlowOp op) {
+  if (listener_) {
+    listener_(op);
+  }
   std::lock_guard lock(mu_);
   ++recorded_;
   if (capacity_ == 0) {
@@ -31,6 +34,9 @@ void SlowOpLog::add(SlowOp op) {
 }
 
 void SlowOpLog::keep(SlowOp op) {
+  if (listener_) {
+    listener_(op);
+  }
   std::lock_guard lock(mu_);
   if (capacity_ == 0) {
     return;

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -73,6 +74,11 @@ class SlowOpLog {
  public:
   explicit SlowOpLog(std::size_t capacity) : capacity_(capacity) {}
 
+  // Also hands every op added or kept to LISTENER (spans out), outside the log's lock; set
+  // before any record comes.
+  void set_listener(std::function<void(const SlowOp&)> listener) {
+    listener_ = std::move(listener);
+  }
   // Keeps OP, dropping the oldest beyond the capacity.
   void add(SlowOp op);
   // Keeps OP, an op a scrape exported as an exemplar (not slow), for trace_json() alone, in
@@ -91,6 +97,7 @@ class SlowOpLog {
   static constexpr std::size_t kExemplarRoom = 4;
 
  private:
+  std::function<void(const SlowOp&)> listener_;
   mutable std::mutex mu_;
   std::deque<SlowOp> ops_;
   std::deque<SlowOp> exemplar_ops_;

@@ -1,6 +1,7 @@
 #include "config/config.h"
 
 #include "config/yaml_errors.h"
+#include "core/label_value.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -448,6 +449,48 @@ std::vector<UsdtRule> parse_usdt(const YAML::Node& list, const std::vector<Match
   return out;
 }
 
+// Why TEXT is not an endpoint spans go to (http:// or https://, a host, printable ASCII
+// without spaces, at most 2048 bytes); nullopt when it is one.
+std::optional<std::string> otlp_endpoint_problem(const std::string& text) {
+  if (text.size() > 2048) {
+    return "longer than 2048 bytes";
+  }
+  if (std::any_of(text.begin(), text.end(), [](char c) { return c <= ' ' || c > '~'; })) {
+    return "spaces or bytes outside printable ASCII";
+  }
+  const auto scheme = text.find("://");
+  const std::string s = scheme == std::string::npos ? "" : text.substr(0, scheme);
+  if (s != "http" && s != "https") {
+    return "expected http://HOST[:PORT]/PATH or https://...";
+  }
+  if (text.size() == scheme + 3 || text[scheme + 3] == '/') {
+    return "no host";
+  }
+  return std::nullopt;
+}
+
+void parse_traces(const YAML::Node& node, Config::Traces& out) {
+  require_map(node, "traces");
+  check_keys(node, "traces", {"otlp_endpoint", "queue_size", "timeout"});
+  if (node["otlp_endpoint"]) {
+    out.otlp_endpoint = scalar(node["otlp_endpoint"], "traces.otlp_endpoint");
+    if (const auto problem = otlp_endpoint_problem(out.otlp_endpoint);
+        problem && !out.otlp_endpoint.empty()) {
+      throw ConfigProblem{line_of(node["otlp_endpoint"]), "traces.otlp_endpoint",
+                          *problem + ", got '" + label_value(out.otlp_endpoint) + "'"};
+    }
+  }
+  if (node["queue_size"]) {
+    out.queue_size = positive_count(node["queue_size"], "traces.queue_size");
+    if (out.queue_size > 1'000'000) {
+      throw ConfigProblem{line_of(node["queue_size"]), "traces.queue_size", "at most 1000000"};
+    }
+  }
+  if (node["timeout"]) {
+    out.timeout = duration(node["timeout"], "traces.timeout");  // positive: duration() says
+  }
+}
+
 Config parse_root(const YAML::Node& root, const std::string& config_dir) {
   Config cfg;
   if (root.IsNull()) {
@@ -456,7 +499,7 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
   require_map(root, "(top level)");
   check_keys(root, "",
              {"listen", "log_level", "mount_tracefs", "strict_attach", "discovery", "collectors",
-              "limits", "profiles", "web_config_file", "usdt"});
+              "limits", "profiles", "web_config_file", "usdt", "traces"});
   if (root["listen"]) {
     cfg.listen = scalar(root["listen"], "listen");
     const auto colon = cfg.listen.rfind(':');
@@ -571,6 +614,9 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
   }
   if (root["profiles"]) {
     parse_profiles(root["profiles"], cfg.profiles, config_dir);
+  }
+  if (const auto& t = root["traces"]) {
+    parse_traces(t, cfg.traces);
   }
   if (root["usdt"]) {
     cfg.usdt = parse_usdt(root["usdt"], cfg.discovery.matchers);

@@ -123,6 +123,13 @@ struct Config {
     std::size_t max_series = 50'000;
   } limits;
 
+  // Spans out (metrics/otlp_exporter.h): off while otlp_endpoint is empty.
+  struct Traces {
+    std::string otlp_endpoint;                // http(s)://host:4318/v1/traces
+    std::size_t queue_size = 2048;            // records waiting to be sent; beyond, the oldest go
+    std::chrono::milliseconds timeout{5000};  // one request
+  } traces;
+
   // Probe profiles: where they are kept, and the resolver process that makes a missing one.
   struct Profiles {
     std::string cache_dir = "/var/lib/cephscope/profiles";

@@ -7,6 +7,7 @@
 
 #include "core/build_info.h"
 #include "discovery/process_events.h"
+#include "metrics/otlp_exporter.h"
 #include "metrics/prometheus_sink.h"
 #include "metrics/protobuf_exposition.h"
 #include "metrics/text_exposition.h"
@@ -146,6 +147,24 @@ void Exporter::self_metrics(PrometheusSink& out, const std::vector<TargetView>& 
               static_cast<double>(registry_.tracked_processes()));
     out.gauge("cephscope_map_capacity", "Capacity of a BPF map.", {{"map", "tracked_tgids"}},
               static_cast<double>(events_->tracked_map_capacity()));
+  }
+  if (traces_ != nullptr) {
+    const OtlpCounts t = traces_->counts();
+    out.counter("cephscope_trace_spans_sent_total",
+                "Spans of op records sent to traces.otlp_endpoint (an op and its stages).", {},
+                static_cast<double>(t.spans_sent));
+    out.counter("cephscope_trace_records_sent_total", "Op records sent to traces.otlp_endpoint.",
+                {}, static_cast<double>(t.records_sent));
+    out.counter("cephscope_trace_send_errors_total",
+                "Requests to traces.otlp_endpoint that failed, retried or not.", {},
+                static_cast<double>(t.send_errors));
+    for (std::size_t r = 0; r < kDropReasons.size(); ++r) {
+      out.counter("cephscope_trace_records_dropped_total",
+                  "Op records not sent to traces.otlp_endpoint, by reason.",
+                  {{"reason", kDropReasons[r]}}, static_cast<double>(t.dropped[r]));
+    }
+    out.gauge("cephscope_trace_queue_records", "Op records waiting to be sent as spans.", {},
+              static_cast<double>(t.queued));
   }
   out.gauge("cephscope_targets", "Targets known, live or awaiting their series TTL.", {},
             static_cast<double>(targets.size()));

@@ -17,6 +17,7 @@
 
 namespace cephscope {
 
+class OtlpExporter;
 class ProcessEvents;
 class PrometheusSink;
 
@@ -27,6 +28,8 @@ class Exporter {
       : registry_(registry), collectors_(collectors), events_(events), features_(features) {}
 
   void set_max_series(std::size_t n) { max_series_.store(n); }
+  // Spans out: its counts join the self-metrics (nullptr: off).
+  void set_traces(const OtlpExporter* traces) { traces_ = traces; }
   // The text exposition format; scrapes are serialised.
   std::string render();
   // OpenMetrics, with exemplars (text_exposition.h).
@@ -46,6 +49,7 @@ class Exporter {
   const std::vector<std::unique_ptr<Collector>>& collectors_;
   const ProcessEvents* events_;
   const KernelFeatures& features_;
+  const OtlpExporter* traces_ = nullptr;
   std::atomic<std::size_t> max_series_{50'000};
 };
 

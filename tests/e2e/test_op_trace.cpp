@@ -8,7 +8,9 @@
 // with exemplar storage scrapes the daemon throughout (OpenMetrics, which it asks for first);
 // the slowed replica's sub-op histogram carries exemplars whose trace ids resolve into a
 // document with the client, the primary and that replica, and the OpenMetrics exposition
-// passes prometheus_client's strict parser with every series of the text format.
+// passes prometheus_client's strict parser with every series of the text format. Spans out:
+// the records go as OTLP spans to a receiver in the test (tests/e2e/otlp_receiver.py) that
+// decodes them, and a slowed op's span tree is checked there.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -34,8 +36,12 @@ namespace {
 constexpr int kSlowOsd = 2;
 constexpr double kDelaySeconds = 0.8;
 
-std::string trace_config() {
+// The daemon's config, its spans going to the receiver on OTLP_PORT.
+std::string trace_config(int otlp_port) {
   return "log_level: info\n"
+         "traces: {otlp_endpoint: \"http://127.0.0.1:" +
+         std::to_string(otlp_port) +
+         "/v1/traces\"}\n"
          "discovery: {scan_interval: 1s, series_ttl: 5m, ceph_osd: true, rados_clients: true}\n"
          "collectors:\n"
          "  syscall: {enabled: false}\n"
@@ -92,6 +98,111 @@ nlohmann::json get_json(const Daemon& daemon, const std::string& path, int expec
   return expect == 200 ? nlohmann::json::parse(*body) : nlohmann::json();
 }
 
+// Spans out: once the daemon's queue is empty, what the receiver decoded holds, for some trace
+// in which SLOW_OSD served a replica, one tree: the client's span the root, the primary's its
+// child, SLOW_OSD's sub-op the primary's, each stage a child of its part; nothing dropped.
+void check_spans(Daemon& daemon, const std::string& requests, const std::string& slow_osd) {
+  REQUIRE(poll_until(
+      [&] {
+        const auto m = daemon.scrape();
+        return m.sum("cephscope_trace_records_sent_total", {}) > 0 &&
+               m.sum("cephscope_trace_queue_records", {}) == 0;
+      },
+      30s, 500ms));
+  const auto m = daemon.scrape();
+  std::printf("spans out: %.0f records, %.0f spans sent, %.0f send errors\n",
+              m.sum("cephscope_trace_records_sent_total", {}),
+              m.sum("cephscope_trace_spans_sent_total", {}),
+              m.sum("cephscope_trace_send_errors_total", {}));
+  CHECK(m.sum("cephscope_trace_records_dropped_total", {{"reason", "queue_full"}}) == 0);
+  CHECK(m.sum("cephscope_trace_records_dropped_total", {{"reason", "send_failed"}}) == 0);
+  CHECK(m.sum("cephscope_trace_records_dropped_total", {{"reason", "rejected"}}) == 0);
+
+  struct Span {
+    std::string parent;
+    std::string name;
+    int kind = 0;
+    std::string service;
+    std::string osd;
+  };
+  std::map<std::string, std::map<std::string, Span>> traces;  // trace id -> span id -> span
+  std::ifstream in(requests);
+  for (std::string line; std::getline(in, line);) {
+    const auto request = nlohmann::json::parse(line);  // kept: the loop reads into it
+    for (const auto& rs : request.at("resourceSpans")) {
+      std::string service;
+      std::string osd;
+      for (const auto& a : rs.at("resource").at("attributes")) {
+        if (a.at("key") == "service.name") {
+          service = a.at("value").at("stringValue");
+        } else if (a.at("key") == "service.instance.id") {
+          osd = a.at("value").at("stringValue");
+        }
+      }
+      for (const auto& scope : rs.at("scopeSpans")) {
+        for (const auto& span : scope.at("spans")) {
+          traces[span.at("traceId")][span.at("spanId")] = {
+              span.value("parentSpanId", ""), span.at("name"), span.at("kind"), service, osd};
+        }
+      }
+    }
+  }
+  int trees = 0;
+  for (const auto& [trace, spans] : traces) {
+    const Span* root = nullptr;
+    std::string root_id;
+    for (const auto& [id, span] : spans) {
+      if (span.kind == 3 && span.parent.empty()) {
+        root = &span;
+        root_id = id;
+      }
+    }
+    if (root == nullptr) {
+      continue;
+    }
+    std::string primary_id;
+    std::string replica_id;
+    for (const auto& [id, span] : spans) {
+      if (span.kind == 2 && span.parent == root_id) {
+        primary_id = id;
+      }
+    }
+    for (const auto& [id, span] : spans) {
+      if (!primary_id.empty() && span.kind == 2 && span.parent == primary_id &&
+          span.osd == slow_osd) {
+        replica_id = id;
+      }
+    }
+    if (primary_id.empty() || replica_id.empty()) {
+      continue;
+    }
+    // every other span is another replica's sub-op, or a stage of a part
+    bool stages_ok = true;
+    int stages = 0;
+    for (const auto& [id, span] : spans) {
+      if (id == root_id || id == primary_id || id == replica_id ||
+          (span.kind == 2 && span.parent == primary_id)) {
+        continue;
+      }
+      ++stages;
+      stages_ok = stages_ok && span.kind == 1 && spans.contains(span.parent) &&
+                  spans.at(span.parent).kind != 1;
+    }
+    CHECK(stages_ok);
+    CHECK(root->service == "rados");
+    if (trees++ == 0) {
+      std::printf(
+          "span tree of trace %s: client %s (%s) <- osd %s <- replica %s (%s), %d stage "
+          "spans\n",
+          trace.c_str(), root_id.c_str(), root->name.c_str(), primary_id.c_str(),
+          replica_id.c_str(), slow_osd.c_str(), stages);
+    }
+  }
+  std::printf("%zu traces received, %d whole trees with %s's sub-op\n", traces.size(), trees,
+              slow_osd.c_str());
+  CHECK(trees > 0);
+}
+
 }  // namespace
 
 TEST_CASE("a slow op's client, primary and replica records join under one trace id",
@@ -100,7 +211,12 @@ TEST_CASE("a slow op's client, primary and replica records join under one trace 
   REQUIRE(loaded.has_value());
   const ClusterInfo cluster = *loaded;
   const std::string dir = test_dir(cluster.dir);
-  Daemon daemon(dir, trace_config());
+  const int otlp_port = free_port();
+  const std::string otlp_out = dir + "/otlp-requests.jsonl";
+  Subprocess receiver({"/usr/bin/python3", CEPHSCOPE_SOURCE_DIR "/tests/e2e/otlp_receiver.py",
+                       std::to_string(otlp_port), otlp_out},
+                      dir + "/otlp-receiver.log");
+  Daemon daemon(dir, trace_config(otlp_port));
   DaemonLogOnFailure print_log{daemon};
   REQUIRE(daemon.wait_ready(60s));
   struct Restore {
@@ -310,4 +426,6 @@ TEST_CASE("a slow op's client, primary and replica records join under one trace 
   std::printf("%s", strict.out.c_str());
   INFO(strict.out << strict.err);
   CHECK(strict.ok());
+
+  check_spans(daemon, otlp_out, slow_osd);
 }

@@ -72,6 +72,7 @@ collectors:
   rados: {enabled: true, buckets: coarse, instance_labels: true}
   kclient: {hook: kprobe, buckets: none}
 limits: {max_series: 10}
+traces: {otlp_endpoint: "https://tempo.example:4318/v1/traces", queue_size: 64, timeout: 2s}
 )",
                         "full.yaml");
   REQUIRE(r.ok());
@@ -99,6 +100,30 @@ limits: {max_series: 10}
   CHECK(r->collectors.rados.buckets == Buckets::kCoarse);
   CHECK(r->collectors.rados_instance_labels);
   CHECK(r->limits.max_series == 10);
+  CHECK(r->traces.otlp_endpoint == "https://tempo.example:4318/v1/traces");
+  CHECK(r->traces.queue_size == 64);
+  CHECK(r->traces.timeout == std::chrono::seconds(2));
+}
+
+TEST_CASE("spans out: off by default, and only to an http(s) endpoint", "[config]") {
+  const auto defaults = parse_config("", "empty.yaml");
+  REQUIRE(defaults.ok());
+  CHECK(defaults->traces.otlp_endpoint.empty());
+  CHECK(parse_config("traces: {otlp_endpoint: \"\"}\n", "t.yaml").ok());  // off, said so
+  CHECK(rejected("traces:\n  otlp_endpoint: ftp://x/v1/traces\n") ==
+        "test.yaml:2: traces.otlp_endpoint: expected http://HOST[:PORT]/PATH or https://..., got "
+        "'ftp://x/v1/traces'");
+  CHECK(rejected("traces:\n  otlp_endpoint: \"http://a b\"\n") ==
+        "test.yaml:2: traces.otlp_endpoint: spaces or bytes outside printable ASCII, got "
+        "'http://a b'");
+  CHECK(rejected("traces:\n  otlp_endpoint: http:///v1\n") ==
+        "test.yaml:2: traces.otlp_endpoint: no host, got 'http:///v1'");
+  CHECK(rejected("traces: {queue_size: 0}\n").starts_with("test.yaml:1: traces.queue_size: "));
+  CHECK(rejected("traces: {queue_size: 2000000}\n") ==
+        "test.yaml:1: traces.queue_size: at most 1000000");
+  CHECK(
+      rejected("traces: {timeout: 0s}\n").starts_with("test.yaml:1: traces.timeout: expected a "));
+  CHECK(rejected("traces: {endpoint: x}\n") == "test.yaml:1: traces.endpoint: unknown key");
 }
 
 TEST_CASE("each config error names the key and its line", "[config]") {
