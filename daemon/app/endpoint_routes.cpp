@@ -20,30 +20,28 @@ Routes endpoint_routes(EndpointSources sources) {
   // The handlers outlive this call: they share one copy of the sources.
   const auto src = std::make_shared<const EndpointSources>(std::move(sources));
   Routes routes;
-  routes.add(
-      {.path = "/metrics", .handle = [src](const HttpRequest& req) {
-         try {
-           if (src->metrics_protobuf && prefers_protobuf(req.header("accept").value_or(""))) {
-             HttpResponse r = text_response(200, src->metrics_protobuf());
-             r.content_type = kProtobufExpositionType;
-             r.headers.emplace_back("Vary", "Accept");
-             return r;
-           }
-           if (src->metrics_openmetrics && prefers_openmetrics(req.header("accept").value_or(""))) {
-             HttpResponse r = text_response(200, src->metrics_openmetrics());
-             r.content_type = kOpenMetricsType;
-             r.headers.emplace_back("Vary", "Accept");
-             return r;
-           }
-           HttpResponse r = text_response(200, src->metrics());
-           r.content_type = "text/plain; version=0.0.4; charset=utf-8";
-           r.headers.emplace_back("Vary", "Accept");
-           return r;
-         } catch (const std::exception& e) {
-           spdlog::error("scrape failed: {}", e.what());
-           return text_response(500, std::string("scrape failed: ") + e.what() + "\n");
-         }
-       }});
+  routes.add({.path = "/metrics", .handle = [src](const HttpRequest& req) {
+                try {
+                  // Prometheus asks for OpenMetrics first (protobuf first with native histograms)
+                  const auto format = preferred_exposition(req.header("accept").value_or(""));
+                  HttpResponse r;
+                  if (format == ExpositionFormat::kProtobuf && src->metrics_protobuf) {
+                    r = text_response(200, src->metrics_protobuf());
+                    r.content_type = kProtobufExpositionType;
+                  } else if (format != ExpositionFormat::kText && src->metrics_openmetrics) {
+                    r = text_response(200, src->metrics_openmetrics());
+                    r.content_type = kOpenMetricsType;
+                  } else {
+                    r = text_response(200, src->metrics());
+                    r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+                  }
+                  r.headers.emplace_back("Vary", "Accept");
+                  return r;
+                } catch (const std::exception& e) {
+                  spdlog::error("scrape failed: {}", e.what());
+                  return text_response(500, std::string("scrape failed: ") + e.what() + "\n");
+                }
+              }});
   routes.add({.path = "/healthz",
               .handle = [](const HttpRequest&) { return text_response(200, "ok\n"); }});
   routes.add({.path = "/readyz", .handle = [src](const HttpRequest&) {

@@ -183,31 +183,20 @@ bool accepts_gzip(std::string_view accept_encoding) {
   return gzip >= 0 ? gzip > 0 : any > 0;
 }
 
-bool prefers_protobuf(std::string_view accept) {
+ExpositionFormat preferred_exposition(std::string_view accept) {
   double protobuf = -1;
+  double openmetrics = -1;
   double other = -1;
   for_each_element(accept, [&](const std::string& type, std::string_view params, double q) {
+    const std::string p = lower(params);
     if (type == "application/vnd.google.protobuf") {
       // Only the length-delimited stream of MetricFamily messages is served.
-      const std::string p = lower(params);
       if (p.find("proto=io.prometheus.client.metricfamily") != std::string::npos &&
           p.find("encoding=delimited") != std::string::npos) {
         protobuf = std::max(protobuf, q);
       }
-    } else if (!type.empty()) {
-      other = std::max(other, q);
-    }
-  });
-  return protobuf > 0 && protobuf >= other;
-}
-
-bool prefers_openmetrics(std::string_view accept) {
-  double openmetrics = -1;
-  double other = -1;
-  for_each_element(accept, [&](const std::string& type, std::string_view params, double q) {
-    if (type == "application/openmetrics-text") {
+    } else if (type == "application/openmetrics-text") {
       // 1.0.0 is served; 0.0.1, its draft, reads the same; another version is not this one.
-      const std::string p = lower(params);
       const auto at = p.find("version=");
       const std::string_view version =
           at == std::string::npos
@@ -216,11 +205,17 @@ bool prefers_openmetrics(std::string_view accept) {
       if (version.empty() || version == "1.0.0" || version == "0.0.1") {
         openmetrics = std::max(openmetrics, q);
       }
-    } else if (type != "application/vnd.google.protobuf" && !type.empty()) {
+    } else if (!type.empty()) {
       other = std::max(other, q);
     }
   });
-  return openmetrics > 0 && openmetrics >= other;
+  if (protobuf > 0 && protobuf >= std::max(openmetrics, other)) {
+    return ExpositionFormat::kProtobuf;
+  }
+  if (openmetrics > 0 && openmetrics >= other) {
+    return ExpositionFormat::kOpenMetrics;
+  }
+  return ExpositionFormat::kText;
 }
 
 Result<std::string> gzip_compress(std::string_view data) {

@@ -47,13 +47,12 @@ HeadRead read_request_head(std::string_view data);
 // Whether an Accept-Encoding value admits gzip (gzip, x-gzip or *, with a q-value above 0).
 bool accepts_gzip(std::string_view accept_encoding);
 
-// Whether an Accept value asks for Prometheus' protobuf exposition (length-delimited
-// io.prometheus.client.MetricFamily) at least as much as for anything else.
-bool prefers_protobuf(std::string_view accept);
+enum class ExpositionFormat { kText, kOpenMetrics, kProtobuf };
 
-// Whether an Accept value asks for OpenMetrics 1.0 (or its draft 0.0.1, or no version) at
-// least as much as for anything but protobuf.
-bool prefers_openmetrics(std::string_view accept);
+// The exposition an Accept value asks for most: Prometheus' protobuf (length-delimited
+// io.prometheus.client.MetricFamily), OpenMetrics 1.0 (or its draft 0.0.1, or no version),
+// else the text format; a tie goes to the first of those.
+ExpositionFormat preferred_exposition(std::string_view accept);
 
 // The query of a request target as KNOWN keys and their values (taken as they are: no
 // percent-decoding); nullopt for another key or a key given twice.

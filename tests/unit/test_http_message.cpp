@@ -107,27 +107,32 @@ TEST_CASE("a HEAD response has a GET's headers and no body", "[http]") {
   CHECK(head == get.substr(0, get.size() - 6));
 }
 
+namespace {
+bool is_protobuf(std::string_view accept) {
+  return preferred_exposition(accept) == ExpositionFormat::kProtobuf;
+}
+}  // namespace
+
 TEST_CASE("protobuf only for a scraper that prefers Prometheus' delimited MetricFamily stream",
           "[http]") {
   // What Prometheus sends with native histograms on, and without.
   CHECK(
-      prefers_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
-                       "encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"));
-  CHECK(!prefers_protobuf(
+      is_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+                  "encoding=delimited;q=0.7,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"));
+  CHECK(!is_protobuf(
       "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
       "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
-  CHECK(!prefers_protobuf(""));
-  CHECK(!prefers_protobuf("*/*"));
+  CHECK(!is_protobuf(""));
+  CHECK(!is_protobuf("*/*"));
   // Another protobuf message, or text encoding of it: not what is served.
-  CHECK(
-      !prefers_protobuf("application/vnd.google.protobuf;proto=other.Message;encoding=delimited"));
-  CHECK(!prefers_protobuf(
+  CHECK(!is_protobuf("application/vnd.google.protobuf;proto=other.Message;encoding=delimited"));
+  CHECK(!is_protobuf(
       "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=text"));
   // Asked for, but less than text.
   CHECK(
-      !prefers_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
-                        "encoding=delimited;q=0.2,text/plain;q=0.9"));
+      !is_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+                   "encoding=delimited;q=0.2,text/plain;q=0.9"));
   CHECK(
-      !prefers_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
-                        "encoding=delimited;q=0"));
+      !is_protobuf("application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+                   "encoding=delimited;q=0"));
 }

@@ -131,15 +131,21 @@ TEST_CASE("OpenMetrics for a scraper that prefers it to the text format", "[http
       "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
       "encoding=delimited,application/openmetrics-text;version=1.0.0;q=0.8,"
       "application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
-  CHECK(prefers_openmetrics(plain));
-  CHECK(prefers_openmetrics(native));  // the route asks prefers_protobuf() first
-  CHECK(prefers_openmetrics("application/openmetrics-text"));
-  CHECK(!prefers_openmetrics(""));
-  CHECK(!prefers_openmetrics("*/*"));
-  CHECK(!prefers_openmetrics("text/plain;version=0.0.4"));
-  CHECK(!prefers_openmetrics("application/openmetrics-text;version=2.0.0"));
-  CHECK(!prefers_openmetrics("application/openmetrics-text;q=0.4,text/plain;q=0.5"));
-  CHECK(!prefers_openmetrics("application/openmetrics-text;q=0"));
+  const auto om = ExpositionFormat::kOpenMetrics;
+  CHECK(preferred_exposition(plain) == om);
+  CHECK(preferred_exposition(native) == ExpositionFormat::kProtobuf);
+  CHECK(preferred_exposition(
+            "application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;"
+            "encoding=delimited;q=0.5,application/openmetrics-text;version=1.0.0") == om);
+  CHECK(preferred_exposition("application/openmetrics-text") == om);
+  CHECK(preferred_exposition("") == ExpositionFormat::kText);
+  CHECK(preferred_exposition("*/*") == ExpositionFormat::kText);
+  CHECK(preferred_exposition("text/plain;version=0.0.4") == ExpositionFormat::kText);
+  CHECK(preferred_exposition("application/openmetrics-text;version=2.0.0") ==
+        ExpositionFormat::kText);
+  CHECK(preferred_exposition("application/openmetrics-text;q=0.4,text/plain;q=0.5") ==
+        ExpositionFormat::kText);
+  CHECK(preferred_exposition("application/openmetrics-text;q=0") == ExpositionFormat::kText);
 }
 
 TEST_CASE("a series keeps its slowest op of the latest interval", "[exemplars]") {

@@ -68,18 +68,24 @@ std::int64_t unzigzag(std::uint64_t v) {
   return static_cast<std::int64_t>(v >> 1) ^ -static_cast<std::int64_t>(v & 1);
 }
 
-}  // namespace
-
-TEST_CASE("histograms go out in both forms, in a length-delimited stream", "[protobuf]") {
+// A family of one histogram: 3 ops in (16, 32] us, 4 in (64, 128] us.
+prometheus::MetricFamily osd_family() {
   struct hist h {};
-  h.slots[5] = 3;  // (16, 32] us
-  h.slots[7] = 4;  // (64, 128] us
+  h.slots[5] = 3;
+  h.slots[7] = 4;
   h.sum_ns = 500'000;
   prometheus::MetricFamily osd{"osd_seconds", "help", prometheus::MetricType::Histogram, {}};
   prometheus::ClientMetric m;
   m.label.push_back({"ceph_daemon", "osd.0"});
   m.histogram = to_prometheus(h);
   osd.metric.push_back(m);
+  return osd;
+}
+
+}  // namespace
+
+TEST_CASE("histograms go out in both forms, in a length-delimited stream", "[protobuf]") {
+  const prometheus::MetricFamily osd = osd_family();
   prometheus::MetricFamily up{"up", "help", prometheus::MetricType::Gauge, {}};
   prometheus::ClientMetric g;
   g.gauge.value = 1;
@@ -185,14 +191,7 @@ TEST_CASE("an empty histogram is still native: a no-op span", "[protobuf]") {
 }
 
 TEST_CASE("an exemplar rides on the classic bucket its value is in", "[protobuf]") {
-  struct hist h {};
-  h.slots[5] = 3;  // (16, 32] us
-  h.slots[7] = 4;  // (64, 128] us
-  h.sum_ns = 500'000;
-  prometheus::MetricFamily osd{"osd_seconds", "help", prometheus::MetricType::Histogram, {}};
-  prometheus::ClientMetric m;
-  m.histogram = to_prometheus(h);
-  osd.metric.push_back(m);
+  const prometheus::MetricFamily osd = osd_family();
   const std::string trace = "0123456789abcdef0123456789abcdef";
   const std::string bytes =
       serialize_protobuf(Exposition{{osd}, {{Exemplar{trace, 100e-6, 1700000000.5}}}});
