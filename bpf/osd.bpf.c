@@ -152,28 +152,35 @@ static __always_inline __u32 series_arg(const struct osd_layout *l, __u32 kind, 
 /*
  * Exemplars (docs/collectors/osd.md, "Exemplars"): the slowest op of each slot series in the
  * current interval, which the daemon starts anew at each scrape by moving exemplar_interval
- * (osd_records.bpf.h). One array shared by the CPUs, so that a series' maximum is one for the node:
- * an op reads it, and writes it only when it is the new maximum, which is also the only time a fast
- * op sends a record. Two CPUs racing may both send one; nothing else is lost.
+ * (osd_records.bpf.h). One array shared by the CPUs, so that a series' maximum is one for the
+ * node: an op reads it, and writes it only when it is the new maximum, which is also the only
+ * time a fast op sends a record. Two CPUs racing may both send one; nothing else is lost.
  */
 struct osd_exemplar_max osd_exemplar_max[OSD_STATS_SLOTS * OSD_SLOT_SERIES];
 
-/* 1 when WHOLE is the new maximum of series SERIES (series_arg()) in this interval. */
+/*
+ * 1 when WHOLE is the new maximum of series SERIES (series_arg()) in this interval, by
+ * histogram slot: the first op of a slower bucket than any before it in the interval, so a
+ * series sends about as many records per interval as its ops span buckets, not ln(ops).
+ */
 static __always_inline int new_maximum(__u32 series, __u64 whole)
 {
-	__u32 slot = (series >> 16) - 1, op = series & 0xff, interval = exemplar_interval;
+	__u32 stats_slot = (series >> 16) - 1, op = series & 0xff, interval = exemplar_interval;
 	struct osd_exemplar_max *m;
 
-	if (!interval || slot >= OSD_STATS_SLOTS || op >= OSD_OP_COUNT)
+	if (!interval || stats_slot >= OSD_STATS_SLOTS || op >= OSD_OP_COUNT)
 		return 0;
-	__u32 i = slot * OSD_SLOT_SERIES + osd_slot_series((series >> 8) & 0xff, op);
+	__u32 i = stats_slot * OSD_SLOT_SERIES + osd_slot_series((series >> 8) & 0xff, op);
 
 	if (i >= OSD_STATS_SLOTS * OSD_SLOT_SERIES)
 		return 0;
 	m = &osd_exemplar_max[i];
-	if (m->interval == interval && m->whole_ns >= whole)
+	__u32 bucket = hist_slot(whole);
+
+	if (m->interval == interval && m->slot >= bucket)
 		return 0;
 	m->interval = interval;
+	m->slot = bucket;
 	m->whole_ns = whole;
 	return 1;
 }

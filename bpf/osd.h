@@ -258,7 +258,7 @@ struct osd_last_replica_key {
 /* Exemplars: a slot series' slowest op of the current interval (osd_exemplar_max). */
 struct osd_exemplar_max {
 	__u32 interval;
-	__u32 pad;
+	__u32 slot; /* the histogram slot of the slowest op so far */
 	__u64 whole_ns;
 };
 

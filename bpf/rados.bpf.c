@@ -366,8 +366,9 @@ static __always_inline void read_reqid(const struct rados_layout *l, const void 
 }
 
 /*
- * 1 when WHOLE is the new maximum of series KEY in this interval. Ops of a client not tracked
- * yet make none: their series is its target's only later.
+ * 1 when WHOLE is the new maximum of series KEY in this interval, by histogram slot (as in
+ * osd.bpf.c). Ops of a client not tracked yet make none: their series is its target's only
+ * later.
  */
 static __always_inline int new_maximum(const struct rados_stats_key *key, __u64 whole)
 {
@@ -376,16 +377,20 @@ static __always_inline int new_maximum(const struct rados_stats_key *key, __u64 
 
 	if (!interval || key->target == CEPHSCOPE_UNTRACKED)
 		return 0;
+	__u32 slot = hist_slot(whole);
+
 	m = bpf_map_lookup_elem(&rados_exemplar_max, key);
 	if (!m) {
-		struct rados_exemplar_max first = {.interval = interval, .whole_ns = whole};
+		struct rados_exemplar_max first = {
+		    .interval = interval, .slot = slot, .whole_ns = whole};
 
 		bpf_map_update_elem(&rados_exemplar_max, key, &first, BPF_ANY);
 		return 1;
 	}
-	if (m->interval == interval && m->whole_ns >= whole)
+	if (m->interval == interval && m->slot >= slot)
 		return 0;
 	m->interval = interval;
+	m->slot = slot;
 	m->whole_ns = whole;
 	return 1;
 }

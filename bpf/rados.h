@@ -271,7 +271,7 @@ struct rados_slow_record {
 /* Exemplars: a series' slowest op of the current interval (rados_exemplar_max). */
 struct rados_exemplar_max {
 	__u32 interval;
-	__u32 pad;
+	__u32 slot; /* the histogram slot of the slowest op so far */
 	__u64 whole_ns;
 };
 
