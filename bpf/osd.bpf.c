@@ -85,8 +85,15 @@ static __always_inline struct osd_stats *series_of(__u32 target, __u32 stats_slo
 
 	if (stats_slot - 1 < OSD_STATS_SLOTS && op < OSD_OP_COUNT) {
 		__u32 i = (stats_slot - 1) * OSD_SLOT_SERIES + osd_slot_series(kind, op);
+		struct osd_stats *st = bpf_map_lookup_elem(&osd_stats_slots, &i);
 
-		return bpf_map_lookup_elem(&osd_stats_slots, &i);
+		/*
+		 * Keeps this call apart from the hash's: clang may merge the two into one call
+		 * instruction, and the verifier inlines a lookup only where the call has one map (a
+		 * merged call cost +240 ns per hit, through the generic helper).
+		 */
+		barrier_var(st);
+		return st;
 	}
 	return lookup_or_init(&osd_stats, &key, &zero_stats);
 }
