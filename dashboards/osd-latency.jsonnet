@@ -5,7 +5,6 @@ local sel = g.sel('instance=~"$instance", fsid=~"$fsid", ceph_daemon=~"$ceph_dae
 // Ceph's own exporter names each OSD's host (ceph_osd_metadata); without it, the OSD alone.
 local withHostname(expr) =
   '(' + expr + ' * on (ceph_daemon) group_left (hostname) max by (ceph_daemon, hostname) (ceph_osd_metadata{cluster=~"$cluster"})) or ' + expr;
-local stageMean(op) = g.mean('cephscope_osd_op_stage_seconds', sel + ', op="' + op + '"', 'stage');
 // Fleet scale (docs/fleet.md): with every OSD selected ($ceph_daemon is `.*`), the stage
 // quantiles read the per-host quantile rules instead of every OSD's buckets (4-26 s at 100
 // nodes of 24 OSDs), and show the highest host's (one host selected: that host's). Each is
@@ -21,6 +20,22 @@ local quantileOr(q, metric, rule, by, extra) =
   + '}[$__rate_interval]))) or max by (' + by + ') (' + rule + '{' + ruleSel + extra + '})';
 local stageQuantile(q, rule, op) =
   quantileOr(q, 'cephscope_osd_op_stage_seconds', rule, 'stage', ', op="' + op + '"');
+// A stage's mean per op: over every host, the summed time over the summed ops of the
+// per-host rules (exact over any set of hosts).
+local stageMean(op) =
+  local extra = ', op="' + op + '"';
+  local rule(kind) = 'sum by (stage) (cephscope:host_osd_op_stage_seconds_' + kind + ':rate5m{' + ruleSel + extra + '})';
+  g.mean('cephscope_osd_op_stage_seconds', rawOnly + extra, 'stage') + ' or ' + rule('sum') + ' / ' + rule('count');
+// The heatmaps: every OSD's buckets, or with every OSD selected the per-host sums of the
+// classic buckets (rule). Where only native histograms are stored, the sum over every OSD is
+// cheap enough (docs/fleet.md): that side keeps the whole selection.
+local opHeatmap(title, description, op) =
+  local extra = ', op="' + op + '"';
+  g.heatmap(title, description,
+            'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + rawOnly + extra + '}[$__rate_interval]))'
+            + ' or sum by (le) (cephscope:host_osd_op_seconds_bucket:rate5m{' + ruleSel + extra + '})',
+            exemplar=true,
+            native='sum (rate(cephscope_osd_op_seconds{' + sel + extra + '}[$__rate_interval]))');
 
 g.dashboard(
   'cephscope-osd-latency',
@@ -50,15 +65,13 @@ g.dashboard(
   ], y=10)
   + [g.row('Heatmaps', 26)]
   + g.layout([
-    g.heatmap('Client write latency', 'Whole client writes on their primary: received to reply (Ceph\'s op_w_latency).',
-              'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="write"}[$__rate_interval]))', exemplar=true),
-    g.heatmap('Client read latency', 'Whole client reads on their primary (Ceph\'s op_r_latency).',
-              'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + sel + ', op="read"}[$__rate_interval]))', exemplar=true),
+    opHeatmap('Client write latency', 'Whole client writes on their primary: received to reply (Ceph\'s op_w_latency); with every OSD selected, from the per-host sums of the buckets (recording rule cephscope:host_osd_op_seconds_bucket:rate5m).', 'write'),
+    opHeatmap('Client read latency', 'Whole client reads on their primary (Ceph\'s op_r_latency); with every OSD selected, from the per-host sums.', 'read'),
   ], y=27)
   + [g.row('Slow ops and slowest OSDs', 35)]
   + g.layout([
     g.timeseries('Slow ops by stage', 'Ops over the daemon\'s slow-op threshold, counted under their longest stage.',
-                 [g.target('sum by (op, stage) (rate(cephscope_osd_slow_ops_total{' + sel + '}[$__rate_interval]))', '{{op}} {{stage}}')],
+                 [g.target('sum by (op, stage) (rate(cephscope_osd_slow_ops_total{' + rawOnly + '}[$__rate_interval])) or sum by (op, stage) (cephscope:host_osd_slow_ops:rate5m{' + ruleSel + '})', '{{op}} {{stage}}')],
                  unit='ops'),
     // These three read recording rules (docs/fleet.md): over the raw histograms of 100 nodes
     // of 24 OSDs they took 9-109 s.

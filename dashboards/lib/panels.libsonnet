@@ -73,8 +73,11 @@
   // (one of the two is empty on any one server). EXEMPLAR: Grafana also asks for the
   // exemplars of the series the query reads (the slowest op of each series per scrape,
   // labelled trace_id: docs/dashboards.md#exemplars).
-  target(expr, legend='', format='time_series', exemplar=false):: {
-    expr: if std.length(std.findSubstr('_bucket{', expr)) > 0
+  // NATIVE, where given, is the native form itself (for a query whose native side differs
+  // from its classic side by more than the histogram's name).
+  target(expr, legend='', format='time_series', exemplar=false, native=null):: {
+    expr: if native != null then expr + ' or ' + native
+    else if std.length(std.findSubstr('_bucket{', expr)) > 0
     then expr + ' or ' + $.native(expr)
     else expr,
     legendFormat: legend,
@@ -113,12 +116,12 @@
     options: { legend: { displayMode: 'table', placement: 'right', calcs: ['mean', 'max'] } },
   },
 
-  heatmap(title, description, expr, pos={}, exemplar=false):: {
+  heatmap(title, description, expr, pos={}, exemplar=false, native=null):: {
     type: 'heatmap',
     title: title,
     description: description,
     datasource: $.datasource,
-    targets: [$.target(expr, '{{le}}', 'heatmap', exemplar)],
+    targets: [$.target(expr, '{{le}}', 'heatmap', exemplar, native)],
     gridPos: pos,
     options: {
       calculate: false,

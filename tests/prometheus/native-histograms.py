@@ -35,6 +35,8 @@ RECORDED = ("cephscope:osd_op_seconds:p99_5m", "cephscope:osd_subop_seconds:p99_
             'cephscope:host_osd_op_stage_seconds:p99_5m{op="write"}',
             'cephscope:host_osd_op_stage_seconds:p50_5m{op="read"}',
             "cephscope:host_osd_subop_stage_seconds:p99_5m", "cephscope:host_osd_op_seconds:p99_5m",
+            'cephscope:host_osd_op_stage_seconds_sum:rate5m{op="write"}',
+            'cephscope:host_osd_op_stage_seconds_count:rate5m{op="write"}',
             "cephscope:device_class_osd_op_seconds:p99_5m", "cephscope:pool_client_op_seconds:p99_5m")
 T0 = time.monotonic()
 
