@@ -2,8 +2,10 @@
 // their ratios, per OSD, host and cluster.
 local g = import 'lib/panels.libsonnet';
 local sel = g.sel();
-local bytes(by, direction) =
-  'sum by (' + by + ') (rate(cephscope_layer_bytes_total{' + sel + ', direction="' + direction + '"}[$__rate_interval]))';
+// Bytes per second from the per-host recording rule (5 minutes), summed BY.
+local bytes(by, direction, layer='') =
+  'sum by (' + by + ') (cephscope:host_layer_bytes:rate5m{' + sel + ', direction="' + direction + '"'
+  + (if layer == '' then '' else ', layer="' + layer + '"') + '})';
 
 g.dashboard(
   'cephscope-amplification',
@@ -12,7 +14,7 @@ g.dashboard(
   [g.template.datasource, g.template.cluster, g.template.job],
   [g.row('Bytes per layer', 0)]
   + g.layout([
-    g.timeseries('Written bytes per layer (cluster)', 'Client ops on primaries (osd_op), replica writes, syscalls and block I/O.',
+    g.timeseries('Written bytes per layer (cluster)', 'Client ops on primaries (osd_op), replica writes, syscalls and block I/O, over 5 minutes (recording rule cephscope:host_layer_bytes:rate5m).',
                  [g.target(bytes('layer', 'write'), '{{layer}}')], unit='Bps'),
     g.timeseries('Read bytes per layer (cluster)', 'The same for reads.',
                  [g.target(bytes('layer', 'read'), '{{layer}}')], unit='Bps'),
@@ -24,11 +26,11 @@ g.dashboard(
     g.timeseries('Write amplification per host', 'The same summed over a host\'s OSDs (cephscope:host_write_amplification:ratio5m).',
                  [g.target('cephscope:host_write_amplification:ratio5m{' + sel + '}', '{{instance}}')], unit='none'),
     g.stat('Cluster write amplification', 'Device bytes written per byte clients wrote (block / osd_op), over 5 minutes.',
-           'sum(rate(cephscope_layer_bytes_total{' + sel + ', layer="block", direction="write"}[5m])) / sum(rate(cephscope_layer_bytes_total{' + sel + ', layer="osd_op", direction="write"}[5m]))'),
+           bytes('', 'write', 'block') + ' / ' + bytes('', 'write', 'osd_op')),
     // The busiest five per layer: a line per OSD and layer is 9,600 lines at 100 nodes of 24
-    // OSDs, which no one reads and which takes longer to send than to compute (docs/fleet.md).
-    g.timeseries('Written bytes of the busiest OSDs per layer', 'The five OSDs writing the most bytes at each layer, at each point in time.',
-                 [g.target('topk by (layer) (5, ' + bytes('ceph_daemon, layer', 'write') + ')', '{{ceph_daemon}} {{layer}}')], unit='Bps'),
+    // OSDs, which no one reads (docs/fleet.md).
+    g.timeseries('Written bytes of the busiest OSDs per layer', 'The five OSDs writing the most bytes at each layer over 5 minutes, at each point in time (recording rule cephscope:osd_layer_bytes:top5_rate5m).',
+                 [g.target('topk by (layer) (5, max by (ceph_daemon, fsid, layer) (cephscope:osd_layer_bytes:top5_rate5m{' + sel + ', direction="write"}))', '{{ceph_daemon}} {{layer}}')], unit='Bps'),
     g.timeseries('BlueStore amplification per OSD (bluestore / (osd_op + replica))', 'What BlueStore itself writes to an OSD\'s device (data, deferred writes, RocksDB\'s WAL, BlueFS\'s log and SST files) per byte the OSD was asked to store (recording rule cephscope:osd_bluestore_amplification:ratio5m).',
                  [g.target('cephscope:osd_bluestore_amplification:ratio5m{' + sel + '}', '{{ceph_daemon}}')], unit='none'),
     g.timeseries('BlueStore\'s writes by kind (cluster)', 'The bluestore layer by kind: data (new space), deferred (in place, after the WAL), wal (RocksDB\'s WAL), bluefs (BlueFS\'s log and SST files).',

@@ -49,8 +49,8 @@ g.dashboard(
     g.timeseries('Slow ops per host and stage', 'Ops over the daemon\'s slow-op threshold per second, per host, op and longest stage (cephscope:host_osd_slow_ops:rate5m).',
                  [g.target('sum by (instance, op, stage) (' + rule('cephscope:host_osd_slow_ops:rate5m') + ')', '{{instance}} {{op}} {{stage}}')],
                  unit='ops'),
-    g.table('Slowest OSDs per stage (write p99)', 'The five OSDs with the highest p99 of each write stage over the last 5 minutes (cephscope:osd_op_stage_seconds:p99_5m).',
-            'topk by (stage) (5, max by (ceph_daemon, fsid, stage) (' + rule('cephscope:osd_op_stage_seconds:p99_5m', 'op="write"') + '))'),
+    g.table('Slowest OSDs per stage (write p99)', 'The five OSDs with the highest p99 of each write stage over the last 5 minutes (cephscope:osd_op_stage_seconds:top5_p99_5m: the five per cluster, job and fsid).',
+            'topk by (stage) (5, max by (ceph_daemon, fsid, stage) (' + rule('cephscope:osd_op_stage_seconds:top5_p99_5m', 'op="write"') + '))'),
     g.timeseries('Write amplification per host', 'Device bytes written per byte asked to store, per host (cephscope:host_write_amplification:ratio5m).',
                  [g.target('cephscope:host_write_amplification:ratio5m{cluster=~"$cluster", job=~"$job"}', '{{instance}}')], unit='none'),
   ], y=35)

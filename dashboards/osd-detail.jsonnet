@@ -8,6 +8,12 @@ local writeStages = ['throttle', 'receive', 'dispatch', 'queue', 'execute', 'blu
 local stageHeatmap(stage) = g.heatmap(
   'Write stage ' + stage, 'Distribution of the ' + stage + ' stage of client writes on this OSD.',
   'sum by (le) (rate(cephscope_osd_op_stage_seconds_bucket{' + sel + ', op="write", stage="' + stage + '"}[$__rate_interval]))');
+// The OSD's host, hidden: a device name (sda, nvme0n1) repeats on every host, and the device
+// panels read only this OSD's host's.
+local osdInstance = g.template.query(
+  'osd_instance', 'Host of the OSD',
+  'label_values(cephscope_osd_stage_available{cluster=~"$cluster", job=~"$job", fsid=~"$fsid", ceph_daemon="$ceph_daemon"}, instance)',
+  hide=2);
 local device = g.template.query(
   'device', 'Device',
   'label_values(cephscope_block_target_bytes_total{cluster=~"$cluster", job=~"$job", fsid=~"$fsid", ceph_daemon="$ceph_daemon"}, device)',
@@ -18,7 +24,7 @@ g.dashboard(
   'cephscope / OSD detail',
   'One OSD: each stage\'s distribution, BlueStore, replica sub-ops, its devices and its syscalls.',
   [g.template.datasource, g.template.cluster, g.template.job, g.template.instance, g.template.fsid,
-   g.template.ceph_daemon(), device],
+   g.template.ceph_daemon(), osdInstance, device],
   [g.row('Write stages', 0)]
   + g.layout([stageHeatmap(s) for s in writeStages], y=1, width=8, height=7)
   + [g.row('BlueStore and replica sub-ops', 29)]
@@ -37,15 +43,15 @@ g.dashboard(
   + [g.row('Devices and syscalls', 38)]
   + g.layout([
     g.timeseries('Device time p99 (its devices, all requests)', 'Issue to completion of the block requests of the devices this OSD writes to (per-target latency is opt-in: collectors.block.target_histograms).',
-                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_device_seconds_bucket{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}')]),
+                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_device_seconds_bucket{cluster=~"$cluster", job=~"$job", instance=~"$osd_instance", device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}')]),
     g.timeseries('Queue time p99 (its devices, all requests)', 'Insert to issue in the block layer\'s queue of this OSD\'s devices.',
-                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_queue_seconds_bucket{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}')]),
+                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_queue_seconds_bucket{cluster=~"$cluster", job=~"$job", instance=~"$osd_instance", device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}')]),
     g.timeseries('Submit stall p99 (its devices, all bios)', 'Time bios waited for a request (a frozen queue, no free tag) before the device or its queue saw them, on the devices this OSD writes to; and the bios merged into existing requests.',
-                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_submit_seconds_bucket{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}'),
-                  g.target('sum by (device, op) (rate(cephscope_block_bio_merges_total{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval]))', 'merges/s {{device}} {{op}}') + { refId: 'B' }]),
+                 [g.target('histogram_quantile(0.99, sum by (device, op, le) (rate(cephscope_block_submit_seconds_bucket{cluster=~"$cluster", job=~"$job", instance=~"$osd_instance", device=~"$device"}[$__rate_interval])))', '{{device}} {{op}}'),
+                  g.target('sum by (device, op) (rate(cephscope_block_bio_merges_total{cluster=~"$cluster", job=~"$job", instance=~"$osd_instance", device=~"$device"}[$__rate_interval]))', 'merges/s {{device}} {{op}}') + { refId: 'B' }]),
     g.timeseries('Queue freezes (its devices)', 'How long its devices\' request queues stayed frozen (p99), and who froze them (an elevator switch: whoever wrote queue/scheduler).',
-                 [g.target('histogram_quantile(0.99, sum by (device, le) (rate(cephscope_block_queue_frozen_seconds_bucket{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval])))', 'frozen p99 {{device}}'),
-                  g.target('sum by (device, process) (increase(cephscope_block_queue_freezes_total{cluster=~"$cluster", job=~"$job", device=~"$device"}[$__rate_interval]))', 'freezes {{device}} by {{process}}') + { refId: 'B' }]),
+                 [g.target('histogram_quantile(0.99, sum by (device, le) (rate(cephscope_block_queue_frozen_seconds_bucket{cluster=~"$cluster", job=~"$job", instance=~"$osd_instance", device=~"$device"}[$__rate_interval])))', 'frozen p99 {{device}}'),
+                  g.target('sum by (device, process) (increase(cephscope_block_queue_freezes_total{cluster=~"$cluster", job=~"$job", instance=~"$osd_instance", device=~"$device"}[$__rate_interval]))', 'freezes {{device}} by {{process}}') + { refId: 'B' }]),
     g.timeseries('Syscall mean latency', 'Mean time of each syscall this OSD makes (a Ceph daemon\'s syscalls carry their rate and mean; collectors.syscall.buckets: full gives their distributions).',
                  [g.target(g.mean('cephscope_syscall_seconds', sel, 'syscall'), '{{syscall}}')]),
     g.timeseries('Syscalls per second', 'How often this OSD makes each syscall.',

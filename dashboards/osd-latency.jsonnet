@@ -37,6 +37,17 @@ local opHeatmap(title, description, op) =
             exemplar=true,
             native='sum (rate(cephscope_osd_op_seconds{' + sel + extra + '}[$__rate_interval]))');
 
+// The slowest OSDs per write stage: with every host and OSD selected, from the fleet's five
+// per stage (cephscope:osd_op_stage_seconds:top5_p99_5m, per cluster, job and fsid); else
+// from the selected OSDs' quantiles. `instance_all` and `ceph_daemon_all` are labels no
+// series has, so each side is emptied in the index as for rawOnly above.
+local slowestOsds =
+  local perOsd(extra) = 'cephscope:osd_op_stage_seconds:p99_5m{' + sel + ', op="write", ' + extra + '}';
+  'topk by (stage) (5, max by (ceph_daemon, fsid, stage) ('
+  + perOsd('ceph_daemon_all!~"$ceph_daemon"') + ' or ' + perOsd('instance_all!~"$instance"')
+  + ' or cephscope:osd_op_stage_seconds:top5_p99_5m{' + g.sel('fsid=~"$fsid"')
+  + ', op="write", ceph_daemon_all=~"$ceph_daemon", instance_all=~"$instance"}))';
+
 g.dashboard(
   'cephscope-osd-latency',
   'cephscope / OSD latency by stage',
@@ -75,8 +86,8 @@ g.dashboard(
                  unit='ops'),
     // These three read recording rules (docs/fleet.md): over the raw histograms of 100 nodes
     // of 24 OSDs they took 9-109 s.
-    g.table('Slowest OSDs per stage (write p99)', 'The five OSDs with the highest p99 of each write stage over the last 5 minutes (recording rule cephscope:osd_op_stage_seconds:p99_5m), with their host where Ceph\'s exporter is scraped.',
-            withHostname('topk by (stage) (5, max by (ceph_daemon, fsid, stage) (cephscope:osd_op_stage_seconds:p99_5m{' + sel + ', op="write"}))')),
+    g.table('Slowest OSDs per stage (write p99)', 'The five OSDs with the highest p99 of each write stage over the last 5 minutes (recording rules cephscope:osd_op_stage_seconds:p99_5m, and :top5_p99_5m with every OSD selected), with their host where Ceph\'s exporter is scraped.',
+            withHostname(slowestOsds)),
     g.timeseries('Whole write p99 per OSD', '99th percentile of client writes per primary OSD over 5 minutes (recording rule cephscope:osd_op_seconds:p99_5m).',
                  [g.target('max by (ceph_daemon, fsid) (cephscope:osd_op_seconds:p99_5m{' + sel + ', op="write"})', '{{ceph_daemon}}')]),
     g.timeseries('Write p99 per host', '99th percentile of client writes per cephscope instance (host), all its OSDs, over 5 minutes (recording rule cephscope:host_osd_op_seconds:p99_5m).',

@@ -370,9 +370,10 @@ class Run:
         host = sorted(x["metric"]["instance"] for x in r)[0]
         osd_of_host = s.query(f'cephscope_target_info{{instance="{host}", kind="ceph-osd"}}')
         osd = sorted(x["metric"]["ceph_daemon"] for x in osd_of_host)[0]
-        return {"fleet": {"instance": ".*", "ceph_daemon": ".*", "one_osd": osd},
-                "host": {"instance": host, "ceph_daemon": ".*", "one_osd": osd},
-                "osd": {"instance": ".*", "ceph_daemon": osd, "one_osd": osd}}
+        # osd_instance: the OSD detail dashboard's hidden variable, the host of its one OSD
+        return {"fleet": {"instance": ".*", "ceph_daemon": ".*", "one_osd": osd, "osd_instance": host},
+                "host": {"instance": host, "ceph_daemon": ".*", "one_osd": osd, "osd_instance": host},
+                "osd": {"instance": ".*", "ceph_daemon": osd, "one_osd": osd, "osd_instance": host}}
 
     def dashboard_queries(self, s, boards="*"):
         iv = self.interval
@@ -392,7 +393,7 @@ class Run:
                 e = expr
                 for var, val in (("$__rate_interval", f"{4 * iv}s"), ("$cluster", ".*"),
                                  ("$job", ".*"), ("$fsid", ".*"), ("$device", ".*"),
-                                 ("$instance", v["instance"])):
+                                 ("$instance", v["instance"]), ("$osd_instance", v["osd_instance"])):
                     e = e.replace(var, val)
                 e = e.replace('ceph_daemon="$ceph_daemon"', f'ceph_daemon="{v["one_osd"]}"')
                 e = e.replace("$ceph_daemon", v["ceph_daemon"])

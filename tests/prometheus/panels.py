@@ -41,7 +41,8 @@ class Prom:
 
 def substitute(expr, daemon, rate_interval="1m"):
     for var, value in (("$__rate_interval", rate_interval), ("$cluster", ".*"), ("$job", ".*"),
-                       ("$fsid", ".*"), ("$instance", ".*"), ("$ceph_daemon", daemon), ("$device", ".*")):
+                       ("$fsid", ".*"), ("$instance", ".*"), ("$osd_instance", ".*"), ("$ceph_daemon", daemon),
+                       ("$device", ".*")):
         expr = expr.replace(var, value)
     return expr
 
