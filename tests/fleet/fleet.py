@@ -4,8 +4,8 @@ Debian's Prometheus servers in one of three shapes, with the shipped recording r
 alerts, alerts routed through a real Alertmanager to a webhook this script serves.
 
   (a) one server scrapes every node;
-  (b) two servers shard the nodes by hashmod of the address, a third federates only the
-      recording rules' series (cephscope:*, the per-host bucket sums aside) from both;
+  (b) two servers shard the nodes by hashmod of the address, a third federates from both
+      only the recording rules the fleet dashboard reads (FEDERATED);
   (c) a server in agent mode scrapes every node and remote-writes to a receiver
       (--web.enable-remote-write-receiver) that evaluates the rules and alerts.
 
@@ -50,6 +50,11 @@ import exposition as ex  # noqa: E402
 from harness import Webhook, free_port  # noqa: E402
 
 RULES = [ROOT / "dashboards/rules/cephscope-rules.yml", ROOT / "dashboards/rules/cephscope-alerts.yml"]
+# What the federating server of shape (b) takes from the shards: what the fleet dashboard
+# reads (the rules per host, device class and pool, and the slowest OSDs' top five), not the
+# per-OSD quantiles nor the per-host sums of classic buckets.
+FEDERATED = ('{__name__=~"cephscope:(host|device_class|pool)_.*|cephscope:.*:top5_.*", '
+             '__name__!~".*_bucket:.*"}')
 T0 = time.monotonic()
 
 
@@ -242,7 +247,7 @@ class Run:
                             "scrape_configs:\n"
                             f"  - {{job_name: federate, honor_labels: true, metrics_path: /federate, "
                             f"scrape_timeout: {self.timeout()}s, "
-                            "params: {'match[]': ['{__name__=~\"cephscope:.*\", __name__!~\".*_bucket:.*\"}']}, "
+                            f"params: {{'match[]': ['{FEDERATED}']}}, "
                             f"static_configs: [{{targets: [{fed_targets}]}}]}}\n")
             self.query_server = shards[0]
             self.rule_servers = shards
