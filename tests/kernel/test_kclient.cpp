@@ -13,6 +13,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +57,11 @@ std::string run(const std::string& command) {
   }
   return out;
 }
+
+// The kclient collector's probes: libceph's, rbd's and ceph.ko's (the MDS client).
+constexpr std::array<const char*, 5> kProbes = {"ceph_osdc_start_request", "__complete_request",
+                                                "rbd_osd_submit", "ceph_mdsc_submit_request",
+                                                "ceph_mdsc_release_request"};
 
 // The hook the collector settled on once libceph is loaded, or "" on timeout.
 std::string wait_loaded(Daemon& daemon) {
@@ -212,8 +219,7 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
   const Metrics before = daemon.scrape();
   CHECK(before.sum("cephscope_collector_up", {{"collector", "kclient"}, {"hook", "unavailable"}}) ==
         0);
-  for (const char* probe : {"ceph_osdc_start_request", "__complete_request", "rbd_osd_submit",
-                            "ceph_mdsc_submit_request", "ceph_mdsc_release_request"}) {
+  for (const char* probe : kProbes) {
     INFO(probe);
     CHECK(probe_attached(before, probe, "module_not_loaded") == 0);
   }
@@ -226,6 +232,17 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
   // The modules appear: the probes follow
   run("modprobe rbd && modprobe ceph");
   const std::string hook = wait_loaded(daemon);
+  if (!hook.empty()) {
+    // The collector comes up with libceph; ceph.ko (the MDS probes) may load a moment after
+    // and its probes follow at its own load event: wait for every probe's status to say so.
+    wait_for(
+        daemon,
+        [](const Metrics& m) {
+          return std::ranges::all_of(
+              kProbes, [&](const char* probe) { return probe_attached(m, probe, "ok") == 1; });
+        },
+        std::chrono::seconds(30));
+  }
   const Metrics loaded = daemon.scrape();
   if (hook.empty()) {
     // a kernel without module BTF (Debian's 5.10): the layout of libceph's requests is unknown
@@ -239,8 +256,7 @@ TEST_CASE("kclient: krbd and CephFS requests are counted exactly, or the collect
     return;
   }
   std::printf("kclient: hook %s after libceph loaded\n", hook.c_str());
-  for (const char* probe : {"ceph_osdc_start_request", "__complete_request", "rbd_osd_submit",
-                            "ceph_mdsc_submit_request", "ceph_mdsc_release_request"}) {
+  for (const char* probe : kProbes) {
     INFO(probe);
     CHECK(probe_attached(loaded, probe, "ok") == 1);
   }
