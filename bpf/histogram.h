@@ -63,4 +63,28 @@ static inline __u32 hist_slot(__u64 ns)
 	return ns > HIST_FIRST_BOUND_NS << slot ? slot + 1 : slot; /* at most the overflow slot */
 }
 
+/* Exemplars: a series' slowest op of the current exemplar interval, by histogram slot. */
+struct exemplar_max {
+	__u32 interval;
+	__u32 slot; /* the histogram slot of the slowest op so far */
+	__u64 whole_ns;
+};
+
+/*
+ * 1 when an op of WHOLE ns is M's new maximum in INTERVAL, M then holding it: the first op of
+ * a slower bucket than any before it in the interval, so a series sends about as many records
+ * per interval as its ops span buckets, not ln(ops).
+ */
+static inline int exemplar_take(struct exemplar_max *m, __u32 interval, __u64 whole)
+{
+	__u32 slot = hist_slot(whole);
+
+	if (m->interval == interval && m->slot >= slot)
+		return 0;
+	m->interval = interval;
+	m->slot = slot;
+	m->whole_ns = whole;
+	return 1;
+}
+
 #endif

@@ -163,17 +163,12 @@ static __always_inline __u32 series_arg(const struct osd_layout *l, __u32 kind, 
  * node: an op reads it, and writes it only when it is the new maximum, which is also the only
  * time a fast op sends a record. Two CPUs racing may both send one; nothing else is lost.
  */
-struct osd_exemplar_max osd_exemplar_max[OSD_STATS_SLOTS * OSD_SLOT_SERIES];
+struct exemplar_max osd_exemplar_max[OSD_STATS_SLOTS * OSD_SLOT_SERIES];
 
-/*
- * 1 when WHOLE is the new maximum of series SERIES (series_arg()) in this interval, by
- * histogram slot: the first op of a slower bucket than any before it in the interval, so a
- * series sends about as many records per interval as its ops span buckets, not ln(ops).
- */
+/* 1 when WHOLE is the new maximum of series SERIES (series_arg()) in this interval. */
 static __always_inline int new_maximum(__u32 series, __u64 whole)
 {
 	__u32 stats_slot = (series >> 16) - 1, op = series & 0xff, interval = exemplar_interval;
-	struct osd_exemplar_max *m;
 
 	if (!interval || stats_slot >= OSD_STATS_SLOTS || op >= OSD_OP_COUNT)
 		return 0;
@@ -181,15 +176,7 @@ static __always_inline int new_maximum(__u32 series, __u64 whole)
 
 	if (i >= OSD_STATS_SLOTS * OSD_SLOT_SERIES)
 		return 0;
-	m = &osd_exemplar_max[i];
-	__u32 bucket = hist_slot(whole);
-
-	if (m->interval == interval && m->slot >= bucket)
-		return 0;
-	m->interval = interval;
-	m->slot = bucket;
-	m->whole_ns = whole;
-	return 1;
+	return exemplar_take(&osd_exemplar_max[i], interval, whole);
 }
 
 /*

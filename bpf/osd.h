@@ -255,13 +255,6 @@ struct osd_last_replica_key {
 #define OSD_STATS_SLOTS 32
 #define OSD_SLOT_SERIES (OSD_OP_COUNT + 1)
 
-/* Exemplars: a slot series' slowest op of the current interval (osd_exemplar_max). */
-struct osd_exemplar_max {
-	__u32 interval;
-	__u32 slot; /* the histogram slot of the slowest op so far */
-	__u64 whole_ns;
-};
-
 /* A series' index in a slot: a client op by its op, a replicated write after them. */
 static inline __u32 osd_slot_series(__u32 kind, __u32 op)
 {

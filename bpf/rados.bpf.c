@@ -103,7 +103,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, RADOS_STATS_MAX);
 	__type(key, struct rados_stats_key);
-	__type(value, struct rados_exemplar_max);
+	__type(value, struct exemplar_max);
 } rados_exemplar_max SEC(".maps");
 
 static const struct rados_stats zero_stats;
@@ -366,33 +366,25 @@ static __always_inline void read_reqid(const struct rados_layout *l, const void 
 }
 
 /*
- * 1 when WHOLE is the new maximum of series KEY in this interval, by histogram slot (as in
- * osd.bpf.c). Ops of a client not tracked yet make none: their series is its target's only
- * later.
+ * 1 when WHOLE is the new maximum of series KEY in this interval (as in osd.bpf.c). Ops of a
+ * client not tracked yet make none: their series is its target's only later.
  */
 static __always_inline int new_maximum(const struct rados_stats_key *key, __u64 whole)
 {
 	__u32 interval = exemplar_interval;
-	struct rados_exemplar_max *m;
+	struct exemplar_max *m;
 
 	if (!interval || key->target == CEPHSCOPE_UNTRACKED)
 		return 0;
-	__u32 slot = hist_slot(whole);
-
 	m = bpf_map_lookup_elem(&rados_exemplar_max, key);
 	if (!m) {
-		struct rados_exemplar_max first = {
-		    .interval = interval, .slot = slot, .whole_ns = whole};
+		struct exemplar_max first = {
+		    .interval = interval, .slot = hist_slot(whole), .whole_ns = whole};
 
 		bpf_map_update_elem(&rados_exemplar_max, key, &first, BPF_ANY);
 		return 1;
 	}
-	if (m->interval == interval && m->slot >= slot)
-		return 0;
-	m->interval = interval;
-	m->slot = slot;
-	m->whole_ns = whole;
-	return 1;
+	return exemplar_take(m, interval, whole);
 }
 
 /*

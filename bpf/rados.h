@@ -268,11 +268,4 @@ struct rados_slow_record {
 	struct rados_stats_key key; /* the op's series */
 };
 
-/* Exemplars: a series' slowest op of the current interval (rados_exemplar_max). */
-struct rados_exemplar_max {
-	__u32 interval;
-	__u32 slot; /* the histogram slot of the slowest op so far */
-	__u64 whole_ns;
-};
-
 #endif

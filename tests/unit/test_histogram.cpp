@@ -119,3 +119,22 @@ TEST_CASE("coarse buckets keep every other slot, exactly; none keeps +Inf alone"
   CHECK(buckets_setting(Buckets::kFull, Buckets::kNone) == Buckets::kFull);
   CHECK(buckets_setting(Buckets::kNone, Buckets::kFull) == Buckets::kNone);
 }
+
+TEST_CASE("an exemplar is taken by the first op of a slower bucket in its interval",
+          "[histogram]") {
+  exemplar_max m{};
+  CHECK(exemplar_take(&m, 1, 3000) == 1);  // the interval's first op: (2, 4] us
+  CHECK(m.interval == 1);
+  CHECK(m.slot == 2);
+  CHECK(m.whole_ns == 3000);
+  CHECK(exemplar_take(&m, 1, 3999) == 0);  // slower, but in the same bucket
+  CHECK(exemplar_take(&m, 1, 1500) == 0);  // faster
+  CHECK(m.whole_ns == 3000);
+  CHECK(exemplar_take(&m, 1, 4001) == 1);  // the next bucket
+  CHECK(m.slot == 3);
+  CHECK(m.whole_ns == 4001);
+  CHECK(exemplar_take(&m, 2, 900) == 1);  // a new interval starts from its first op
+  CHECK(m.interval == 2);
+  CHECK(m.slot == 0);
+  CHECK(m.whole_ns == 900);
+}
