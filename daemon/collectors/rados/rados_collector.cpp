@@ -27,10 +27,9 @@
 #include "collectors/rados/placed_entries.h"
 #include "collectors/rados/rados_probes.h"
 #include "collectors/rados/rados_records.h"
+#include "collectors/rados/rados_series.h"
 #include "collectors/ring_reader.h"
 #include "collectors/slow_ops.h"
-#include "core/hist.h"
-#include "core/label_value.h"
 #include "libbpf/maps.h"
 #include "profile/store.h"
 #include "rados.skel.h"
@@ -39,21 +38,13 @@ namespace cephscope {
 namespace {
 
 using RadosSkel = Skeleton<rados_bpf, rados_bpf__destroy>;
+using rados::add_stats;
 using rados::FileKey;
 using rados::inode_of;
 using rados::library_dirs;
 
 // How often attached clients are checked for client libraries loaded since.
 constexpr auto kRecheck = std::chrono::seconds(2);
-
-void add_stats(rados_stats& s, const rados_stats& c) {
-  add_hist(s.latency, c.latency);
-  s.bytes += c.bytes;
-  s.resends += c.resends;
-  for (int e = 0; e < RADOS_ERR_COUNT; ++e) {
-    s.errors[e] += c.errors[e];
-  }
-}
 
 class RadosCollector final : public BpfCollector {
  public:
@@ -648,31 +639,9 @@ Status RadosCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
     if (labels == targets.end() || op >= RADOS_OP_COUNT) {
       continue;
     }
-    // The daemon learns no pool names (docs/collectors/rados.md): pool is the id, as it
-    // stays for the series' life; a marker build's ops carry none.
-    const std::string id = pool == RADOS_POOL_UNKNOWN ? "unknown" : std::to_string(pool);
-    Labels l = labels->second;
-    if (!image.empty()) {
-      l = l + Labels{{"image", label_value(image)}};
-    } else if (pid != 0) {
-      l = l + Labels{{"pid", std::to_string(pid)}};
-    }
-    l = l + Labels{{"pool", id}, {"pool_id", id}, {"op", rados::kOps[op]}};
-    const auto op_exemplar = exemplars_.exported(key, slow_ops_);
-    const auto exemplar = op_exemplar ? exemplar_of(*op_exemplar) : std::nullopt;
-    out.histogram("cephscope_client_op_seconds",
-                  "librados client ops as the client sees them: first send -> finish.", l,
-                  s.latency, buckets_, exemplar ? &*exemplar : nullptr);
-    out.counter("cephscope_client_op_resends_total",
-                "Sends of client ops after their first (new OSD map, -EAGAIN, redirect).", l,
-                static_cast<double>(s.resends));
-    for (int e = 0; e < RADOS_ERR_COUNT; ++e) {
-      if (s.errors[e] != 0) {
-        out.counter(
-            "cephscope_client_op_errors_total", "Client ops that finished with an error, by class.",
-            l + Labels{{"class", rados::kErrorClasses[e]}}, static_cast<double>(s.errors[e]));
-      }
-    }
+    const auto exemplar = exemplars_.exported(key, slow_ops_);
+    rados::put_client_series(out, labels->second, {pool, op, pid, image}, s, buckets_,
+                             exemplar ? &*exemplar : nullptr);
     if (op != RADOS_OP_OTHER) {
       bytes[{target, op == RADOS_OP_READ}] += s.bytes;
     }
@@ -680,14 +649,8 @@ Status RadosCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   if (slow_ops_ != nullptr) {  // the next scrape's exemplars: the slowest ops from now on
     skel_->bss->exemplar_interval = next_exemplar_interval(skel_->bss->exemplar_interval);
   }
-  // The layer's bytes per target, as every layer has them (the pool, image and pid are in
-  // cephscope_client_op_seconds)
   for (const auto& [key, n] : bytes) {
-    auto labels = targets.find(key.first);
-    out.counter(
-        "cephscope_layer_bytes_total", "Bytes seen at each layer of the IO path, per target.",
-        labels->second + Labels{{"layer", "client"}, {"direction", key.second ? "read" : "write"}},
-        static_cast<double>(n));
+    rados::put_client_bytes(out, targets.at(key.first), key.second, n);
   }
   return ok_status();
 }
