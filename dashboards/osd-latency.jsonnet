@@ -14,26 +14,29 @@ local withHostname(expr) =
 // `ceph_daemon=~"$ceph_daemon"` only then. (The rule side has no `le`: g.native leaves it as
 // it is.)
 local rawOnly = sel + ', ceph_daemon_all!~"$ceph_daemon"';
-local ruleSel = g.sel('instance=~"$instance", fsid=~"$fsid", ceph_daemon=~"$ceph_daemon"');
+// `raw or rule`: RAW over each OSD's series, RULE over the per-host rule's, each given its side's
+// selector.
+local rawOrRule(raw, rule) = raw(rawOnly) + ' or ' + rule(sel);
 local quantileOr(q, metric, rule, by, extra) =
-  'histogram_quantile(' + q + ', sum by (' + by + ', le) (rate(' + metric + '_bucket{' + rawOnly + extra
-  + '}[$__rate_interval]))) or max by (' + by + ') (' + rule + '{' + ruleSel + extra + '})';
+  rawOrRule(function(s) 'histogram_quantile(' + q + ', sum by (' + by + ', le) (rate(' + metric + '_bucket{' + s + extra + '}[$__rate_interval])))',
+            function(s) 'max by (' + by + ') (' + rule + '{' + s + extra + '})');
 local stageQuantile(q, rule, op) =
   quantileOr(q, 'cephscope_osd_op_stage_seconds', rule, 'stage', ', op="' + op + '"');
 // A stage's mean per op: over every host, the summed time over the summed ops of the
 // per-host rules (exact over any set of hosts).
 local stageMean(op) =
   local extra = ', op="' + op + '"';
-  local rule(kind) = 'sum by (stage) (cephscope:host_osd_op_stage_seconds_' + kind + ':rate5m{' + ruleSel + extra + '})';
-  g.mean('cephscope_osd_op_stage_seconds', rawOnly + extra, 'stage') + ' or ' + rule('sum') + ' / ' + rule('count');
+  local rule(s, kind) = 'sum by (stage) (cephscope:host_osd_op_stage_seconds_' + kind + ':rate5m{' + s + extra + '})';
+  rawOrRule(function(s) g.mean('cephscope_osd_op_stage_seconds', s + extra, 'stage'),
+            function(s) rule(s, 'sum') + ' / ' + rule(s, 'count'));
 // The heatmaps: every OSD's buckets, or with every OSD selected the per-host sums of the
 // classic buckets (rule). Where only native histograms are stored, the sum over every OSD is
 // cheap enough (docs/fleet.md): that side keeps the whole selection.
 local opHeatmap(title, description, op) =
   local extra = ', op="' + op + '"';
   g.heatmap(title, description,
-            'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + rawOnly + extra + '}[$__rate_interval]))'
-            + ' or sum by (le) (cephscope:host_osd_op_seconds_bucket:rate5m{' + ruleSel + extra + '})',
+            rawOrRule(function(s) 'sum by (le) (rate(cephscope_osd_op_seconds_bucket{' + s + extra + '}[$__rate_interval]))',
+                      function(s) 'sum by (le) (cephscope:host_osd_op_seconds_bucket:rate5m{' + s + extra + '})'),
             exemplar=true,
             native='sum (rate(cephscope_osd_op_seconds{' + sel + extra + '}[$__rate_interval]))');
 
@@ -82,7 +85,8 @@ g.dashboard(
   + [g.row('Slow ops and slowest OSDs', 35)]
   + g.layout([
     g.timeseries('Slow ops by stage', 'Ops over the daemon\'s slow-op threshold, counted under their longest stage.',
-                 [g.target('sum by (op, stage) (rate(cephscope_osd_slow_ops_total{' + rawOnly + '}[$__rate_interval])) or sum by (op, stage) (cephscope:host_osd_slow_ops:rate5m{' + ruleSel + '})', '{{op}} {{stage}}')],
+                 [g.target(rawOrRule(function(s) 'sum by (op, stage) (rate(cephscope_osd_slow_ops_total{' + s + '}[$__rate_interval]))',
+                                      function(s) 'sum by (op, stage) (cephscope:host_osd_slow_ops:rate5m{' + s + '})'), '{{op}} {{stage}}')],
                  unit='ops'),
     // These three read recording rules (docs/fleet.md): over the raw histograms of 100 nodes
     // of 24 OSDs they took 9-109 s.
