@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Tier 1 with the number of OSDs on one host: for each cluster size (default 3, 12 and 24 OSDs,
+# tests/ceph/cluster.sh as series-budget.sh makes them; every OSD runs the same ceph-osd binary),
+# cephscope's tier 1 alone (the OSD collector, detail never, the bluestore layer as
+# BLUESTORE_LAYER says: 1, as the default config, or 0) watches ROUNDS rados bench writes of SECS
+# seconds, 4 KiB, THREADS threads, --no-cleanup (the pool cleaned between rounds, the tracer
+# still attached, between the counters' readings). Per round, from bpf_stats of the programs
+# attached to ceph-osd and Ceph's counters (admin sockets) over the same write: uprobe hits per
+# OSD op (op_w + op_r + subop_w) and per primary op, BPF ns per hit, BPF us per client write (per
+# primary op_w), and cephscope's client writes against Ceph's op_w, in all and per program. Prints
+# each size's medians and the ratio of each figure to the smallest size's; asserts nothing.
+#   usage: tests/bench/osd-scale.sh [BUILD_DIR] [OSD_COUNT...]
+#   ROUNDS (default 5), SECS (default 10), THREADS (default 16), BLUESTORE_LAYER (default 1).
+set -euo pipefail
+build=$(realpath "${1:-build}")
+shift || true
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(3 12 24)
+rounds=${ROUNDS:-5}
+secs=${SECS:-10}
+threads=${THREADS:-16}
+bluestore_layer=${BLUESTORE_LAYER:-1}
+bin=$build/daemon/cephscope
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+[ -x "$bin" ] || { echo "no $bin: build first" >&2; exit 1; }
+[ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
+for tool in bpftool rados ceph curl; do
+  command -v "$tool" > /dev/null || { echo "needs $tool" >&2; exit 1; }
+done
+for n in "${sizes[@]}"; do
+  if ! [[ $n =~ ^[0-9]+$ ]] || [ "$n" -lt 3 ] || [ "$n" -gt 24 ]; then
+    echo "an OSD count is 3..24 (pool size 3), not '$n'" >&2
+    exit 1
+  fi
+done
+others=$(pgrep -xc ceph-osd || true)
+if [ "${others:-0}" -gt 0 ]; then
+  echo "  warning: $others ceph-osd processes already run on this host; tier 1 attaches to them" \
+    "too, and their ops while these write count as hits here" >&2
+fi
+
+# shellcheck source=tests/bench/common.sh
+source "$repo/tests/bench/common.sh"
+# shellcheck source=tests/bench/osd_cluster.sh
+source "$repo/tests/bench/osd_cluster.sh"
+bench_begin osd-scale
+cluster=$work/cluster
+pool=
+cluster_down() {
+  if [ -d "$cluster" ]; then "$repo/tests/ceph/cluster.sh" down "$cluster" > /dev/null 2>&1 || true; fi
+}
+# the tracer and the pool first (common.sh), then the cluster
+trap 'bench_cleanup_and_cluster' EXIT
+bench_cleanup_and_cluster() {
+  stop_runner
+  [ -z "$pool" ] || clean_pool
+  cluster_down
+  bench_cleanup
+}
+
+echo "kernel $(uname -r), $(nproc) CPUs; $rounds rounds of $secs s per size, 4 KiB writes, $threads threads; bluestore layer $bluestore_layer"
+for n in "${sizes[@]}"; do
+  echo "== $n OSDs"
+  CEPH_OSDS=$n CEPH_BLOCK_SIZE=4G CEPH_OSD_MEMORY=$((768 << 20)) "$repo/tests/ceph/cluster.sh" up "$cluster" \
+    > "$work/cluster-$n.log" 2>&1 || { tail -20 "$work/cluster-$n.log" >&2; exit 1; }
+  osd_cluster_load "$cluster"
+  start_tier1
+  echo "  $(wc -l < "$work/osd") programs on ceph-osd, $(uprobes_of "$runner" | wc -l) uprobes in ${#osd_ids[@]} OSDs"
+  : > "$work/rounds.$n"
+  for i in $(seq "$rounds"); do
+    read -r r0 t0 < <(prog_totals "$work/osd")
+    prog_each "$work/osd" > "$work/each.0"
+    rec0=$(tier1_writes)
+    read -r w0 rd0 s0 < <(osd_ops)
+    read -r writes iops _ < <(bench)
+    read -r w1 rd1 s1 < <(osd_ops)
+    read -r r1 t1 < <(prog_totals "$work/osd")
+    prog_each "$work/osd" > "$work/each.1"
+    rec1=$(tier1_writes)
+    clean_pool
+    opw=$((w1 - w0)) opr=$((rd1 - rd0)) subw=$((s1 - s0))
+    if [ "$opw" -le 0 ] || [ "${writes:-0}" -le 0 ]; then
+      echo "no writes in round $i at $n OSDs: writes ${writes:-0}, op_w $opw" >&2
+      exit 1
+    fi
+    awk -v r=$((r1 - r0)) -v t=$((t1 - t0)) -v w="$opw" -v rd="$opr" -v s="$subw" -v rec=$((rec1 - rec0)) \
+      -v iops="$iops" 'BEGIN { printf "%.3f %.3f %.0f %.2f %d %d %s\n", r / (w + rd + s), r / (w + rd),
+        r ? t / r : 0, t / w / 1000, rec, w, iops }' >> "$work/rounds.$n"
+    # per program: "name hits/OSD op ns/hit"
+    join "$work/each.0" "$work/each.1" | awk -v ops=$((opw + opr + subw)) '{ d = $4 - $2
+      printf "%s %.3f %.0f\n", $1, d / ops, d ? ($5 - $3) / d : 0 }' >> "$work/progs.$n"
+    read -r hpo hpp nph upw rec _ _ < <(tail -1 "$work/rounds.$n")
+    printf '  round %d: %6s IOPS; %s hits/OSD op, %s hits/primary op, %s ns/hit, %s us/write; its writes %d, op_w %d\n' \
+      "$i" "$iops" "$hpo" "$hpp" "$nph" "$upw" "$rec" "$opw"
+  done
+  stop_runner
+  cluster_down
+done
+
+col() { awk -v c="$2" '{ print $c }' "$work/rounds.$1"; }
+echo
+echo "== medians of $rounds rounds (BPF: the programs attached to ceph-osd; us per write = per primary op_w)"
+echo "| OSDs | hits per OSD op | hits per primary op | BPF ns per hit | BPF us per client write | IOPS | its writes / Ceph op_w | ns per hit vs ${sizes[0]} OSDs |"
+echo "|---|---|---|---|---|---|---|---|"
+base=
+for n in "${sizes[@]}"; do
+  nph=$(col "$n" 3 | median)
+  [ -n "$base" ] || base=$nph
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$(col "$n" 1 | median)" "$(col "$n" 2 | median)" \
+    "$nph" "$(col "$n" 4 | median)" "$(col "$n" 7 | median)" \
+    "$(awk '{ r += $5; w += $6 } END { printf "%d / %d (%s)", r, w, r == w ? "match" : "differ" }' "$work/rounds.$n")" \
+    "$(awk -v a="$nph" -v b="$base" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
+done
+echo
+echo "== per program, medians of $rounds rounds"
+echo "| OSDs | program | hits per OSD op | BPF ns per hit |"
+echo "|---|---|---|---|"
+for n in "${sizes[@]}"; do
+  awk '{ print $1 }' "$work/progs.$n" | sort -u | while read -r prog; do
+    printf '| %s | %s | %s | %s |\n' "$n" "$prog" \
+      "$(awk -v p="$prog" '$1 == p { print $2 }' "$work/progs.$n" | median)" \
+      "$(awk -v p="$prog" '$1 == p { print $3 }' "$work/progs.$n" | median)"
+  done
+done
