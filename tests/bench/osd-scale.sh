@@ -2,9 +2,11 @@
 # Tier 1 with the number of OSDs on one host: for each cluster size (default 3, 12 and 24 OSDs,
 # tests/ceph/cluster.sh as series-budget.sh makes them; every OSD runs the same ceph-osd binary),
 # cephscope's tier 1 alone (the OSD collector, detail never, the bluestore layer as
-# BLUESTORE_LAYER says: 1, as the default config, or 0) watches ROUNDS rados bench writes of SECS
-# seconds, 4 KiB, THREADS threads, --no-cleanup (the pool cleaned between rounds, the tracer
-# still attached, between the counters' readings). Per round, from bpf_stats of the programs
+# BLUESTORE_LAYER says: 1, as the default config, or 0), whole and with its stage programs stopped
+# after their reads of the op ("reads", CEPHSCOPE_BENCH_OSD_CUT=2: what the reads cost at each
+# size), started anew for each, alternating, watches ROUNDS rados bench writes each of SECS
+# seconds, 4 KiB, THREADS threads, --no-cleanup (the pool cleaned after each, the tracer
+# stopped first: the clean-up's deletes are OSD ops too). Per round, from bpf_stats of the programs
 # attached to ceph-osd and Ceph's counters (admin sockets) over the same write: uprobe hits per
 # OSD op (op_w + op_r + subop_w) and per primary op, BPF ns per hit, BPF us per client write (per
 # primary op_w), and cephscope's client writes against Ceph's op_w, in all and per program. Prints
@@ -58,67 +60,80 @@ bench_cleanup_and_cluster() {
   bench_cleanup
 }
 
-echo "kernel $(uname -r), $(nproc) CPUs; $rounds rounds of $secs s per size, 4 KiB writes, $threads threads; bluestore layer $bluestore_layer"
+# One round of configuration CFG at N OSDs: tier 1 started, one bench, stopped; appends
+# "hits/OSD op, hits/primary op, ns/hit, us/write, its writes, op_w, IOPS" to rounds.N.CFG and
+# "program hits/OSD op ns/hit" lines to progs.N.CFG.
+one_round() { # N CFG ROUND
+  local n=$1 cfg=$2 i=$3 r0 t0 r1 t1 rec0 rec1 w0 rd0 s0 w1 rd1 s1 writes iops opw opr subw hpo hpp nph upw rec
+  if [ "$cfg" = reads ]; then export CEPHSCOPE_BENCH_OSD_CUT=2; else unset CEPHSCOPE_BENCH_OSD_CUT; fi
+  start_tier1
+  unset CEPHSCOPE_BENCH_OSD_CUT
+  read -r r0 t0 < <(prog_totals "$work/osd")
+  prog_each "$work/osd" > "$work/each.0"
+  rec0=$(tier1_writes)
+  read -r w0 rd0 s0 < <(osd_ops)
+  read -r writes iops _ < <(bench)
+  read -r w1 rd1 s1 < <(osd_ops)
+  read -r r1 t1 < <(prog_totals "$work/osd")
+  prog_each "$work/osd" > "$work/each.1"
+  rec1=$(tier1_writes)
+  stop_runner
+  clean_pool
+  opw=$((w1 - w0)) opr=$((rd1 - rd0)) subw=$((s1 - s0))
+  if [ "$opw" -le 0 ] || [ "${writes:-0}" -le 0 ]; then
+    echo "no writes in round $i at $n OSDs ($cfg): writes ${writes:-0}, op_w $opw" >&2
+    exit 1
+  fi
+  awk -v r=$((r1 - r0)) -v t=$((t1 - t0)) -v w="$opw" -v rd="$opr" -v s="$subw" -v rec=$((rec1 - rec0)) \
+    -v iops="$iops" 'BEGIN { printf "%.3f %.3f %.0f %.2f %d %d %s\n", r / (w + rd + s), r / (w + rd),
+      r ? t / r : 0, t / w / 1000, rec, w, iops }' >> "$work/rounds.$n.$cfg"
+  join "$work/each.0" "$work/each.1" | awk -v ops=$((opw + opr + subw)) '{ d = $4 - $2
+    printf "%s %.3f %.0f\n", $1, d / ops, d ? ($5 - $3) / d : 0 }' >> "$work/progs.$n.$cfg"
+  read -r hpo hpp nph upw rec _ _ < <(tail -1 "$work/rounds.$n.$cfg")
+  printf '  round %d %-5s %6s IOPS; %s hits/OSD op, %s hits/primary op, %s ns/hit, %s us/write; its writes %d, op_w %d\n' \
+    "$i" "$cfg" "$iops" "$hpo" "$hpp" "$nph" "$upw" "$rec" "$opw"
+}
+
+echo "kernel $(uname -r), $(nproc) CPUs; $rounds rounds of $secs s per size and configuration, 4 KiB writes, $threads threads; bluestore layer $bluestore_layer"
+echo "configurations: tier1 (whole), reads (the stage programs stopped after their reads of the op: CEPHSCOPE_BENCH_OSD_CUT=2), alternating"
 for n in "${sizes[@]}"; do
   echo "== $n OSDs"
   CEPH_OSDS=$n CEPH_BLOCK_SIZE=4G CEPH_OSD_MEMORY=$((768 << 20)) "$repo/tests/ceph/cluster.sh" up "$cluster" \
     > "$work/cluster-$n.log" 2>&1 || { tail -20 "$work/cluster-$n.log" >&2; exit 1; }
   osd_cluster_load "$cluster"
-  start_tier1
-  echo "  $(wc -l < "$work/osd") programs on ceph-osd, $(uprobes_of "$runner" | wc -l) uprobes in ${#osd_ids[@]} OSDs"
-  : > "$work/rounds.$n"
   for i in $(seq "$rounds"); do
-    read -r r0 t0 < <(prog_totals "$work/osd")
-    prog_each "$work/osd" > "$work/each.0"
-    rec0=$(tier1_writes)
-    read -r w0 rd0 s0 < <(osd_ops)
-    read -r writes iops _ < <(bench)
-    read -r w1 rd1 s1 < <(osd_ops)
-    read -r r1 t1 < <(prog_totals "$work/osd")
-    prog_each "$work/osd" > "$work/each.1"
-    rec1=$(tier1_writes)
-    clean_pool
-    opw=$((w1 - w0)) opr=$((rd1 - rd0)) subw=$((s1 - s0))
-    if [ "$opw" -le 0 ] || [ "${writes:-0}" -le 0 ]; then
-      echo "no writes in round $i at $n OSDs: writes ${writes:-0}, op_w $opw" >&2
-      exit 1
-    fi
-    awk -v r=$((r1 - r0)) -v t=$((t1 - t0)) -v w="$opw" -v rd="$opr" -v s="$subw" -v rec=$((rec1 - rec0)) \
-      -v iops="$iops" 'BEGIN { printf "%.3f %.3f %.0f %.2f %d %d %s\n", r / (w + rd + s), r / (w + rd),
-        r ? t / r : 0, t / w / 1000, rec, w, iops }' >> "$work/rounds.$n"
-    # per program: "name hits/OSD op ns/hit"
-    join "$work/each.0" "$work/each.1" | awk -v ops=$((opw + opr + subw)) '{ d = $4 - $2
-      printf "%s %.3f %.0f\n", $1, d / ops, d ? ($5 - $3) / d : 0 }' >> "$work/progs.$n"
-    read -r hpo hpp nph upw rec _ _ < <(tail -1 "$work/rounds.$n")
-    printf '  round %d: %6s IOPS; %s hits/OSD op, %s hits/primary op, %s ns/hit, %s us/write; its writes %d, op_w %d\n' \
-      "$i" "$iops" "$hpo" "$hpp" "$nph" "$upw" "$rec" "$opw"
+    if [ $((i % 2)) = 1 ]; then order="tier1 reads"; else order="reads tier1"; fi
+    for cfg in $order; do one_round "$n" "$cfg" "$i"; done
   done
-  stop_runner
   cluster_down
 done
 
 col() { awk -v c="$2" '{ print $c }' "$work/rounds.$1"; }
 echo
 echo "== medians of $rounds rounds (BPF: the programs attached to ceph-osd; us per write = per primary op_w)"
-echo "| OSDs | hits per OSD op | hits per primary op | BPF ns per hit | BPF us per client write | IOPS | its writes / Ceph op_w | ns per hit vs ${sizes[0]} OSDs |"
-echo "|---|---|---|---|---|---|---|---|"
-base=
-for n in "${sizes[@]}"; do
-  nph=$(col "$n" 3 | median)
-  [ -n "$base" ] || base=$nph
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$(col "$n" 1 | median)" "$(col "$n" 2 | median)" \
-    "$nph" "$(col "$n" 4 | median)" "$(col "$n" 7 | median)" \
-    "$(awk '{ r += $5; w += $6 } END { printf "%d / %d (%s)", r, w, r == w ? "match" : "differ" }' "$work/rounds.$n")" \
-    "$(awk -v a="$nph" -v b="$base" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
+echo "| OSDs | configuration | hits per OSD op | hits per primary op | BPF ns per hit | BPF us per client write | IOPS | its writes / Ceph op_w | ns per hit vs ${sizes[0]} OSDs |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for cfg in tier1 reads; do
+  base=
+  for n in "${sizes[@]}"; do
+    nph=$(col "$n.$cfg" 3 | median)
+    [ -n "$base" ] || base=$nph
+    recs=-
+    [ "$cfg" = tier1 ] && recs=$(awk '{ r += $5; w += $6 } END { printf "%d / %d (%s)", r, w, r == w ? "match" : "differ" }' "$work/rounds.$n.$cfg")
+    printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$n" "$cfg" "$(col "$n.$cfg" 1 | median)" \
+      "$(col "$n.$cfg" 2 | median)" "$nph" "$(col "$n.$cfg" 4 | median)" "$(col "$n.$cfg" 7 | median)" "$recs" \
+      "$(awk -v a="$nph" -v b="$base" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
+  done
 done
 echo
-echo "== per program, medians of $rounds rounds"
-echo "| OSDs | program | hits per OSD op | BPF ns per hit |"
-echo "|---|---|---|---|"
+echo "== per program, medians of $rounds rounds (reads: the stage programs cut after their reads)"
+echo "| OSDs | program | hits per OSD op | BPF ns per hit, whole | BPF ns per hit, reads |"
+echo "|---|---|---|---|---|"
 for n in "${sizes[@]}"; do
-  awk '{ print $1 }' "$work/progs.$n" | sort -u | while read -r prog; do
-    printf '| %s | %s | %s | %s |\n' "$n" "$prog" \
-      "$(awk -v p="$prog" '$1 == p { print $2 }' "$work/progs.$n" | median)" \
-      "$(awk -v p="$prog" '$1 == p { print $3 }' "$work/progs.$n" | median)"
+  awk '{ print $1 }' "$work/progs.$n.tier1" | sort -u | while read -r prog; do
+    printf '| %s | %s | %s | %s | %s |\n' "$n" "$prog" \
+      "$(awk -v p="$prog" '$1 == p { print $2 }' "$work/progs.$n.tier1" | median)" \
+      "$(awk -v p="$prog" '$1 == p { print $3 }' "$work/progs.$n.tier1" | median)" \
+      "$(awk -v p="$prog" '$1 == p { print $3 }' "$work/progs.$n.reads" | median)"
   done
 done
