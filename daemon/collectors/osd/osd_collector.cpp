@@ -616,9 +616,8 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   }
   stage_status(out);
   detail_status(out);
-  if (Status layer = store_layer(out, targets); !layer.ok()) {
-    return layer;
-  }
+  // The bluestore layer's maps apart: a failure to read them is reported, not the stages' loss.
+  const Status layer = store_layer(out, targets);
   std::map<std::tuple<std::uint32_t, int, int>, osd_stats> sums;
   Status walked = for_each_series([&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
     auto& s = sums[{k.target, k.kind, k.op}];
@@ -649,7 +648,8 @@ Status OsdCollector::collect(MetricSink& out, const TargetLabelMap& targets) {
   if (slow_ops_ != nullptr) {  // the next scrape's exemplars: the slowest ops from now on
     skel_->bss->exemplar_interval = next_exemplar_interval(skel_->bss->exemplar_interval);
   }
-  return last_replicas(out, targets);
+  const Status replicas = last_replicas(out, targets);
+  return layer.ok() ? replicas : layer;
 }
 
 // Tier 2: each OSD's replicated client writes by the replica whose commit reply came last.
