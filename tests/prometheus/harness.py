@@ -1,8 +1,10 @@
 """What the Prometheus-in-the-loop scripts of this folder share: free ports, HTTP GETs and
 bounded waits."""
 import http.server
+import collections
 import json
 import os
+import re
 import socket
 import subprocess
 import tempfile
@@ -61,6 +63,17 @@ def host_cluster(prefix):
     return cluster, Path(tempfile.mkdtemp(prefix=prefix, dir=cluster_dir))
 
 
+def wait_host_osds_attached(query, cluster, timeout=180):
+    """Waits until Prometheus (QUERY: an expression -> its results) has scraped OSD probes
+    attached in every OSD of the host cluster, by its fsid: the daemon attaches one process at
+    a time, and the Reef containers' or the bystander's OSDs (other builds, profiles resolved
+    first) may come before the host's by tens of seconds."""
+    expr = ('count by (target) (cephscope_probe_attached{collector="osd", reason="ok", '
+            f'fsid="{cluster["fsid"]}"}})')
+    wait_until(f"prometheus scraping OSD probes attached in all {len(cluster['osds'])} OSDs of "
+               f"the host cluster", lambda: len(query(expr)) >= len(cluster["osds"]), timeout)
+
+
 def start_daemon(daemon_bin, work, procs):
     """cephscope with every collector, BlueStore's stages (tier 2: the OSD detail dashboard's
     BlueStore panels) and its own profile cache in WORK, appended to PROCS; returns its port
@@ -76,3 +89,25 @@ def start_daemon(daemon_bin, work, procs):
                                   stderr=subprocess.STDOUT))
     wait_until("cephscope ready", lambda: get(f"http://127.0.0.1:{port}/readyz") != "", 60)
     return port
+
+
+def daemon_evidence(port, work, log):
+    """What the daemon itself served and logged, for a failed test's report: its OSD series
+    by family, its collectors' up and attach statuses, and its warnings and OSD lines."""
+    try:
+        text = get(f"http://127.0.0.1:{port}/metrics", timeout=30)
+    except OSError as e:
+        log(f"daemon /metrics: {e}")
+        text = ""
+    families = collections.Counter(
+        m.group(1) for m in re.finditer(r"^(cephscope_osd_[a-z_]+?)(?:_bucket|_sum|_count)?[{ ]",
+                                        text, re.M))
+    log(f"daemon /metrics: {len(text)} bytes, OSD families: {dict(sorted(families.items()))}")
+    for line in text.splitlines():
+        if line.startswith(("cephscope_collector_up", "cephscope_targets")) or (
+                line.startswith("cephscope_probe_attached") and 'collector="osd"' in line):
+            log(f"daemon /metrics: {line}")
+    lines = (work / "cephscope.log").read_text(errors="replace").splitlines()
+    picked = [x for x in lines if "level=warn" in x or "level=error" in x or "osd" in x]
+    for line in picked[:60]:
+        log(f"daemon log: {line[:400]}")

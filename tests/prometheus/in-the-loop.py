@@ -25,7 +25,8 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from harness import Webhook, free_port, get, host_cluster, start_daemon, wait_until
+from harness import (Webhook, daemon_evidence, free_port, get, host_cluster, start_daemon,
+                     wait_host_osds_attached, wait_until)
 from panels import DASHBOARDS, Prom, check_dashboards
 
 KCLIENT_RULES = "cephscope:kclient_"
@@ -96,9 +97,7 @@ def main():
         prom = Prom(prom_port)
         wait_until("alertmanager ready", lambda: get(f"http://127.0.0.1:{am_port}/-/ready") != "", 60)
         wait_until("prometheus ready", lambda: get(prom.base + "/-/ready") != "", 60)
-        wait_until("cephscope scraped with OSD probes attached",
-                   lambda: len(prom.query('cephscope_probe_attached{collector="osd", reason="ok"}')) > 0,
-                   180)
+        wait_host_osds_attached(prom.query, cluster)
         log(f"cephscope :{port}, prometheus :{prom_port}, alertmanager :{am_port}, webhook :{hook_port}")
 
         # load: writes then reads, through rados bench on the cluster
@@ -154,6 +153,7 @@ def main():
         subprocess.run(rados + ["cleanup"], stdout=subprocess.DEVNULL)
         if failed:
             log(f"FAILED: {failed} checks")
+            daemon_evidence(port, work, log)
             return 1
         log("passed")
         ok = True

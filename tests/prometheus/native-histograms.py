@@ -18,7 +18,8 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from harness import free_port, get, host_cluster, start_daemon, wait_until
+from harness import (daemon_evidence, free_port, get, host_cluster, start_daemon,
+                     wait_host_osds_attached)
 from panels import Prom, check_dashboards
 
 QUANTILES = (0.5, 0.9, 0.99)
@@ -74,9 +75,8 @@ def main():
                  f"--storage.tsdb.path={work}/{form}-tsdb", f"--web.listen-address=127.0.0.1:{p}",
                  *flags], stdout=open(work / f"{form}.log", "w"), stderr=subprocess.STDOUT))
             servers[form] = p
-        for form, p in servers.items():
-            wait_until(f"{form} prometheus scraping attached OSD probes", lambda p=p: query(
-                p, 'cephscope_probe_attached{collector="osd",reason="ok"}', time.time()), 180)
+        for p in servers.values():
+            wait_host_osds_attached(lambda expr, p=p: query(p, expr, time.time()), cluster)
 
         rados = ["rados", "-c", cluster["conf"], "-p", cluster["pool"]]
         subprocess.run(rados + ["bench", "20", "write", "-t", "16", "-b", "4096", "--no-cleanup"],
@@ -136,6 +136,8 @@ def main():
                 f"{osd[0]['value'][1] if osd else 0}")
         for f in failed:
             log(f"FAIL {f}")
+        if failed:
+            daemon_evidence(port, work, log)
         return 1 if failed else 0
     finally:
         for p in procs:
