@@ -48,6 +48,21 @@ Status read_type(const JsonObject& t, TypeSpec* spec) {
       });
 }
 
+Status read_call(const JsonObject& c, CallSpec* spec) {
+  return in_order(
+      [&] {
+        return c.known_keys({"function", "callee"});
+      },
+      [&] {
+        return c.string("function", &spec->function, kMaxNameLen, true, is_qualified_name,
+                        "a qualified function name");
+      },
+      [&] {
+        return c.string("callee", &spec->callee, kMaxNameLen, true, is_qualified_name,
+                        "a qualified function name");
+      });
+}
+
 }  // namespace
 
 bool is_identifier(std::string_view s) {
@@ -119,7 +134,7 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
   Status header = in_order(
       [&] {
         return r->known_keys({"schema", "schema_version", "name", "description", "objects",
-                              "functions", "types", "markers"});
+                              "functions", "types", "calls", "markers"});
       },
       [&] { return r->string("schema", &schema, 64); },
       [&] { return r->integer("schema_version", &version, 0, 1 << 20); });
@@ -144,6 +159,7 @@ Result<ProbeSet> parse_probe_set(std::string_view text) {
                                "a qualified function name", /*required=*/false);
       },
       [&] { return r->objects("types", kMaxItems, /*required=*/false, &set.types, read_type); },
+      [&] { return r->objects("calls", kMaxItems, /*required=*/false, &set.calls, read_call); },
       [&] { return r->boolean("markers", &set.markers, /*required=*/false); });
   if (!body.ok()) {
     return body.error();
@@ -177,6 +193,9 @@ std::string probe_set_digest(const ProbeSet& set) {
   if (set.markers) {  // absent otherwise: the digests of sets without markers stay as they were
     canon["markers"] = true;
   }
+  for (const auto& c : set.calls) {  // the same for sets without calls
+    canon["calls"].push_back({{"function", c.function}, {"callee", c.callee}});
+  }
   return fnv1a_hex(canon.dump());
 }
 
@@ -190,6 +209,9 @@ std::string probe_set_to_json(const ProbeSet& set) {
               {"types", json::array()}};
   for (const auto& t : set.types) {
     doc["types"].push_back({{"name", t.name}, {"members", t.members}});
+  }
+  for (const auto& c : set.calls) {
+    doc["calls"].push_back({{"function", c.function}, {"callee", c.callee}});
   }
   if (set.markers) {
     doc["markers"] = true;

@@ -1,11 +1,13 @@
 // Probe-set spec: what to resolve for a kind of target (the OSD, a librados client): function
-// names, types with member paths. Each uprobe collector derives its set from its probe table
-// (collectors/osd/osd_probes.cpp); a set can also be given as a JSON file to the profile command.
+// names, types with member paths, direct calls of one function inside another. Each uprobe
+// collector derives its set from its probe table (collectors/osd/osd_probes.cpp); a set can also be
+// given as a JSON file to the profile command.
 //
 //   {"schema": "cephscope-probe-set", "schema_version": 1, "name": "osd",
 //    "objects": ["ceph-osd"],
 //    "functions": ["OSD::dequeue_op", ...],
-//    "types": [{"name": "OpRequest", "members": ["request", "reqid.name._num"]}]}
+//    "types": [{"name": "OpRequest", "members": ["request", "reqid.name._num"]}],
+//    "calls": [{"function": "BlueStore::_txc_state_proc", "callee": "log_state_latency"}]}
 #pragma once
 
 #include <span>
@@ -24,12 +26,18 @@ struct TypeSpec {
   std::vector<std::string> members;  // dotted paths, through bases: "reqid.name._num"
 };
 
+struct CallSpec {
+  std::string function;  // whose out-of-line body holds the calls
+  std::string callee;
+};
+
 struct ProbeSet {
   std::string name;
   std::string description;
   std::vector<std::string> objects;  // file names the set applies to: "ceph-osd"
   std::vector<std::string> functions;
   std::vector<TypeSpec> types;
+  std::vector<CallSpec> calls;
   bool markers = false;  // list every static marker (.note.stapsdt) of the binary
   std::string digest;    // of the canonical content: a cached profile made from another
                          // version of the spec is resolved again
@@ -52,7 +60,7 @@ ProbeSet markers_probe_set(const std::string& file_name);
 
 Result<ProbeSet> parse_probe_set(std::string_view text);
 Result<ProbeSet> load_probe_set(const std::string& path);
-// The digest of what changes a resolved profile (functions, objects, types, members).
+// The digest of what changes a resolved profile (functions, objects, types, members, calls).
 std::string probe_set_digest(const ProbeSet& set);
 // The spec as JSON that parse_probe_set() reads back to an equal set.
 std::string probe_set_to_json(const ProbeSet& set);

@@ -20,14 +20,16 @@ constexpr std::array<std::pair<ItemStatus, std::string_view>, 5> kStatus = {{
     {ItemStatus::kError, "error"},
 }};
 
-constexpr std::array<std::pair<ParamLocation::Kind, std::string_view>, 4> kKinds = {{
-    {ParamLocation::Kind::kRegister, "register"},
-    {ParamLocation::Kind::kMemory, "memory"},
-    {ParamLocation::Kind::kUnavailable, "unavailable"},
-    {ParamLocation::Kind::kComplex, "complex"},
-}};
-
 }  // namespace
+
+const CallSiteEntry* Profile::calls(std::string_view function, std::string_view callee) const {
+  for (const auto& c : call_sites) {
+    if (c.function == function && c.callee == callee) {
+      return &c;
+    }
+  }
+  return nullptr;
+}
 
 const FunctionEntry* Profile::function(std::string_view name) const {
   for (const auto& f : functions) {
@@ -103,24 +105,6 @@ std::string_view to_string(ItemStatus s) {
 
 std::optional<ItemStatus> item_status_from(std::string_view s) {
   for (const auto& [k, v] : kStatus) {
-    if (v == s) {
-      return k;
-    }
-  }
-  return std::nullopt;
-}
-
-std::string_view to_string(ParamLocation::Kind k) {
-  for (const auto& [kind, v] : kKinds) {
-    if (kind == k) {
-      return v;
-    }
-  }
-  return "complex";
-}
-
-std::optional<ParamLocation::Kind> location_kind_from(std::string_view s) {
-  for (const auto& [k, v] : kKinds) {
     if (v == s) {
       return k;
     }

@@ -13,7 +13,7 @@
 
 namespace cephscope::profile {
 
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 inline constexpr std::string_view kSchemaName = "cephscope-profile";
 
 // Per item: a missing or inlined-only function is reported here, never fatal for the set.
@@ -25,28 +25,6 @@ enum class ItemStatus {
   kError,        // the DWARF was there but could not be read (message says why)
 };
 
-// Where a parameter's value is at the function's first instruction (x86-64).
-struct ParamLocation {
-  enum class Kind {
-    kRegister,     // in register dwarf_reg
-    kMemory,       // in memory at dwarf_reg + offset (rsp-relative for stack arguments)
-    kUnavailable,  // optimised out at entry
-    kComplex,      // a DWARF expression this schema does not model (see expr)
-  };
-  Kind kind = Kind::kUnavailable;
-  int dwarf_reg = -1;     // DWARF register number (x86-64: 0 rax .. 7 rsp, 8-15 r8-r15)
-  int64_t offset = 0;     // kMemory only
-  bool from_abi = false;  // DWARF gave a prologue spill slot: inferred from the SysV ABI
-  std::string expr;       // kComplex: the expression, for humans
-};
-
-struct Param {
-  std::string name;
-  std::string type;
-  uint64_t size = 0;
-  ParamLocation location;
-};
-
 struct FunctionInstance {
   std::string linkage_name;  // tells overloads apart; empty for inlined copies
   std::string symbol;        // the symbol at vaddr, when one exists (clones: "f.isra.0")
@@ -54,10 +32,9 @@ struct FunctionInstance {
   uint64_t file_offset = 0;  // what a uprobe takes
   uint64_t size = 0;
   bool inlined = false;
-  bool clone = false;         // compiler-made copy: calling convention may differ
-  std::string entry_insn;     // "push", "branch", "nop", "endbr64", "other": see insn.h
-  std::string caller;         // inlined only: the function it was inlined into
-  std::vector<Param> params;  // out-of-line only
+  bool clone = false;      // compiler-made copy: calling convention may differ
+  std::string entry_insn;  // "push", "branch", "nop", "endbr64", "ret", "other": see x86.h
+  std::string caller;      // inlined only: the function it was inlined into
 };
 
 struct FunctionEntry {
@@ -77,6 +54,22 @@ struct MemberEntry {
   std::string type_name;
   std::optional<uint32_t> bit_offset;  // bit-fields only: bits from OFFSET
   std::optional<uint32_t> bit_size;
+};
+
+// A direct call inside a function (x86-64).
+struct CallSite {
+  uint64_t vaddr = 0;
+  uint64_t file_offset = 0;     // what a uprobe takes
+  std::optional<uint32_t> ecx;  // `mov $imm32, %ecx` in its argument set-up, if any
+};
+
+// The direct calls of CALLEE in the out-of-line copy of FUNCTION, as the probe set asked.
+struct CallSiteEntry {
+  std::string function;
+  std::string callee;
+  ItemStatus status = ItemStatus::kNotFound;
+  std::string message;
+  std::vector<CallSite> sites;
 };
 
 struct TypeEntry {
@@ -100,11 +93,14 @@ struct Profile {
   std::vector<FunctionEntry> functions;
   std::vector<TypeEntry> types;
   std::vector<MemberEntry> members;
+  std::vector<CallSiteEntry> call_sites;
   std::vector<Marker> markers;  // every static marker of the binary, when the set asks
 
   [[nodiscard]] const FunctionEntry* function(std::string_view name) const;
   [[nodiscard]] const TypeEntry* type(std::string_view name) const;
   [[nodiscard]] const MemberEntry* member(std::string_view type, std::string_view path) const;
+  [[nodiscard]] const CallSiteEntry* calls(std::string_view function,
+                                           std::string_view callee) const;
 };
 
 // Reads the member offsets a collector's layout takes from a profile; the members the profile
@@ -131,8 +127,6 @@ uint64_t entry_offset(const FunctionInstance& f);
 
 std::string_view to_string(ItemStatus s);
 std::optional<ItemStatus> item_status_from(std::string_view s);
-std::string_view to_string(ParamLocation::Kind k);
-std::optional<ParamLocation::Kind> location_kind_from(std::string_view s);
 // "rdi" for 5, "" when out of range.
 std::string_view dwarf_reg_name(int reg);
 int dwarf_reg_from(std::string_view name);  // -1 when unknown

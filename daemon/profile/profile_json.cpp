@@ -26,9 +26,9 @@ constexpr uint64_t kMaxFileOffset = uint64_t{1} << 40;
 constexpr uint64_t kMaxTypeSize = uint64_t{1} << 32;
 constexpr size_t kMaxEntries = 4096;
 constexpr size_t kMaxInstances = 65536;
-constexpr size_t kMaxParams = 64;
-constexpr size_t kMaxText = 4096;     // messages, paths
-constexpr size_t kMaxSymbol = 16384;  // mangled names get long with templates
+constexpr size_t kMaxCallSites = 256;  // per function and callee
+constexpr size_t kMaxText = 4096;      // messages, paths
+constexpr size_t kMaxSymbol = 16384;   // mangled names get long with templates
 constexpr size_t kMaxTypeName = 4096;
 constexpr size_t kMaxShort = 256;  // parameter names, expressions
 constexpr int kMaxDepth = 16;
@@ -76,23 +76,6 @@ Error corrupt(const std::string& why) {
   return make_error(ErrorKind::kInvalidInput, "corrupt profile: " + why);
 }
 
-json location_json(const ParamLocation& l) {
-  json j = {{"kind", to_string(l.kind)}};
-  if (l.kind == ParamLocation::Kind::kRegister || l.kind == ParamLocation::Kind::kMemory) {
-    j["reg"] = dwarf_reg_name(l.dwarf_reg);
-  }
-  if (l.kind == ParamLocation::Kind::kMemory) {
-    j["offset"] = l.offset;
-  }
-  if (l.from_abi) {
-    j["from_abi"] = true;
-  }
-  if (!l.expr.empty()) {
-    j["expr"] = fit(l.expr, kMaxShort);
-  }
-  return j;
-}
-
 Status read_status(const JsonObject& r, ItemStatus* status, std::string* message) {
   std::string s;
   if (Status read = r.string("status", &s, 32); !read.ok()) {
@@ -106,60 +89,11 @@ Status read_status(const JsonObject& r, ItemStatus* status, std::string* message
   return r.string("message", message, kMaxText, false, printable, "printable text");
 }
 
-Status read_location(const JsonObject& r, ParamLocation* l) {
-  std::string kind;
-  Status head = in_order(
-      [&] {
-        return r.known_keys({"kind", "reg", "offset", "from_abi", "expr"});
-      },
-      [&] { return r.string("kind", &kind, 32); });
-  if (!head.ok()) {
-    return head;
-  }
-  auto k = location_kind_from(kind);
-  if (!k) {
-    return invalid_json("unknown location kind \"" + kind + "\"");
-  }
-  l->kind = *k;
-  const bool has_reg = *k == ParamLocation::Kind::kRegister || *k == ParamLocation::Kind::kMemory;
-  std::string reg;
-  if (Status s = r.string("reg", &reg, 8, has_reg); !s.ok()) {
-    return s;
-  }
-  if (has_reg) {
-    l->dwarf_reg = dwarf_reg_from(reg);
-    if (l->dwarf_reg < 0) {
-      return invalid_json("unknown register \"" + reg + "\"");
-    }
-  }
-  return in_order(
-      [&] {
-        return r.integer("offset", &l->offset, -(int64_t{1} << 31), int64_t{1} << 31,
-                         *k == ParamLocation::Kind::kMemory);
-      },
-      [&] { return r.boolean("from_abi", &l->from_abi, false); },
-      [&] { return r.string("expr", &l->expr, kMaxShort, false, printable, "printable text"); });
-}
-
-Status read_param(const JsonObject& r, Param* p) {
-  return in_order(
-      [&] {
-        return r.known_keys({"name", "type", "size", "location"});
-      },
-      [&] { return r.string("name", &p->name, kMaxShort, true, printable, "printable text"); },
-      [&] { return r.string("type", &p->type, kMaxTypeName, true, printable, "printable text"); },
-      [&] { return r.unsigned_integer("size", &p->size, kMaxTypeSize); },
-      [&] {
-        return r.object("location", true,
-                        [&](const JsonObject& lr) { return read_location(lr, &p->location); });
-      });
-}
-
 Status read_instance(const JsonObject& r, FunctionInstance* i) {
-  Status s = in_order(
+  return in_order(
       [&] {
         return r.known_keys({"linkage_name", "symbol", "vaddr", "file_offset", "size", "inlined",
-                             "clone", "entry_insn", "caller", "params"});
+                             "clone", "entry_insn", "caller"});
       },
       [&] {
         return r.string("linkage_name", &i->linkage_name, kMaxSymbol, false, printable,
@@ -183,15 +117,7 @@ Status read_instance(const JsonObject& r, FunctionInstance* i) {
       },
       [&] {
         return r.string("caller", &i->caller, kMaxSymbol, false, printable, "printable text");
-      },
-      [&] { return r.objects("params", kMaxParams, false, &i->params, read_param); });
-  if (!s.ok()) {
-    return s;
-  }
-  if (i->inlined && !i->params.empty()) {
-    return invalid_json("an inlined instance carries no parameters");
-  }
-  return ok_status();
+      });
 }
 
 Status read_function(const JsonObject& r, FunctionEntry* f) {
@@ -259,6 +185,59 @@ Status read_member(const JsonObject& r, MemberEntry* m) {
   m->bit_offset = static_cast<uint32_t>(bo);
   m->bit_size = static_cast<uint32_t>(bs);
   return s;
+}
+
+Status read_call_site(const JsonObject& r, CallSite* c) {
+  uint64_t ecx = 0;
+  Status s = in_order(
+      [&] {
+        return r.known_keys({"vaddr", "file_offset", "ecx"});
+      },
+      [&] { return r.unsigned_integer("vaddr", &c->vaddr, kMaxVaddr); },
+      [&] { return r.unsigned_integer("file_offset", &c->file_offset, kMaxFileOffset); },
+      [&] { return r.unsigned_integer("ecx", &ecx, UINT32_MAX, false); });
+  if (s.ok() && r.has("ecx")) {
+    c->ecx = static_cast<uint32_t>(ecx);
+  }
+  return s;
+}
+
+Status read_calls(const JsonObject& r, CallSiteEntry* c) {
+  Status s = in_order(
+      [&] {
+        return r.known_keys({"function", "callee", "status", "message", "sites"});
+      },
+      [&] {
+        return r.string("function", &c->function, 512, true, is_qualified_name, "a qualified name");
+      },
+      [&] {
+        return r.string("callee", &c->callee, 512, true, is_qualified_name, "a qualified name");
+      },
+      [&] { return read_status(r, &c->status, &c->message); },
+      [&] { return r.objects("sites", kMaxCallSites, false, &c->sites, read_call_site); });
+  if (s.ok() && (c->status == ItemStatus::kOk) == c->sites.empty()) {
+    return invalid_json("calls of " + c->callee + " in " + c->function +
+                        ": status and sites disagree");
+  }
+  return s;
+}
+
+json calls_to_json(const CallSiteEntry& c) {
+  json jc = {{"function", c.function}, {"callee", c.callee}, {"status", to_string(c.status)}};
+  if (!c.message.empty()) {
+    jc["message"] = fit(c.message, kMaxText);
+  }
+  if (!c.sites.empty()) {
+    jc["sites"] = json::array();
+  }
+  for (const auto& site : c.sites) {
+    json js = {{"vaddr", site.vaddr}, {"file_offset", site.file_offset}};
+    if (site.ecx) {
+      js["ecx"] = *site.ecx;
+    }
+    jc["sites"].push_back(std::move(js));
+  }
+  return jc;
 }
 
 json marker_to_json(const Marker& m) {
@@ -399,15 +378,6 @@ json profile_to_json(const Profile& p) {
       if (!i.caller.empty()) {
         ji["caller"] = fit(i.caller, kMaxSymbol);
       }
-      if (!i.inlined) {
-        ji["params"] = json::array();
-        for (const auto& prm : i.params) {
-          ji["params"].push_back({{"name", fit(prm.name, kMaxShort)},
-                                  {"type", fit(prm.type, kMaxTypeName)},
-                                  {"size", prm.size},
-                                  {"location", location_json(prm.location)}});
-        }
-      }
       jf["instances"].push_back(std::move(ji));
     }
     j["functions"].push_back(std::move(jf));
@@ -439,6 +409,12 @@ json profile_to_json(const Profile& p) {
       jm["message"] = fit(m.message, kMaxText);
     }
     j["members"].push_back(std::move(jm));
+  }
+  if (!p.call_sites.empty()) {
+    j["call_sites"] = json::array();
+    for (const auto& c : p.call_sites) {
+      j["call_sites"].push_back(calls_to_json(c));
+    }
   }
   if (!p.markers.empty()) {
     j["markers"] = json::array();
@@ -492,7 +468,7 @@ Result<Profile> parse_profile(std::string_view text) {
       [&] {
         return r->known_keys({"schema", "schema_version", "build_id", "object", "binary_path",
                               "source", "debug_file", "probe_set", "probe_set_digest", "generator",
-                              "created", "functions", "types", "members", "markers"});
+                              "created", "functions", "types", "members", "call_sites", "markers"});
       },
       [&] {
         return r->string("build_id", &p.build_id, 128, true, is_build_id,
@@ -537,6 +513,7 @@ Result<Profile> parse_profile(std::string_view text) {
       [&] { return r->objects("functions", kMaxEntries, true, &p.functions, read_function); },
       [&] { return r->objects("types", kMaxEntries, true, &p.types, read_type); },
       [&] { return r->objects("members", kMaxEntries * 4, true, &p.members, read_member); },
+      [&] { return r->objects("call_sites", kMaxEntries, false, &p.call_sites, read_calls); },
       [&] { return r->objects("markers", kMaxMarkers, false, &p.markers, read_marker); });
   if (!body.ok()) {
     return corrupt(body.error().message);

@@ -1,6 +1,5 @@
 #include "profile/verify.h"
 
-#include <capstone/capstone.h>
 #include <gelf.h>
 
 #include <algorithm>
@@ -252,20 +251,8 @@ std::vector<std::uint64_t> eh_frame_function_starts(std::span<const std::uint8_t
   return sorted_unique(std::move(out));
 }
 
-struct OffsetVerifier::Disassembler {
-  csh handle = 0;
-  Disassembler() = default;
-  Disassembler(const Disassembler&) = delete;
-  Disassembler& operator=(const Disassembler&) = delete;
-  ~Disassembler() {
-    if (handle != 0) {
-      cs_close(&handle);
-    }
-  }
-};
-
-OffsetVerifier::OffsetVerifier(ElfFile elf, std::unique_ptr<Disassembler> disassembler)
-    : elf_(std::move(elf)), disassembler_(std::move(disassembler)) {}
+OffsetVerifier::OffsetVerifier(ElfFile elf, X86Decoder decoder)
+    : elf_(std::move(elf)), decoder_(std::move(decoder)) {}
 OffsetVerifier::OffsetVerifier(OffsetVerifier&&) noexcept = default;
 OffsetVerifier& OffsetVerifier::operator=(OffsetVerifier&&) noexcept = default;
 OffsetVerifier::~OffsetVerifier() = default;
@@ -278,11 +265,11 @@ Result<OffsetVerifier> OffsetVerifier::open(const std::string& binary_path) {
   if (elf->machine() != EM_X86_64) {
     return make_error(ErrorKind::kUnsupported, binary_path + ": not an x86-64 binary");
   }
-  auto dis = std::make_unique<Disassembler>();
-  if (cs_open(CS_ARCH_X86, CS_MODE_64, &dis->handle) != CS_ERR_OK) {
-    return make_error(ErrorKind::kSystem, "capstone: cannot open an x86-64 disassembler");
+  auto decoder = X86Decoder::open();
+  if (!decoder.ok()) {
+    return decoder.error();
   }
-  OffsetVerifier v(std::move(elf).value(), std::move(dis));
+  OffsetVerifier v(std::move(elf).value(), std::move(decoder).value());
   v.symbols_ = symbol_function_starts(v.elf_);
   v.fdes_ = fde_function_starts(v.elf_);
   if (v.symbols_.empty() && v.fdes_.empty()) {
@@ -325,34 +312,8 @@ Status OffsetVerifier::check(const FunctionInstance& function,
   if (!bytes.ok()) {
     return bytes.error();
   }
-  cs_insn* insn = cs_malloc(disassembler_->handle);
-  if (insn == nullptr) {
-    return make_error(ErrorKind::kSystem, "capstone: out of memory");
-  }
-  const std::uint8_t* code = bytes->data();
-  std::size_t size = bytes->size();
-  std::uint64_t address = function.vaddr;
-  const std::uint64_t target = function.vaddr + distance;
-  bool decoded = true;
-  while (address < target) {
-    decoded = cs_disasm_iter(disassembler_->handle, &code, &size, &address, insn);
-    if (!decoded) {
-      break;
-    }
-  }
-  const bool at_probe = decoded && address == target &&
-                        cs_disasm_iter(disassembler_->handle, &code, &size, &address, insn);
-  cs_free(insn, 1);
-  if (!decoded) {
-    return refuse("no valid instruction at " + hex(address) + " on the way from " +
-                  hex(function.vaddr) + " to the probe at " + hex(target));
-  }
-  if (address != target && !at_probe) {
-    return refuse("probe at " + hex(target) + " is inside an instruction (disassembled from " +
-                  hex(function.vaddr) + ")");
-  }
-  if (!at_probe) {
-    return refuse("no valid instruction at the probe at " + hex(target));
+  if (Status at = decoder_.boundary(*bytes, function.vaddr, distance); !at.ok()) {
+    return refuse("probe offset: " + at.error().message);
   }
   return ok_status();
 }

@@ -9,13 +9,13 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
 #include "core/result.h"
 #include "profile/elf_file.h"
 #include "profile/profile.h"
+#include "profile/x86.h"
 
 namespace cephscope::profile {
 
@@ -48,11 +48,10 @@ class OffsetVerifier {
   [[nodiscard]] std::size_t fde_starts() const { return fdes_.size(); }
 
  private:
-  struct Disassembler;
-  OffsetVerifier(ElfFile elf, std::unique_ptr<Disassembler> disassembler);
+  OffsetVerifier(ElfFile elf, X86Decoder decoder);
 
   ElfFile elf_;
-  std::unique_ptr<Disassembler> disassembler_;
+  X86Decoder decoder_;
   std::vector<std::uint64_t> symbols_;  // sorted
   std::vector<std::uint64_t> fdes_;     // sorted
 };

@@ -11,10 +11,9 @@
 #include <set>
 #include <unordered_map>
 
-#include "resolver/dwarf_params.h"
+#include "profile/x86.h"
 #include "resolver/dwarf_scan.h"
 #include "resolver/dwarf_types.h"
-#include "resolver/insn.h"
 #include "resolver/markers_note.h"
 #include "resolver/symbols.h"
 
@@ -25,6 +24,8 @@
 namespace cephscope::profile {
 
 namespace {
+
+constexpr uint64_t kMaxCallerBytes = uint64_t{1} << 20;  // the largest function scanned for calls
 
 // Addresses of code the linker dropped (duplicate COMDAT copies) keep a tombstone.
 bool is_tombstone(Dwarf_Addr a) {
@@ -50,8 +51,8 @@ std::string utc_now() {
 class Resolution {
  public:
   Resolution(const ElfFile& binary, const DwarfFile* debug, const ProbeSet& set,
-             const ResolveOptions& options, SymbolIndex& symbols)
-      : binary_(binary), debug_(debug), set_(set), options_(options), symbols_(symbols) {
+             const ResolveOptions& options, SymbolIndex& symbols, const X86Decoder& x86)
+      : binary_(binary), debug_(debug), set_(set), options_(options), symbols_(symbols), x86_(x86) {
     for (size_t i = 0; i < set.functions.size(); ++i) {
       request_.functions.emplace(set.functions[i], i);
     }
@@ -278,7 +279,7 @@ class Resolution {
       inst.entry_insn.clear();
       return true;
     }
-    inst.entry_insn = std::string(entry_insn_kind(*code));
+    inst.entry_insn = std::string(x86_.entry_kind(*code));
     return true;
   }
 
@@ -335,7 +336,6 @@ class Resolution {
         found[fd.function].push_back(&fd);
       }
     }
-    const CompleteType complete = completer();
     for (size_t i = 0; i < set_.functions.size(); ++i) {
       FunctionEntry f;
       f.name = set_.functions[i];
@@ -373,7 +373,6 @@ class Resolution {
               inst.size = s->size;  // the symbol's size covers the hot part only
             }
           }
-          inst.params = entry_params(&die, inst.vaddr, inst.clone, complete);
         }
         list.push_back(std::move(inst));
       }
@@ -444,11 +443,45 @@ class Resolution {
   const ProbeSet& set_;
   const ResolveOptions& options_;
   SymbolIndex& symbols_;
+  const X86Decoder& x86_;
   ScanRequest request_;
   std::vector<Dwarf_Off> function_units_;
   std::unordered_map<Dwarf_Off, CuScan> scans_;
   std::set<std::string> searched_types_;
 };
+
+// The direct calls of SPEC's callee in SPEC's function, both resolved in P (the set lists
+// them among its functions).
+CallSiteEntry find_calls(const Profile& p, const ElfFile& binary, const X86Decoder& x86,
+                         const CallSpec& spec) {
+  CallSiteEntry c{spec.function, spec.callee, ItemStatus::kOk, "", {}};
+  auto caller = out_of_line(p, spec.function);
+  auto callee = out_of_line(p, spec.callee);
+  if (!caller.ok() || !callee.ok()) {
+    c.status = ItemStatus::kNotFound;
+    c.message = std::string(caller.ok() ? spec.callee : spec.function) + ": " +
+                (caller.ok() ? callee : caller).error().message;
+    return c;
+  }
+  const FunctionInstance& f = **caller;
+  if (f.size == 0 || f.size > kMaxCallerBytes) {
+    c.status = ItemStatus::kError;
+    c.message = spec.function + " has an unusable size (" + std::to_string(f.size) + " bytes)";
+    return c;
+  }
+  auto code = binary.read_at(f.file_offset, f.size);
+  if (!code.ok() || code->size() != f.size) {
+    c.status = ItemStatus::kError;
+    c.message = code.ok() ? "short read of " + spec.function : code.error().message;
+    return c;
+  }
+  c.sites = x86.calls_to(*code, f.vaddr, f.file_offset, (*callee)->vaddr);
+  if (c.sites.empty()) {
+    c.status = ItemStatus::kNotFound;
+    c.message = "no direct call of " + spec.callee + " in " + spec.function;
+  }
+  return c;
+}
 
 }  // namespace
 
@@ -497,8 +530,15 @@ Result<Profile> resolve_profile(const ElfFile& binary, const DwarfFile* debug, c
   p.generator = generator_name();
   p.created = utc_now();
 
-  Resolution r(binary, debug, set, options, symbols);
+  auto x86 = X86Decoder::open();
+  if (!x86.ok()) {
+    return x86.error();
+  }
+  Resolution r(binary, debug, set, options, symbols, *x86);
   r.run(p);
+  for (const auto& spec : set.calls) {
+    p.call_sites.push_back(find_calls(p, binary, *x86, spec));
+  }
   if (set.markers) {
     auto markers = read_markers(binary);
     if (!markers.ok()) {

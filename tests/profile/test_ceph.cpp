@@ -21,7 +21,6 @@
 #include "resolver/resolver.h"
 
 using namespace cephscope::profile;
-using cephscope::osd::find_calls;
 using cephscope::osd::third_state_call;
 namespace fs = std::filesystem;
 
@@ -232,7 +231,7 @@ TEST_CASE("ceph-osd layouts against Debian's ceph-osd 16.2.15", "[e2e]") {
 }
 
 // The call logging io_done in BlueStore::_txc_state_proc (the OSD collector's P5 probe): the
-// byte scan finds the same call objdump's disassembly shows after `mov $ID,%ecx`.
+// resolver records the same call objdump's disassembly shows after `mov $ID,%ecx`.
 TEST_CASE("the BlueStore io_done call site agrees with objdump", "[e2e]") {
   const std::string proc = "_ZN9BlueStore15_txc_state_procEPNS_12TransContextE";
   const std::string log =
@@ -273,12 +272,14 @@ TEST_CASE("the BlueStore io_done call site agrees with objdump", "[e2e]") {
   const uint32_t first = by_id.begin()->first;
   REQUIRE(by_id[first + 2].size() == 1);
 
-  auto elf = ElfFile::open(kOsd);
-  REQUIRE(elf.ok());
-  const uint64_t offset = to_offset(readelf_loads(kOsd), vaddr);
-  auto code = elf->read_at(offset, size);
-  REQUIRE(code.ok());
-  const auto calls = find_calls(*code, vaddr, offset, syms[log].first);
+  // the resolver's calls of log_state_latency in the OSD probe set's profile
+  const Resolved r = resolve(kOsd, cephscope::osd::probe_set());
+  const CallSiteEntry* recorded = r.profile.calls(
+      "BlueStore::_txc_state_proc", "BlueStore::BlueStoreThrottle::log_state_latency");
+  REQUIRE(recorded != nullptr);
+  INFO(recorded->message);
+  REQUIRE(recorded->status == ItemStatus::kOk);
+  const auto& calls = recorded->sites;
   auto site = third_state_call(calls);
   INFO((site.ok() ? "" : site.error().message));
   REQUIRE(site.ok());

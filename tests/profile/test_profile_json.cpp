@@ -51,6 +51,24 @@ TEST_CASE("profiles survive a round trip", "[unit][json]") {
         fixture_profile().member("fx::Derived", "counter")->offset);
 }
 
+TEST_CASE("call sites survive a round trip, their ecx only where one was seen", "[unit][json]") {
+  Profile p = fixture_profile();
+  REQUIRE_FALSE(p.call_sites.empty());
+  p.call_sites[0].status = ItemStatus::kOk;
+  p.call_sites[0].message.clear();
+  p.call_sites[0].sites = {{0x1010, 0x10, 732437}, {0x1020, 0x20, std::nullopt}};
+  auto back = parse_profile(dump_profile(p));
+  REQUIRE(back.ok());
+  const CallSiteEntry* c = back->calls(p.call_sites[0].function, p.call_sites[0].callee);
+  REQUIRE(c != nullptr);
+  REQUIRE(c->sites.size() == 2);
+  CHECK(c->sites[0].vaddr == 0x1010);
+  CHECK(c->sites[0].file_offset == 0x10);
+  CHECK(c->sites[0].ecx == 732437u);
+  CHECK_FALSE(c->sites[1].ecx.has_value());
+  CHECK(back->calls(p.call_sites[0].function, "no::such_callee") == nullptr);
+}
+
 TEST_CASE("what a binary names is written so it can be read back", "[unit][json]") {
   Profile p = fixture_profile();
   FunctionInstance& i = p.functions[0].instances[0];
@@ -102,8 +120,16 @@ TEST_CASE("corrupt profiles are refused", "[unit][json]") {
                     "corrupt profile"));
   CHECK(starts_with(mutated([](json& j) { j["functions"][0]["instances"] = json::array(); }),
                     "corrupt profile"));  // "ok" with no instance
+  CHECK(
+      starts_with(mutated([](json& j) {
+                    j["call_sites"][0]["sites"] = json::array({{{"vaddr", 1}, {"file_offset", 1}}});
+                    j["call_sites"][0]["status"] = "not_found";  // sites, yet not found
+                  }),
+                  "corrupt profile"));
   CHECK(starts_with(mutated([](json& j) {
-                      j["functions"][0]["instances"][0]["params"][0]["location"]["reg"] = "xmm9";
+                      j["call_sites"][0]["status"] = "ok";
+                      j["call_sites"][0]["sites"] =
+                          json::array({{{"vaddr", 1}, {"file_offset", 1}, {"ecx", 1ULL << 32}}});
                     }),
                     "corrupt profile"));
   CHECK(starts_with(
@@ -133,9 +159,11 @@ TEST_CASE("a refusal names the first bad field by its JSON path", "[unit][json]"
   j["members"][0].erase("path");
   CHECK(error_of(j.dump()) == "corrupt profile: $.members[0].path: missing");
   j = valid();
-  j["functions"][0]["instances"][0]["params"] = json::array({1});
-  CHECK(error_of(j.dump()) ==
-        "corrupt profile: $.functions[0].instances[0].params[0]: expected an object");
+  j["functions"][0]["instances"][0]["params"] = json::array();  // schema 1's, gone in 2
+  CHECK(error_of(j.dump()) == "corrupt profile: $.functions[0].instances[0].params: unknown field");
+  j = valid();
+  j["call_sites"][0]["sites"] = json::array({1});
+  CHECK(error_of(j.dump()) == "corrupt profile: $.call_sites[0].sites[0]: expected an object");
   auto set = parse_probe_set(
       R"({"schema":"cephscope-probe-set","schema_version":1,"name":"x","objects":["a"],
           "types":[{"name":"T","members":["a"]},{"name":"U","members":["a..b"]}]})");
@@ -144,7 +172,7 @@ TEST_CASE("a refusal names the first bad field by its JSON path", "[unit][json]"
 }
 
 TEST_CASE("unknown schema versions are refused", "[unit][json]") {
-  for (int v : {0, 2, 99}) {
+  for (int v : {0, 1, 3, 99}) {
     json j = valid();
     j["schema_version"] = v;
     auto p = parse_profile(j.dump());

@@ -6,7 +6,9 @@
 #include <unistd.h>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 
 #include "../support/elf_bomb.h"
@@ -162,7 +164,6 @@ TEST_CASE("functions agree with the fixture", "[unit][resolver]") {
           CHECK(i.inlined);
           CHECK(i.caller == "fx::Derived::mix");
           CHECK(i.file_offset == test::file_offset_of(b.binary, i.vaddr));
-          CHECK(i.params.empty());
         }
       } else {
         CHECK(inlined_count(twice) == 0);
@@ -173,45 +174,44 @@ TEST_CASE("functions agree with the fixture", "[unit][resolver]") {
   }
 }
 
-TEST_CASE("parameter locations at function entry", "[unit][resolver]") {
+TEST_CASE("direct calls of one function in another", "[unit][resolver]") {
   for (const Build& b : builds()) {
     DYNAMIC_SECTION(b.name) {
       const Profile p = resolve_build(b);
-      const FunctionInstance* scale =
-          out_of_line(*p.function("fx::Derived::scale"), "_ZN2fx7Derived5scaleEl");
-      REQUIRE(scale != nullptr);
-      REQUIRE(scale->params.size() == 2);
-      CHECK(scale->params[0].name == "this");
-      CHECK(scale->params[0].size == 8);
-      CHECK(scale->params[0].location.kind == ParamLocation::Kind::kRegister);
-      CHECK(dwarf_reg_name(scale->params[0].location.dwarf_reg) == "rdi");
-      CHECK(scale->params[1].name == "factor");
-      CHECK(scale->params[1].type == "long int");
-      CHECK(scale->params[1].size == 8);
-      CHECK(scale->params[1].location.kind == ParamLocation::Kind::kRegister);
-      CHECK(dwarf_reg_name(scale->params[1].location.dwarf_reg) == "rsi");
-      // -O0 keeps parameters in prologue-written stack slots: the ABI says where they are
-      // at the first instruction.
-      CHECK(scale->params[1].location.from_abi == !b.optimized);
-
-      const FunctionInstance* sum8 = out_of_line(*p.function("fx::sum8"), "_ZN2fx4sum8Ellllllll");
-      REQUIRE(sum8 != nullptr);
-      REQUIRE(sum8->params.size() == 8);
-      const char* regs[] = {"rdi", "rsi", "rdx", "rcx", "r8", "r9"};
-      for (size_t i = 0; i < 6; ++i) {
-        INFO("sum8 parameter " << i);
-        CHECK(sum8->params[i].location.kind == ParamLocation::Kind::kRegister);
-        CHECK(dwarf_reg_name(sum8->params[i].location.dwarf_reg) == regs[i]);
+      const CallSiteEntry* twice = p.calls("fx::Derived::mix", "fx::Derived::twice");
+      REQUIRE(twice != nullptr);
+      INFO(twice->message);
+      if (!b.optimized) {  // -O0 inlines nothing: mix calls twice once (GCC may inline at -O2)
+        REQUIRE(twice->status == ItemStatus::kOk);
+        REQUIRE(twice->sites.size() == 1);
       }
-      // The seventh and eighth arrive on the stack, above the return address.
-      for (size_t i = 6; i < 8; ++i) {
-        INFO("sum8 parameter " << i);
-        const ParamLocation& l = sum8->params[i].location;
-        CHECK(l.kind == ParamLocation::Kind::kMemory);
-        CHECK(dwarf_reg_name(l.dwarf_reg) == "rsp");
-        CHECK(l.offset == static_cast<int64_t>(8 + 8 * (i - 6)));
-        CHECK_FALSE(l.from_abi);
+      CHECK((twice->status == ItemStatus::kOk) == !twice->sites.empty());
+      const FunctionInstance* mix =
+          out_of_line(*p.function("fx::Derived::mix"), "_ZN2fx7Derived3mixEl");
+      const FunctionInstance* callee =
+          out_of_line(*p.function("fx::Derived::twice"), "_ZNK2fx7Derived5twiceEv");
+      REQUIRE(mix != nullptr);
+      REQUIRE(callee != nullptr);
+      auto binary = ElfFile::open(b.binary);
+      REQUIRE(binary.ok());
+      for (const CallSite& c : twice->sites) {
+        // inside mix, at the file offset of its vaddr, a `call rel32` that lands on twice
+        CHECK(c.vaddr >= mix->vaddr);
+        CHECK(c.vaddr < mix->vaddr + mix->size);
+        CHECK(c.file_offset == test::file_offset_of(b.binary, c.vaddr));
+        auto code = binary->read_at(c.file_offset, 5);
+        REQUIRE(code.ok());
+        REQUIRE(code->size() == 5);
+        CHECK((*code)[0] == 0xe8);
+        std::int32_t rel = 0;
+        std::memcpy(&rel, code->data() + 1, sizeof rel);
+        CHECK(c.vaddr + 5 + rel == callee->vaddr);
       }
+      const CallSiteEntry* none = p.calls("fx::Derived::mix", "fx::sum8");
+      REQUIRE(none != nullptr);
+      CHECK(none->status == ItemStatus::kNotFound);
+      CHECK(none->sites.empty());
+      CHECK(none->message == "no direct call of fx::sum8 in fx::Derived::mix");
     }
   }
 }

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "profile/elf_file.h"
-#include "resolver/insn.h"
+#include "profile/x86.h"
 #include "resolver/symbols.h"
 
 using namespace cephscope::profile;
@@ -51,11 +51,23 @@ TEST_CASE("symbol index finds overloads and scopes", "[unit][symbols]") {
 
 TEST_CASE("entry instruction kinds", "[unit][insn]") {
   using B = std::vector<uint8_t>;
-  CHECK(entry_insn_kind(B{0x55, 0x48, 0x89, 0xe5}) == "push");
-  CHECK(entry_insn_kind(B{0x41, 0x57}) == "push");
-  CHECK(entry_insn_kind(B{0xf3, 0x0f, 0x1e, 0xfa}) == "endbr64");
-  CHECK(entry_insn_kind(B{0xe9, 0, 0, 0, 0}) == "branch");
-  CHECK(entry_insn_kind(B{0x0f, 0x1f, 0x44, 0x00, 0x00}) == "nop");
-  CHECK(entry_insn_kind(B{0x48, 0x89, 0xf8}) == "other");  // mov: single-stepped
-  CHECK(entry_insn_kind(B{}).empty());
+  auto x86 = X86Decoder::open();
+  REQUIRE(x86.ok());
+  auto kind = [&](const B& code) { return x86->entry_kind(code); };
+  CHECK(kind(B{0x55, 0x48, 0x89, 0xe5}) == "push");
+  CHECK(kind(B{0x41, 0x57}) == "push");
+  CHECK(kind(B{0x6a, 0x01}) == "other");  // push $1: not a register, single-stepped
+  CHECK(kind(B{0xf3, 0x0f, 0x1e, 0xfa}) == "endbr64");
+  CHECK(kind(B{0xe9, 0, 0, 0, 0}) == "branch");
+  CHECK(kind(B{0xe8, 0, 0, 0, 0}) == "branch");
+  CHECK(kind(B{0x74, 0x05}) == "branch");
+  CHECK(kind(B{0xff, 0xe0}) == "other");  // jmp *%rax: indirect, single-stepped
+  CHECK(kind(B{0x0f, 0x1f, 0x44, 0x00, 0x00}) == "nop");
+  CHECK(kind(B{0x90}) == "nop");
+  CHECK(kind(B{0xc3}) == "ret");
+  CHECK(kind(B{0xf3, 0xc3}) == "ret");
+  CHECK(kind(B{0x48, 0x89, 0xf8}) == "other");  // mov: single-stepped
+  CHECK(kind(B{0x0f, 0x0b}) == "other");        // ud2
+  CHECK(kind(B{}).empty());
+  CHECK(kind(B{0x48}).empty());  // a prefix alone: no instruction
 }

@@ -1,6 +1,6 @@
 // Root only (root_main.cpp skips otherwise): a uprobe at a resolved offset of the fixture fires
-// once per call, and reads the argument from the location the profile gives. Both builds, register
-// and stack arguments.
+// once per call, at the function's first instruction (the arguments are where the SysV ABI
+// puts them: registers and the stack), and at a resolved call site once per call. Both builds.
 #include <bpf/libbpf.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -47,13 +47,24 @@ struct Outcome {
   uint64_t sum = 0;
 };
 
-// Attaches at OFFSET of BINARY for one child running `BINARY call kCalls`, reading LOC.
-Outcome probe_child(const std::string& binary, uint64_t offset, const ParamLocation& loc) {
+// Where an integer argument is at a function's first instruction (SysV ABI, DWARF numbers).
+struct ArgAt {
+  int kind = ARG_REGISTER;
+  int dwarf_reg = 0;
+  long offset = 0;  // ARG_MEMORY: from the register
+};
+constexpr int kRdi = 5;
+constexpr int kRsi = 4;
+constexpr int kRdx = 1;
+constexpr int kRsp = 7;
+
+// Attaches at OFFSET of BINARY for one child running `BINARY call kCalls`, reading ARG.
+Outcome probe_child(const std::string& binary, uint64_t offset, const ArgAt& arg) {
   std::unique_ptr<profile_uprobe_bpf, SkelDeleter> skel(profile_uprobe_bpf__open());
   REQUIRE(skel);
-  skel->rodata->arg_kind = loc.kind == ParamLocation::Kind::kMemory ? ARG_MEMORY : ARG_REGISTER;
-  skel->rodata->arg_reg = loc.dwarf_reg;
-  skel->rodata->arg_offset = loc.offset;
+  skel->rodata->arg_kind = arg.kind;
+  skel->rodata->arg_reg = arg.dwarf_reg;
+  skel->rodata->arg_offset = arg.offset;
   REQUIRE(profile_uprobe_bpf__load(skel.get()) == 0);
 
   // The child waits on a pipe so the probe is attached (for its pid only) before it runs.
@@ -101,7 +112,7 @@ const FunctionInstance& instance(const Profile& p, const std::string& name,
 
 }  // namespace
 
-TEST_CASE("uprobes at resolved offsets fire and read arguments", "[kernel]") {
+TEST_CASE("uprobes at resolved offsets fire at entry and at call sites", "[kernel]") {
   ensure_tracefs();  // root is checked by root_main.cpp
   for (const char* binary : {FIXTURE_O0, FIXTURE_O2}) {
     DYNAMIC_SECTION(std::filesystem::path(binary).filename().string()) {
@@ -112,24 +123,33 @@ TEST_CASE("uprobes at resolved offsets fire and read arguments", "[kernel]") {
       auto p = resolve_profile(*elf, &*dwarf, *set);
       REQUIRE(p.ok());
 
-      // Derived::scale(long factor) is called with 1000 + i.
+      // Derived::scale(long factor) is called with 1000 + i: factor in rsi at entry.
       const FunctionInstance& scale = instance(*p, "fx::Derived::scale", "_ZN2fx7Derived5scaleEl");
-      REQUIRE(scale.params.size() == 2);
-      Outcome o = probe_child(binary, scale.file_offset, scale.params[1].location);
+      Outcome o = probe_child(binary, entry_offset(scale), {ARG_REGISTER, kRsi});
       CHECK(o.hits == kCalls);
       CHECK(o.sum == kCalls * 1000 + kCalls * (kCalls - 1) / 2);
 
-      // sum8's 7th and 8th arguments (700 + i, 800 + i) are on the stack.
+      // sum8's 7th and 8th arguments (700 + i, 800 + i) are on the stack, above the return
+      // address; its third (3) in rdx.
       const FunctionInstance& sum8 = instance(*p, "fx::sum8", "_ZN2fx4sum8Ellllllll");
-      REQUIRE(sum8.params.size() == 8);
-      o = probe_child(binary, sum8.file_offset, sum8.params[7].location);
+      o = probe_child(binary, entry_offset(sum8), {ARG_MEMORY, kRsp, 16});
       CHECK(o.hits == kCalls);
       CHECK(o.sum == kCalls * 800 + kCalls * (kCalls - 1) / 2);
-      o = probe_child(binary, sum8.file_offset, sum8.params[6].location);
+      o = probe_child(binary, entry_offset(sum8), {ARG_MEMORY, kRsp, 8});
       CHECK(o.sum == kCalls * 700 + kCalls * (kCalls - 1) / 2);
-      // And a register argument of the same function.
-      o = probe_child(binary, sum8.file_offset, sum8.params[2].location);
+      o = probe_child(binary, entry_offset(sum8), {ARG_REGISTER, kRdx});
       CHECK(o.sum == kCalls * 3);
+
+      // Each call of twice in mix (mix runs once per round): the call site fires as often, with
+      // `this` in rdi for the call. At -O2 GCC may inline twice: no call then.
+      const CallSiteEntry* calls = p->calls("fx::Derived::mix", "fx::Derived::twice");
+      REQUIRE(calls != nullptr);
+      for (const CallSite& c : calls->sites) {
+        o = probe_child(binary, c.file_offset, {ARG_REGISTER, kRdi});
+        CHECK(o.hits == kCalls);
+        CHECK(o.sum != 0);
+      }
+      std::printf("%s: %zu call sites of twice in mix probed\n", binary, calls->sites.size());
     }
   }
 }

@@ -1,12 +1,16 @@
-// Call-site scan: direct calls to one callee and the constant in ecx before each, on
-// hand-assembled x86-64 (the shape GCC gives BlueStore::_txc_state_proc).
+// Call sites: the resolver's direct calls to one callee with the constant in ecx before each
+// (profile/x86.h), on hand-assembled x86-64 (the shape GCC gives BlueStore::_txc_state_proc),
+// and the io_done call the OSD collector picks among them.
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <vector>
 
 #include "collectors/osd/osd_call_site.h"
+#include "profile/x86.h"
 
 using namespace cephscope::osd;
+using cephscope::profile::CallSite;
+using cephscope::profile::X86Decoder;
 
 namespace {
 
@@ -29,6 +33,12 @@ void logged_call(std::vector<uint8_t>& code, uint32_t id, uint64_t target = kCal
   put32(code, static_cast<uint32_t>(target - (kFunc + code.size() + 4)));
 }
 
+std::vector<CallSite> find_calls(const std::vector<uint8_t>& code) {
+  auto x86 = X86Decoder::open();
+  REQUIRE(x86.ok());
+  return x86->calls_to(code, kFunc, kOffset, kCallee);
+}
+
 }  // namespace
 
 TEST_CASE("calls to one callee are found with the id moved into ecx", "[unit][call_site]") {
@@ -40,7 +50,7 @@ TEST_CASE("calls to one callee are found with the id moved into ecx", "[unit][ca
   logged_call(code, 732435);                  // prepare
   logged_call(code, 732440);                  // kv_done
 
-  const auto calls = find_calls(code, kFunc, kOffset, kCallee);
+  const auto calls = find_calls(code);
   REQUIRE(calls.size() == 4);
   CHECK(calls[0].ecx == 732436u);
   CHECK(calls[1].ecx == 732437u);
@@ -58,7 +68,7 @@ TEST_CASE("a mov into r9d is not an id, and a broken run of ids is refused", "[u
   put32(code, 7);
   code.push_back(0xe8);
   put32(code, static_cast<uint32_t>(kCallee - (kFunc + code.size() + 4)));
-  auto calls = find_calls(code, kFunc, kOffset, kCallee);
+  auto calls = find_calls(code);
   REQUIRE(calls.size() == 1);
   CHECK_FALSE(calls[0].ecx.has_value());
   CHECK_FALSE(third_state_call(calls).ok());
@@ -66,13 +76,13 @@ TEST_CASE("a mov into r9d is not an id, and a broken run of ids is refused", "[u
   code.clear();
   logged_call(code, 10);
   logged_call(code, 12);  // no 11: not the prepare, aio_wait, io_done run
-  CHECK_FALSE(third_state_call(find_calls(code, kFunc, kOffset, kCallee)).ok());
+  CHECK_FALSE(third_state_call(find_calls(code)).ok());
 
   code.clear();
   logged_call(code, 10);
   logged_call(code, 11);
   logged_call(code, 12);
   logged_call(code, 12);  // two candidates: ambiguous
-  CHECK_FALSE(third_state_call(find_calls(code, kFunc, kOffset, kCallee)).ok());
-  CHECK(find_calls({}, kFunc, kOffset, kCallee).empty());
+  CHECK_FALSE(third_state_call(find_calls(code)).ok());
+  CHECK(find_calls({}).empty());
 }

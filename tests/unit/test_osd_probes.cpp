@@ -114,8 +114,8 @@ TEST_CASE("Message members too far apart for one copy are read one by one", "[un
       m.offset = 224 + 8 - OSD_MSG_WINDOW_MAX - 1;  // one byte more than the largest window
     }
   }
-  const auto near = osd::plan_for(full_profile(), "/nonexistent", "osd.0").layout;
-  const auto far = osd::plan_for(p, "/nonexistent", "osd.0").layout;
+  const auto near = osd::plan_for(full_profile(), "osd.0").layout;
+  const auto far = osd::plan_for(p, "osd.0").layout;
   CHECK((near.have & OSD_HAVE_MSG_WINDOW) != 0);
   CHECK((far.have & OSD_HAVE_MSG_WINDOW) == 0);
   CHECK((far.have & (OSD_HAVE_STAMPS | OSD_HAVE_DATA_LEN)) ==
@@ -123,7 +123,7 @@ TEST_CASE("Message members too far apart for one copy are read one by one", "[un
 }
 
 TEST_CASE("without the io_done call site, io done falls back and says why", "[unit][osd]") {
-  const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0");
+  const auto plan = osd::plan_for(full_profile(), "osd.0");
   CHECK(plan.layout.have ==
         (OSD_HAVE_REQID | OSD_HAVE_STAMPS | OSD_HAVE_MSG_WINDOW | OSD_HAVE_DEQUEUED |
          OSD_HAVE_EVENTS | OSD_HAVE_RMW_FLAGS | OSD_HAVE_DATA_LEN | OSD_HAVE_TXC |
@@ -153,7 +153,7 @@ TEST_CASE("without the io_done call site, io done falls back and says why", "[un
 }
 
 TEST_CASE("an unreadable _txc_state_proc is a reason, not a failure", "[unit][osd]") {
-  const auto plan = osd::plan_for(full_profile(true), "/nonexistent", "osd.0");
+  const auto plan = osd::plan_for(full_profile(true), "osd.0");
   CHECK(programs(plan).contains("osd_txc_finish_io"));
   CHECK_FALSE(plan.io_done.ok());
 }
@@ -161,7 +161,7 @@ TEST_CASE("an unreadable _txc_state_proc is a reason, not a failure", "[unit][os
 TEST_CASE("an inlined log_op_stats takes out the client op stages only", "[unit][osd]") {
   auto prof = full_profile();
   drop_function(prof, "PrimaryLogPG::log_op_stats", ItemStatus::kInlinedOnly);
-  const auto plan = osd::plan_for(prof, "/nonexistent", "osd.1");
+  const auto plan = osd::plan_for(prof, "osd.1");
   REQUIRE(plan.unavailable.size() == 1);
   CHECK(plan.unavailable[0].probe == "PrimaryLogPG::log_op_stats");
   CHECK(plan.unavailable[0].target == "osd.1");
@@ -179,7 +179,7 @@ TEST_CASE("an inlined log_op_stats takes out the client op stages only", "[unit]
 TEST_CASE("a missing TransContext member takes out the BlueStore stages only", "[unit][osd]") {
   auto prof = full_profile();
   std::erase_if(prof.members, [](const MemberEntry& m) { return m.path == "last_stamp"; });
-  const auto plan = osd::plan_for(prof, "/nonexistent", "osd.2");
+  const auto plan = osd::plan_for(prof, "osd.2");
   CHECK((plan.layout.have & OSD_HAVE_TXC) == 0);
   CHECK_THAT(plan.missing_members, Catch::Contains("BlueStore::TransContext::last_stamp"));
   const auto progs = programs(plan);
@@ -192,7 +192,7 @@ TEST_CASE("a missing TransContext member takes out the BlueStore stages only", "
 TEST_CASE("without the reply's sender only the replies' probe is left out", "[unit][osd]") {
   auto prof = full_profile();
   std::erase_if(prof.members, [](const MemberEntry& m) { return m.path == "header.src.num"; });
-  const auto plan = osd::plan_for(prof, "/nonexistent", "osd.4");
+  const auto plan = osd::plan_for(prof, "osd.4");
   CHECK((plan.layout.have & OSD_HAVE_REPLY) == 0);
   CHECK_FALSE(programs(plan).contains("osd_repop_reply"));
   REQUIRE(plan.unavailable.size() == 1);
@@ -215,7 +215,7 @@ TEST_CASE("a build with only its symbol table says no_debuginfo and what to inst
   for (auto& m : prof.members) {
     m.status = ItemStatus::kNoDebuginfo;
   }
-  const auto plan = osd::plan_for(prof, "/nonexistent", "osd.3");
+  const auto plan = osd::plan_for(prof, "osd.3");
   CHECK(plan.members_reason == Reason::kNoDebuginfo);
   CHECK_THAT(plan.missing_members, Catch::Contains("ceph-osd-dbg") &&
                                        Catch::Contains(prof.build_id) &&
@@ -225,11 +225,11 @@ TEST_CASE("a build with only its symbol table says no_debuginfo and what to inst
   }
   // With DWARF, the same gap is a member this build lacks.
   prof.source = "dwarf";
-  CHECK(osd::plan_for(prof, "/nonexistent", "osd.3").members_reason == Reason::kMembersMissing);
+  CHECK(osd::plan_for(prof, "osd.3").members_reason == Reason::kMembersMissing);
 }
 
 TEST_CASE("a probe that fails to attach is named in its stages' reasons", "[unit][osd]") {
-  const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0");
+  const auto plan = osd::plan_for(full_profile(), "osd.0");
   auto progs = programs(plan);
   progs.erase("osd_txc_kv_done");
   const auto gaps = osd::stage_gaps(plan, progs);
@@ -241,7 +241,7 @@ TEST_CASE("a probe that fails to attach is named in its stages' reasons", "[unit
 
 TEST_CASE("tier 1 alone is one probe per OSD op, and every other stage still works",
           "[unit][osd]") {
-  const auto plan = osd::plan_for(full_profile(), "/nonexistent", "osd.0", false);
+  const auto plan = osd::plan_for(full_profile(), "osd.0", false);
   const auto progs = programs(plan);
   CHECK(progs == std::set<std::string>{"osd_op_done", "osd_subop_done"});
   CHECK(plan.unavailable.empty());

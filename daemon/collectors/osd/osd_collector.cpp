@@ -393,8 +393,8 @@ void OsdCollector::attach_process(const TargetView& target, pid_t pid, Process& 
         "against {} ({} symbol and {} .eh_frame function starts)",
         who, pid, module.host_path, verifier->symbol_starts(), verifier->fde_starts());
   }
-  const osd::BuildPlan plan = osd::plan_for(
-      prof, module.host_path, who, mode_ != DetailMode::kNever, verifier ? &*verifier : nullptr);
+  const osd::BuildPlan plan =
+      osd::plan_for(prof, who, mode_ != DetailMode::kNever, verifier ? &*verifier : nullptr);
   if (!plan.missing_members.empty()) {
     spdlog::warn("osd: {} build {}: members not resolved ({}): {}", who, prof.build_id, prof.source,
                  plan.missing_members);

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "collectors/osd/osd_call_site.h"
-#include "profile/elf_file.h"
 
 namespace cephscope::osd {
 
@@ -33,6 +32,9 @@ profile::ProbeSet probe_set() {
   for (const auto& u : kUprobes) {
     add_function(u.function);
     add_function(u.callee);
+    if (u.callee != nullptr) {
+      set.calls.push_back({u.function, u.callee});
+    }
   }
   profile::add_members(set, kMembers);
   set.digest = profile::probe_set_digest(set);
@@ -75,8 +77,6 @@ std::string probe_table_markdown() {
 }
 
 namespace {
-
-constexpr std::size_t kMaxFunctionBytes = std::size_t{256} * 1024;
 
 // The byte range of one object that the probes read, grown member by member; a member whose
 // group the build lacks is not read, so it does not count.
@@ -196,34 +196,18 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
   return l;
 }
 
-// The io_done call site: the third of BlueStore's consecutive state-logging calls (see
-// osd_call_site.h).
-Result<std::uint64_t> io_done_call(const profile::Profile& p, const UprobeDef& def,
-                                   const std::string& binary) {
-  auto proc = out_of_line(p, def.function);
-  auto log = out_of_line(p, def.callee);
-  if (!proc.ok() || !log.ok()) {
-    return make_error(ErrorKind::kNotFound, std::string(proc.ok() ? def.callee : def.function) +
-                                                ": " + (proc.ok() ? log : proc).error().message);
+// The io_done call site: the third of BlueStore's consecutive state-logging calls, among the
+// calls the resolver found (osd_call_site.h).
+Result<std::uint64_t> io_done_call(const profile::Profile& p, const UprobeDef& def) {
+  const profile::CallSiteEntry* calls = p.calls(def.function, def.callee);
+  if (calls == nullptr) {
+    return make_error(ErrorKind::kNotFound, std::string("the profile has no calls of ") +
+                                                def.callee + " in " + def.function);
   }
-  const auto& f = **proc;
-  if (f.size == 0 || f.size > kMaxFunctionBytes) {
-    return make_error(ErrorKind::kInvalidInput,
-                      std::string(def.function) + " has an unusable size");
+  if (calls->status != profile::ItemStatus::kOk) {
+    return make_error(ErrorKind::kNotFound, calls->message);
   }
-  auto elf = profile::ElfFile::open(binary);
-  if (!elf.ok()) {
-    return elf.error();
-  }
-  auto code_read = elf->read_at(f.file_offset, f.size);
-  if (!code_read.ok()) {
-    return code_read.error();
-  }
-  const auto& code = *code_read;
-  if (code.size() != f.size) {
-    return make_error(ErrorKind::kInvalidInput, std::string("short read of ") + def.function);
-  }
-  auto site = third_state_call(find_calls(code, f.vaddr, f.file_offset, (*log)->vaddr));
+  auto site = third_state_call(calls->sites);
   if (!site.ok()) {
     return site.error();
   }
@@ -244,8 +228,8 @@ std::string debug_package(const std::string& object) {
                                                                                 : object + "-dbg";
 }
 
-BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
-                   bool detail, const profile::OffsetVerifier* verifier) {
+BuildPlan plan_for(const profile::Profile& prof, const std::string& who, bool detail,
+                   const profile::OffsetVerifier* verifier) {
   BuildPlan plan;
   plan.layout = layout_of(prof, plan.missing_members);
   if (prof.source == "symtab" && !plan.missing_members.empty()) {
@@ -295,8 +279,7 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, cons
     if (u.instead_of != nullptr && !unplaced.contains(u.instead_of)) {
       continue;
     }
-    Result<std::uint64_t> offset =
-        u.callee != nullptr ? io_done_call(prof, u, binary) : entry(u.function);
+    Result<std::uint64_t> offset = u.callee != nullptr ? io_done_call(prof, u) : entry(u.function);
     if (offset.ok() && verifier != nullptr) {
       auto holder = out_of_line(prof, u.function);
       const Status checked = holder.ok() ? verifier->check(**holder, *offset) : holder.error();

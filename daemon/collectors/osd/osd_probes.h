@@ -137,16 +137,16 @@ struct BuildPlan {
   Cause store_off;  // why the tier-2 probes were left out, if they were
 };
 
-// Plans the probes of one build. BINARY is the file the profile describes (read for the
-// io_done call site); WHO names the target in statuses; without DETAIL the tier-2 probes are
-// left out (collectors.osd.detail: never).
 // The Debian package holding OBJECT's debug symbols ("ceph-osd-dbg").
 std::string debug_package(const std::string& object);
 
-// With VERIFIER (a profile from a container's files), every probe offset is also checked
-// against the binary (profile/verify.h): one it denies is unavailable, offset_unverified.
-BuildPlan plan_for(const profile::Profile& prof, const std::string& binary, const std::string& who,
-                   bool detail = true, const profile::OffsetVerifier* verifier = nullptr);
+// Plans the probes of one build from its profile alone (the io_done call site is one of the
+// calls the resolver recorded); WHO names the target in statuses; without DETAIL the tier-2
+// probes are left out (collectors.osd.detail: never). With VERIFIER (a profile from a container's
+// files), every probe offset is also checked against the binary (profile/verify.h): one it denies
+// is unavailable, offset_unverified.
+BuildPlan plan_for(const profile::Profile& prof, const std::string& who, bool detail = true,
+                   const profile::OffsetVerifier* verifier = nullptr);
 
 // Per stage, why it does not work with these members and attached programs (ok when it does).
 std::array<Cause, OSD_STAGE_COUNT> stage_gaps(const BuildPlan& plan,
