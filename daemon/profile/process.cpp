@@ -140,7 +140,12 @@ Result<std::vector<Mapping>> read_maps(pid_t pid, const std::string& proc) {
   return parse_maps(*text);
 }
 
-Result<ModuleIdentity> identify_module(pid_t pid, std::string_view name, const std::string& proc) {
+namespace {
+
+// One reading of the process's maps. MAP_FILE_GONE: the mapping's map_files entry was not
+// there to decide (the loader had remapped that range since maps was read).
+Result<ModuleIdentity> identify_once(pid_t pid, std::string_view name, const std::string& proc,
+                                     bool& map_file_gone) {
   const std::string base = proc + "/" + std::to_string(pid);
   auto maps_text = read_pseudo_file(base + "/maps");
   if (!maps_text.ok()) {
@@ -208,11 +213,13 @@ Result<ModuleIdentity> identify_module(pid_t pid, std::string_view name, const s
   const std::string mapped = base + range;
   struct stat by_map {};
   const bool have_map = ::stat(mapped.c_str(), &by_map) == 0;
+  const int map_err = have_map ? 0 : errno;
   const bool same_as_maps = by_path.st_ino == id.inode && by_path.st_dev == id.dev;
   // overlayfs reports one device in maps and another in stat: then map_files decides.
   const bool same_as_map_file =
       have_map && by_path.st_ino == by_map.st_ino && by_path.st_dev == by_map.st_dev;
   if (!same_as_maps && !same_as_map_file) {
+    map_file_gone = map_err == ENOENT;
     return refuse(Refusal::kReplaced, id.host_path + " is no longer the file " +
                                           std::to_string(pid) + " mapped (inode " +
                                           std::to_string(id.inode) + ", now " +
@@ -231,6 +238,21 @@ Result<ModuleIdentity> identify_module(pid_t pid, std::string_view name, const s
   }
   id.build_id = std::move(build_id).value();
   return id;
+}
+
+}  // namespace
+
+Result<ModuleIdentity> identify_module(pid_t pid, std::string_view name, const std::string& proc) {
+  // A process still loading its libraries (one just exec'd) remaps their ranges while it is
+  // read: a range of maps gone from map_files is read again, not taken for a replaced file.
+  constexpr int kReadings = 3;
+  for (int i = 1;; ++i) {
+    bool map_file_gone = false;
+    auto id = identify_once(pid, name, proc, map_file_gone);
+    if (id.ok() || !map_file_gone || i == kReadings) {
+      return id;
+    }
+  }
 }
 
 }  // namespace cephscope::profile
