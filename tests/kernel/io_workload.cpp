@@ -90,6 +90,13 @@ std::unique_ptr<Subprocess> spawn_as(pid_t pid, const std::vector<std::string>& 
     }
     child->signal(SIGKILL);
     child->wait(std::chrono::seconds(5));
+    // Another process forked first and took the pid (a build beside the tests forks
+    // compilers): wait until it has gone before the next try.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (std::filesystem::exists("/proc/" + std::to_string(pid)) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
   FAIL("could not start " << argv.at(0) << " as pid " << pid);
   return nullptr;
