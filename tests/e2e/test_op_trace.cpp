@@ -258,6 +258,9 @@ TEST_CASE("a slow op's client, primary and replica records join under one trace 
   std::printf("records: %d client, %d osd, %d replica; %zu client trace ids\n", kinds["client"],
               kinds["osd"], kinds["replica"], client_traces.size());
   REQUIRE_FALSE(client_traces.empty());
+  // when none came: were records lost to a full ring buffer (the reader behind on a busy host)?
+  INFO("osd records lost (record_full): " << daemon.scrape().sum(
+           "cephscope_events_lost_total", {{"collector", "osd"}, {"reason", "record_full"}}));
   REQUIRE(kinds["replica"] > 0);
 
   int joined = 0;
