@@ -114,8 +114,9 @@ std::vector<CallSite> X86Decoder::calls_to(std::span<const std::uint8_t> code, s
   std::uint64_t ecx_at = 0;
   for (const cs_insn* i = insns.next(); i != nullptr; i = insns.next()) {
     const cs_x86_op* op = first_operand(i);
-    if (i->id == X86_INS_MOV && i->detail->x86.op_count == 2 && op->type == X86_OP_REG &&
-        op->reg == X86_REG_ECX && i->detail->x86.operands[1].type == X86_OP_IMM) {
+    if (i->id == X86_INS_MOV && op != nullptr && i->detail->x86.op_count == 2 &&
+        op->type == X86_OP_REG && op->reg == X86_REG_ECX &&
+        i->detail->x86.operands[1].type == X86_OP_IMM) {
       ecx = static_cast<std::uint32_t>(i->detail->x86.operands[1].imm);
       ecx_at = i->address;
     } else if (i->id == X86_INS_CALL && op != nullptr && op->type == X86_OP_IMM &&
