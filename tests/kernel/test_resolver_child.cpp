@@ -20,12 +20,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A resolver that records its capabilities and then its pid, so that its capabilities are
+// A resolver that, for this test's OSDs only (a Ceph cluster of other tests may start its
+// OSDs beside it), records its capabilities and then its pid, so that its capabilities are
 // there once its pid is, then hangs.
 std::string hanging_resolver(const std::string& dir) {
   std::string path = dir + "/hanging-resolver";
-  std::ofstream(path) << "#!/bin/sh\ngrep CapEff /proc/self/status > " << dir
-                      << "/resolver-caps\necho $$ >> " << dir << "/resolver-pids\n"
+  std::ofstream(path) << "#!/bin/sh\ncase \"$*\" in *'" << dir << "/osd-'*)\n"
+                      << "  grep CapEff /proc/self/status > " << dir << "/resolver-caps.$$\n"
+                      << "  echo $$ >> " << dir << "/resolver-pids\n;;\nesac\n"
                       << "exec sleep 600\n";
   fs::permissions(path, fs::perms::owner_all);
   return path;
@@ -85,9 +87,10 @@ TEST_CASE("a hanging resolver neither stalls nor outlives the daemon",
     auto osd = start_osd(dir, 99);
     const pid_t first = nth_resolver(dir, 0);
     REQUIRE(first > 0);
-    CHECK(std::ifstream(dir + "/resolver-caps").good());
+    const std::string caps_file = dir + "/resolver-caps." + std::to_string(first);
+    CHECK(std::ifstream(caps_file).good());
     std::string caps;
-    std::getline(std::ifstream(dir + "/resolver-caps"), caps);
+    std::getline(std::ifstream(caps_file), caps);
     CHECK(caps == "CapEff:\t0000000000000000");
     // The daemon answers while its resolver hangs.
     const auto t0 = std::chrono::steady_clock::now();
