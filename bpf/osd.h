@@ -60,6 +60,18 @@ enum cephscope_osd_kind {
 #define OSD_HAVE_BS_IO (1u << 13)     /* the bluestore layer's members (probe set bluestore-io) */
 #define OSD_HAVE_REQID_INC (1u << 14) /* OpRequest::reqid.inc right after tid: a record's inc */
 
+/* Where P5 (after the call that logs io_done) finds the transaction: the callee-saved register
+ * the call's set-up copied it from (osd_layout.io_done_txc_reg). */
+enum cephscope_osd_saved_reg {
+	OSD_REG_NONE,
+	OSD_REG_RBX,
+	OSD_REG_RBP,
+	OSD_REG_R12,
+	OSD_REG_R13,
+	OSD_REG_R14,
+	OSD_REG_R15,
+};
+
 /*
  * The `kind` label of the bluestore layer: what a write BlueStore hands its block device is
  * for, told apart by its IOContext (docs/collectors/osd.md#the-bluestore-layer).
@@ -103,11 +115,12 @@ struct osd_layout {
 	__u32 msg_object;	  /* MOSDOp::hobj.oid.name (std::string) */
 	__u32 reply_reqid;	  /* MOSDRepOpReply::reqid: the client op's, as OpRequest::reqid */
 	__u32 msg_src;		  /* Message::header.src: u8 type, then le64 num (packed) */
-	__u32 stats_slot;   /* 1 + its slot in osd_stats_slots; 0: its series are in the hash */
-	__u32 bl_len;	    /* ceph::buffer::list::_len (u32) */
-	__u32 ioc_priv;	    /* IOContext::priv: its owner, NULL for BlueFS's */
-	__u32 txc_ioc;	    /* BlueStore::TransContext::ioc: priv + this = the IOContext */
-	__u32 deferred_ioc; /* BlueStore::DeferredBatch::ioc */
+	__u32 stats_slot;      /* 1 + its slot in osd_stats_slots; 0: its series are in the hash */
+	__u32 bl_len;	       /* ceph::buffer::list::_len (u32) */
+	__u32 ioc_priv;	       /* IOContext::priv: its owner, NULL for BlueFS's */
+	__u32 txc_ioc;	       /* BlueStore::TransContext::ioc: priv + this = the IOContext */
+	__u32 deferred_ioc;    /* BlueStore::DeferredBatch::ioc */
+	__u32 io_done_txc_reg; /* enum cephscope_osd_saved_reg */
 };
 
 /* An op between its transaction being queued and its completion, by the client's reqid. */

@@ -159,64 +159,97 @@ int osd_txc_aio_submit(struct pt_regs *ctx)
 }
 
 /*
- * Data IO done (aio_wait logged, last_stamp = its end). With at_call_site (P5, the call that
- * logs io_done in _txc_state_proc) now is io_done's end; at the fallback, the entry of
- * _txc_finish_io, now is its start and io_done is left to kv_queued.
+ * Data IO done. After the call that logs io_done in _txc_state_proc (P5, LOGGED), LAT is
+ * io_done as Ceph measured it (log_state_latency's return value) and last_stamp its end; at
+ * the fallback, the entry of _txc_finish_io, last_stamp is aio_wait's end and io_done is left
+ * to kv_queued.
  */
-static __always_inline void io_stages(struct txc_state *st, bool at_call_site, __u64 last,
-				      __u64 now)
-{
-	if (at_call_site && now >= last)
-		set_bs(st, 2, now - last);
-	st->io_done = at_call_site ? now : last;
-}
-
-static __always_inline int txc_io_done(struct pt_regs *ctx, bool at_call_site)
+static __always_inline int txc_io_done(struct osd_layout *l, const void *txc, bool logged,
+				       __u64 lat)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	struct osd_layout *l = osd_layout_of(tgid);
-	const void *txc = (const void *)PT_REGS_PARM2(ctx);
-	struct txc_key key = {.tgid = tgid, .txc = (__u64)txc};
+	struct txc_key key = {.tgid = pid_tgid >> 32, .txc = (__u64)txc};
 	struct txc_state fresh = {}, *st;
 	struct txn_claim *c;
-	__u64 start, last, now = bpf_ktime_get_ns();
+	__u64 start, last, aio_end;
+	bool found = true;
 
-	if (!l || txc_stamps(l, txc, &start, &last))
+	if (!l || txc_stamps(l, txc, &start, &last) || (logged && lat > last))
 		return 0;
+	aio_end = logged ? last - lat : last;
 	st = bpf_map_lookup_elem(&osd_txcs, &key);
-	if (st && st->prepared >= start && last >= st->prepared) {
-		set_bs(st, 0, st->prepared - start);
-		set_bs(st, 1, last - st->prepared);
-		io_stages(st, at_call_site, last, now);
-		return 0;
+	if (!st || st->prepared < start || aio_end < st->prepared) {
+		/* no data aio: prepare fell through to aio_wait on the thread that queued the op */
+		c = claim_for(pid_tgid, start);
+		if (!c)
+			return 0;
+		fresh.op = c->op;
+		c->queued = CLAIM_NONE; /* taken */
+		fresh.prepared = aio_end;
+		st = &fresh;
+		found = false;
 	}
-	/* no data aio: prepare fell through to aio_wait on the thread that queued the op */
-	c = claim_for(pid_tgid, start);
-	if (!c)
-		return 0;
-	fresh.op = c->op;
-	c->queued = CLAIM_NONE; /* taken */
-	set_bs(&fresh, 0, last - start);
-	set_bs(&fresh, 1, 0);
-	io_stages(&fresh, at_call_site, last, now);
-	if (bpf_map_update_elem(&osd_txcs, &key, &fresh, BPF_ANY))
+	set_bs(st, 0, st->prepared - start);
+	set_bs(st, 1, aio_end - st->prepared);
+	if (logged)
+		set_bs(st, 2, lat);
+	st->io_done = last;
+	if (!found && bpf_map_update_elem(&osd_txcs, &key, &fresh, BPF_ANY))
 		count_lost(LOST_INFLIGHT_FULL);
 	return 0;
 }
 
-/* P5: the call of log_state_latency(io_done) in BlueStore::_txc_state_proc (rsi = txc). */
+/*
+ * The callee-saved register REG (enum cephscope_osd_saved_reg) of a uprobe's context. All six
+ * are loaded first: the verifier takes context loads at constant offsets only, and a switch of
+ * loads is compiled into one load at a computed offset.
+ */
+static __always_inline __u64 saved_reg(const struct pt_regs *ctx, __u32 reg)
+{
+	__u64 bx = ctx->bx, bp = ctx->bp, r12 = ctx->r12, r13 = ctx->r13, r14 = ctx->r14,
+	      r15 = ctx->r15;
+
+	asm volatile("" : "+r"(bx), "+r"(bp), "+r"(r12), "+r"(r13), "+r"(r14), "+r"(r15));
+	switch (reg) {
+	case OSD_REG_RBX:
+		return bx;
+	case OSD_REG_RBP:
+		return bp;
+	case OSD_REG_R12:
+		return r12;
+	case OSD_REG_R13:
+		return r13;
+	case OSD_REG_R14:
+		return r14;
+	case OSD_REG_R15:
+		return r15;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * P5: the return address of the call of log_state_latency(io_done) in
+ * BlueStore::_txc_state_proc: the transaction in the register the call's set-up copied it
+ * from, io_done in rax.
+ */
 SEC("uprobe")
 int osd_txc_io_done(struct pt_regs *ctx)
 {
-	return txc_io_done(ctx, true);
+	struct osd_layout *l = osd_layout_of(bpf_get_current_pid_tgid() >> 32);
+
+	if (!l)
+		return 0;
+	return txc_io_done(l, (const void *)saved_reg(ctx, l->io_done_txc_reg), true,
+			   PT_REGS_RC(ctx));
 }
 
 /* P5 fallback: BlueStore::_txc_finish_io(TransContext *txc), when the call site is unknown. */
 SEC("uprobe")
 int osd_txc_finish_io(struct pt_regs *ctx)
 {
-	return txc_io_done(ctx, false);
+	return txc_io_done(osd_layout_of(bpf_get_current_pid_tgid() >> 32),
+			   (const void *)PT_REGS_PARM2(ctx), false, 0);
 }
 
 /* P6: BlueStore::_txc_committed_kv(TransContext *txc), on the kv_final thread: kv committed. */

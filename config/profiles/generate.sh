@@ -16,7 +16,8 @@
 #
 # --probe-set remakes the profiles of one probe set only (and downloads only its packages).
 # --check generates nothing: it fails when a committed profile was made for another probe
-# table than the binary's (the test `shipped_profiles_current` runs it in CI).
+# table than the binary's, or in a schema it does not read (the test `shipped_profiles_current`
+# runs it in CI).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -73,6 +74,10 @@ print(p["probe_set"], p["probe_set_digest"])' "$f")
     [ -n "$want" ] || { echo "$(basename "$f"): no probe set $set in $BIN" >&2; bad=1; continue; }
     if [ "$have" != "$want" ]; then
       echo "stale: $(basename "$f") was made for the $set table $have; the binary's is $want" >&2
+      bad=1
+    fi
+    if ! err=$("$BIN" profile show "$f" 2>&1 >/dev/null); then
+      echo "$(basename "$f") is not a profile this binary reads: $err" >&2
       bad=1
     fi
     grep -q " $(basename "$f")\$" "$HERE/MANIFEST" ||

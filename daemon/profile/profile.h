@@ -13,7 +13,7 @@
 
 namespace cephscope::profile {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 inline constexpr std::string_view kSchemaName = "cephscope-profile";
 
 // Per item: a missing or inlined-only function is reported here, never fatal for the set.
@@ -56,11 +56,16 @@ struct MemberEntry {
   std::optional<uint32_t> bit_size;
 };
 
-// A direct call inside a function (x86-64).
+// A direct call inside a function (x86-64): call rel32, so its return address is 5 bytes on.
+inline constexpr uint64_t kCallSize = 5;
 struct CallSite {
   uint64_t vaddr = 0;
   uint64_t file_offset = 0;     // what a uprobe takes
   std::optional<uint32_t> ecx;  // `mov $imm32, %ecx` in its argument set-up, if any
+  // The callee-saved register the set-up copied the second argument (rsi) from, when no direct
+  // jump of the function lands in the set-up or on the return address: a probe there sees
+  // that argument in it, and in rax what the callee returned.
+  std::optional<std::string> rsi_saved_in;
 };
 
 // The direct calls of CALLEE in the out-of-line copy of FUNCTION, as the probe set asked.

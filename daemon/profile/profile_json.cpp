@@ -187,17 +187,30 @@ Status read_member(const JsonObject& r, MemberEntry* m) {
   return s;
 }
 
+bool is_callee_saved(std::string_view reg) {
+  return reg == "rbx" || reg == "rbp" || reg == "r12" || reg == "r13" || reg == "r14" ||
+         reg == "r15";
+}
+
 Status read_call_site(const JsonObject& r, CallSite* c) {
   uint64_t ecx = 0;
+  std::string saved;
   Status s = in_order(
       [&] {
-        return r.known_keys({"vaddr", "file_offset", "ecx"});
+        return r.known_keys({"vaddr", "file_offset", "ecx", "rsi_saved_in"});
       },
       [&] { return r.unsigned_integer("vaddr", &c->vaddr, kMaxVaddr); },
       [&] { return r.unsigned_integer("file_offset", &c->file_offset, kMaxFileOffset); },
-      [&] { return r.unsigned_integer("ecx", &ecx, UINT32_MAX, false); });
+      [&] { return r.unsigned_integer("ecx", &ecx, UINT32_MAX, false); },
+      [&] {
+        return r.string("rsi_saved_in", &saved, 3, false, is_callee_saved,
+                        "a callee-saved register");
+      });
   if (s.ok() && r.has("ecx")) {
     c->ecx = static_cast<uint32_t>(ecx);
+  }
+  if (s.ok() && r.has("rsi_saved_in")) {
+    c->rsi_saved_in = saved;
   }
   return s;
 }
@@ -234,6 +247,9 @@ json calls_to_json(const CallSiteEntry& c) {
     json js = {{"vaddr", site.vaddr}, {"file_offset", site.file_offset}};
     if (site.ecx) {
       js["ecx"] = *site.ecx;
+    }
+    if (site.rsi_saved_in) {
+      js["rsi_saved_in"] = *site.rsi_saved_in;
     }
     jc["sites"].push_back(std::move(js));
   }

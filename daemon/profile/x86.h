@@ -31,8 +31,9 @@ class X86Decoder {
   [[nodiscard]] std::string_view entry_kind(std::span<const std::uint8_t> code) const;
 
   // Every direct call to CALLEE in CODE, the bytes of a function at VADDR and FILE_OFFSET,
-  // with the constant moved into ecx in its argument set-up (the 24 bytes before it), if any.
-  // Decoding stops at the first invalid instruction.
+  // with the constant moved into ecx in its argument set-up (the 24 bytes before it), if any,
+  // and the callee-saved register that keeps its rsi (CallSite::rsi_saved_in). Decoding stops
+  // at the first invalid instruction.
   [[nodiscard]] std::vector<CallSite> calls_to(std::span<const std::uint8_t> code,
                                                std::uint64_t vaddr, std::uint64_t file_offset,
                                                std::uint64_t callee) const;

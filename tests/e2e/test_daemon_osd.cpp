@@ -347,7 +347,9 @@ TEST_CASE("the daemon tracks the cluster's OSDs and clients, and a restarted OSD
         m_after.sum("cephscope_syscall_seconds_count", {{"process", "rados"}});
     INFO(client_calls << " syscalls counted for the client over " << summary.total_ops
                       << " writes");
-    CHECK(summary.total_ops > 1000);
+    // Enough writes that a count growing with them would show (a busy CI host gave 918 in the
+    // 8 s); the fewer there are, the tighter the bound below.
+    CHECK(summary.total_ops > 500);
     CHECK(client_calls < static_cast<double>(summary.total_ops) / 100);
 
     for (const auto& osd : cluster.osds) {

@@ -53,11 +53,11 @@ namespace {
 
 // BlueStore stages (client writes + replicated writes) against BlueStore's own state_*_lat
 // counters of the same transactions: counts within 1% (Ceph's also counts the few PG
-// metadata transactions), means within 10% plus 20 us above Ceph's, 50 us below it. The probe
-// ends an interval a moment before Ceph reads its clock, so its own cost, and any time the
-// OSD's thread is preempted between the two, lands in Ceph's figure only: on a host whose
-// two CPUs were busy throughout, Reef's io_done read 35 us mean against our 7.5 us, over
-// 5,112 transactions counted alike.
+// metadata transactions), means within 10% plus 20 us above Ceph's, 50 us below it. prepare,
+// aio_wait, io_done and kv_queued are BlueStore's own stamps and figures (io_done is what its
+// log_state_latency returned). kv_commit ends at the entry of _txc_committed_kv, a moment
+// before Ceph reads its clock after the sequencer lock, so the probe's own cost, and any time
+// the OSD's thread waits or is preempted between the two, lands in Ceph's figure only.
 void check_store_stages(const ClusterInfo& cluster, const std::map<int, OsdView>& a,
                         const std::map<int, OsdView>& b, const OsdSnapshot& perf) {
   for (const auto& o : cluster.osds) {

@@ -255,17 +255,24 @@ TEST_CASE("the BlueStore io_done call site agrees with objdump", "[e2e]") {
   cmd << "objdump -d --no-show-raw-insn --start-address=0x" << std::hex << vaddr
       << " --stop-address=0x" << vaddr + size << " " << kOsd;
   std::istringstream dis(test::run(cmd.str()));
-  int64_t ecx = -1;  // none seen since the last call
+  int64_t ecx = -1;      // none seen since the last call
+  std::string rsi_from;  // the register of the last `mov %REG,%rsi`
+  std::map<uint64_t, std::string> rsi_at_call;
   std::ostringstream call_to;
   call_to << "call   " << std::hex << syms[log].first << " ";
   for (std::string line; std::getline(dis, line);) {
     const auto mov = line.find("mov    $0x");
+    const auto copy = line.find("mov    %");
     if (mov != std::string::npos && line.ends_with(",%ecx")) {
       ecx = static_cast<int64_t>(std::stoul(line.substr(mov + 8), nullptr, 16));
+    } else if (copy != std::string::npos && line.ends_with(",%rsi")) {
+      rsi_from = line.substr(copy + 8, line.size() - 5 - (copy + 8));
     } else if (line.find(call_to.str()) != std::string::npos && ecx >= 0) {
-      by_id[static_cast<uint32_t>(ecx)].push_back(
-          std::stoull(line.substr(0, line.find(':')), nullptr, 16));
+      const uint64_t at = std::stoull(line.substr(0, line.find(':')), nullptr, 16);
+      by_id[static_cast<uint32_t>(ecx)].push_back(at);
+      rsi_at_call[at] = rsi_from;
       ecx = -1;
+      rsi_from.clear();
     }
   }
   REQUIRE(by_id.size() >= 3);
@@ -287,6 +294,10 @@ TEST_CASE("the BlueStore io_done call site agrees with objdump", "[e2e]") {
               static_cast<unsigned long long>(site->vaddr), first + 2, calls.size());
   CHECK(site->vaddr == by_id[first + 2].front());
   CHECK(site->ecx == first + 2);
+  // the probe goes on the return address: the transaction stays in the register rsi came from
+  std::printf("io_done call: the transaction in %%%s (objdump: %%%s)\n",
+              site->rsi_saved_in.value_or("none").c_str(), rsi_at_call[site->vaddr].c_str());
+  CHECK(site->rsi_saved_in == rsi_at_call[site->vaddr]);
   CHECK(site->file_offset == to_offset(readelf_loads(kOsd), site->vaddr));
 }
 

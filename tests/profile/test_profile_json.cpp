@@ -56,7 +56,8 @@ TEST_CASE("call sites survive a round trip, their ecx only where one was seen", 
   REQUIRE_FALSE(p.call_sites.empty());
   p.call_sites[0].status = ItemStatus::kOk;
   p.call_sites[0].message.clear();
-  p.call_sites[0].sites = {{0x1010, 0x10, 732437}, {0x1020, 0x20, std::nullopt}};
+  p.call_sites[0].sites = {{0x1010, 0x10, 732437, "rbp"},
+                           {0x1020, 0x20, std::nullopt, std::nullopt}};
   auto back = parse_profile(dump_profile(p));
   REQUIRE(back.ok());
   const CallSiteEntry* c = back->calls(p.call_sites[0].function, p.call_sites[0].callee);
@@ -66,6 +67,8 @@ TEST_CASE("call sites survive a round trip, their ecx only where one was seen", 
   CHECK(c->sites[0].file_offset == 0x10);
   CHECK(c->sites[0].ecx == 732437u);
   CHECK_FALSE(c->sites[1].ecx.has_value());
+  CHECK(c->sites[0].rsi_saved_in == "rbp");
+  CHECK_FALSE(c->sites[1].rsi_saved_in.has_value());
   CHECK(back->calls(p.call_sites[0].function, "no::such_callee") == nullptr);
 }
 
@@ -132,6 +135,12 @@ TEST_CASE("corrupt profiles are refused", "[unit][json]") {
                           json::array({{{"vaddr", 1}, {"file_offset", 1}, {"ecx", 1ULL << 32}}});
                     }),
                     "corrupt profile"));
+  CHECK(starts_with(mutated([](json& j) {
+                      j["call_sites"][0]["status"] = "ok";
+                      j["call_sites"][0]["sites"] = json::array(
+                          {{{"vaddr", 1}, {"file_offset", 1}, {"rsi_saved_in", "rdi"}}});
+                    }),
+                    "corrupt profile"));  // rdi is the callee's to change
   CHECK(starts_with(
       mutated([](json& j) { j["functions"][0]["instances"][0]["entry_insn"] = "jmp *%rax"; }),
       "corrupt profile"));
@@ -172,7 +181,7 @@ TEST_CASE("a refusal names the first bad field by its JSON path", "[unit][json]"
 }
 
 TEST_CASE("unknown schema versions are refused", "[unit][json]") {
-  for (int v : {0, 1, 3, 99}) {
+  for (int v : {0, 1, 2, 4, 99}) {
     json j = valid();
     j["schema_version"] = v;
     auto p = parse_profile(j.dump());

@@ -56,6 +56,9 @@ TEST_CASE("calls to one callee are found with the id moved into ecx", "[unit][ca
   CHECK(calls[1].ecx == 732437u);
   CHECK(calls[1].vaddr == kFunc + 4 + 13 + 2 + 8);
   CHECK(calls[1].file_offset == calls[1].vaddr - kFunc + kOffset);
+  for (const auto& c : calls) {
+    CHECK(c.rsi_saved_in == "rbp");  // mov %rbp,%rsi: rbp keeps the transaction past the call
+  }
 
   const auto io_done = third_state_call(calls);
   REQUIRE(io_done.ok());
@@ -85,4 +88,42 @@ TEST_CASE("a mov into r9d is not an id, and a broken run of ids is refused", "[u
   logged_call(code, 12);  // two candidates: ambiguous
   CHECK_FALSE(third_state_call(find_calls(code)).ok());
   CHECK(find_calls({}).empty());
+}
+
+TEST_CASE("the register that keeps rsi past a call is named only when nothing can change it",
+          "[unit][call_site]") {
+  auto jump_to = [](std::vector<uint8_t>& code, uint64_t target) {  // jmp rel32
+    code.push_back(0xe9);
+    put32(code, static_cast<uint32_t>(target - (kFunc + code.size() + 4)));
+  };
+  std::vector<uint8_t> code;
+  logged_call(code, 10);
+  code.insert(code.end(), {0x48, 0x89, 0xde});  // mov %rbx,%rsi
+  code.push_back(0xe8);
+  put32(code, static_cast<uint32_t>(kCallee - (kFunc + code.size() + 4)));
+  code.insert(code.end(), {0x48, 0x89, 0xfe});  // mov %rdi,%rsi: rdi is the callee's to change
+  code.push_back(0xe8);
+  put32(code, static_cast<uint32_t>(kCallee - (kFunc + code.size() + 4)));
+  code.insert(code.end(), {0x4c, 0x89, 0xe6, 0x41, 0xbc});  // mov %r12,%rsi; mov $1,%r12d
+  put32(code, 1);
+  code.push_back(0xe8);
+  put32(code, static_cast<uint32_t>(kCallee - (kFunc + code.size() + 4)));
+  auto calls = find_calls(code);
+  REQUIRE(calls.size() == 4);
+  CHECK(calls[0].rsi_saved_in == "rbp");
+  CHECK(calls[1].rsi_saved_in == "rbx");
+  CHECK_FALSE(calls[2].rsi_saved_in.has_value());
+  CHECK_FALSE(calls[3].rsi_saved_in.has_value());  // r12 was written after the copy
+
+  // A jump onto a return address, or into a call's set-up, brings other registers there.
+  code.clear();
+  logged_call(code, 10);
+  logged_call(code, 11);
+  const uint64_t second_setup = kFunc + 13 + 5;  // the second call's mov %rbp,%rsi
+  jump_to(code, kFunc + 13);                     // the first call's return address
+  jump_to(code, second_setup + 3);               // between the second's copy and its call
+  calls = find_calls(code);
+  REQUIRE(calls.size() == 2);
+  CHECK_FALSE(calls[0].rsi_saved_in.has_value());
+  CHECK_FALSE(calls[1].rsi_saved_in.has_value());
 }

@@ -152,6 +152,39 @@ TEST_CASE("without the io_done call site, io done falls back and says why", "[un
   CHECK(gaps[OSD_STAGE_BS_IO_DONE].detail == plan.io_done.detail);
 }
 
+TEST_CASE(
+    "io done is probed on the return of its logging call, the transaction in the saved "
+    "register",
+    "[unit][osd]") {
+  Profile p = full_profile(true);
+  CallSiteEntry calls{"BlueStore::_txc_state_proc",
+                      "BlueStore::BlueStoreThrottle::log_state_latency",
+                      ItemStatus::kOk,
+                      "",
+                      {}};
+  for (std::uint32_t id : {732435u, 732436u, 732437u, 732440u}) {
+    calls.sites.push_back({0x9000 + id % 100, 0x9000 + id % 100, id, "r13"});
+  }
+  p.call_sites.push_back(calls);
+  auto plan = osd::plan_for(p, "osd.0");
+  CHECK(plan.io_done.ok());
+  CHECK(plan.layout.io_done_txc_reg == OSD_REG_R13);
+  const auto at = std::find_if(plan.points.begin(), plan.points.end(),
+                               [](const auto& pt) { return pt.program == "osd_txc_io_done"; });
+  REQUIRE(at != plan.points.end());
+  CHECK(at->offset == 0x9000 + 37 + 5);  // the instruction after the call
+  CHECK_FALSE(programs(plan).contains("osd_txc_finish_io"));
+
+  // Without a register that keeps it, the transaction cannot be found there: the fallback.
+  for (auto& site : p.call_sites.back().sites) {
+    site.rsi_saved_in.reset();
+  }
+  plan = osd::plan_for(p, "osd.0");
+  CHECK(programs(plan).contains("osd_txc_finish_io"));
+  CHECK(plan.layout.io_done_txc_reg == OSD_REG_NONE);
+  CHECK_THAT(plan.io_done.detail, Catch::Contains("callee-saved register"));
+}
+
 TEST_CASE("an unreadable _txc_state_proc is a reason, not a failure", "[unit][osd]") {
   const auto plan = osd::plan_for(full_profile(true), "osd.0");
   CHECK(programs(plan).contains("osd_txc_finish_io"));

@@ -1,6 +1,7 @@
 #include "collectors/osd/osd_probes.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "collectors/osd/osd_call_site.h"
@@ -196,9 +197,21 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
   return l;
 }
 
-// The io_done call site: the third of BlueStore's consecutive state-logging calls, among the
-// calls the resolver found (osd_call_site.h).
-Result<std::uint64_t> io_done_call(const profile::Profile& p, const UprobeDef& def) {
+// The register names of a call site's rsi_saved_in, as the programs know them (bpf/osd.h).
+std::uint32_t saved_reg(const std::string& name) {
+  static const std::map<std::string, std::uint32_t, std::less<>> kRegs = {
+      {"rbx", OSD_REG_RBX}, {"rbp", OSD_REG_RBP}, {"r12", OSD_REG_R12},
+      {"r13", OSD_REG_R13}, {"r14", OSD_REG_R14}, {"r15", OSD_REG_R15}};
+  const auto it = kRegs.find(name);
+  return it == kRegs.end() ? std::uint32_t{OSD_REG_NONE} : it->second;
+}
+
+// The io_done call: the third of BlueStore's consecutive state-logging calls, among the
+// calls the resolver found (osd_call_site.h). The probe goes on its return address, where the
+// transaction is in the callee-saved register it was copied from, rax holds io_done as Ceph
+// measured it and last_stamp is Ceph's own end of io_done.
+Result<std::uint64_t> io_done_return(const profile::Profile& p, const UprobeDef& def,
+                                     osd_layout& layout) {
   const profile::CallSiteEntry* calls = p.calls(def.function, def.callee);
   if (calls == nullptr) {
     return make_error(ErrorKind::kNotFound, std::string("the profile has no calls of ") +
@@ -211,7 +224,14 @@ Result<std::uint64_t> io_done_call(const profile::Profile& p, const UprobeDef& d
   if (!site.ok()) {
     return site.error();
   }
-  return site->file_offset;
+  const std::uint32_t reg =
+      site->rsi_saved_in ? saved_reg(*site->rsi_saved_in) : std::uint32_t{OSD_REG_NONE};
+  if (reg == OSD_REG_NONE) {
+    return make_error(ErrorKind::kNotFound,
+                      "the transaction is in no callee-saved register after the call");
+  }
+  layout.io_done_txc_reg = reg;
+  return site->file_offset + profile::kCallSize;
 }
 
 }  // namespace
@@ -279,7 +299,8 @@ BuildPlan plan_for(const profile::Profile& prof, const std::string& who, bool de
     if (u.instead_of != nullptr && !unplaced.contains(u.instead_of)) {
       continue;
     }
-    Result<std::uint64_t> offset = u.callee != nullptr ? io_done_call(prof, u) : entry(u.function);
+    Result<std::uint64_t> offset =
+        u.callee != nullptr ? io_done_return(prof, u, plan.layout) : entry(u.function);
     if (offset.ok() && verifier != nullptr) {
       auto holder = out_of_line(prof, u.function);
       const Status checked = holder.ok() ? verifier->check(**holder, *offset) : holder.error();

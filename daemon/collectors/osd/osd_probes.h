@@ -70,7 +70,7 @@ inline constexpr std::array<UprobeDef, 8> kUprobes = {{
      nullptr, nullptr, "once per transaction with data aio (new allocations, large writes)"},
     {"BlueStore::_txc_state_proc io_done call", "BlueStore::_txc_state_proc", kTxcIoDone,
      OSD_HAVE_TXC, true, "BlueStore::BlueStoreThrottle::log_state_latency", nullptr,
-     "once per transaction, at the call logging io_done "
+     "once per transaction, on the return of the call logging io_done "
      "(log_state_latency with l_bluestore_state_io_done_lat)"},
     {"BlueStore::_txc_finish_io", "BlueStore::_txc_finish_io", kTxcFinishIo, OSD_HAVE_TXC, true,
      nullptr, kTxcIoDone, "once per transaction, when the io_done call is not found"},
