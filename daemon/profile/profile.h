@@ -2,6 +2,7 @@
 // build-id), resolved once from DWARF or the symbol table. Serialised by profile_json.h.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -58,6 +59,9 @@ struct MemberEntry {
 
 // A direct call inside a function (x86-64): call rel32, so its return address is 5 bytes on.
 inline constexpr uint64_t kCallSize = 5;
+// The registers a callee keeps (System V x86-64), the names CallSite::rsi_saved_in takes.
+inline constexpr std::array<std::string_view, 6> kCalleeSaved = {"rbx", "rbp", "r12",
+                                                                 "r13", "r14", "r15"};
 struct CallSite {
   uint64_t vaddr = 0;
   uint64_t file_offset = 0;     // what a uprobe takes

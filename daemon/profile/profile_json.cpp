@@ -188,8 +188,7 @@ Status read_member(const JsonObject& r, MemberEntry* m) {
 }
 
 bool is_callee_saved(std::string_view reg) {
-  return reg == "rbx" || reg == "rbp" || reg == "r12" || reg == "r13" || reg == "r14" ||
-         reg == "r15";
+  return std::find(kCalleeSaved.begin(), kCalleeSaved.end(), reg) != kCalleeSaved.end();
 }
 
 Status read_call_site(const JsonObject& r, CallSite* c) {

@@ -2,6 +2,7 @@
 
 #include <capstone/capstone.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -11,10 +12,6 @@ namespace cephscope::profile {
 namespace {
 
 constexpr std::uint64_t kArgWindow = 24;  // a call's argument set-up sits right before it
-
-// The registers a callee keeps (System V x86-64), by their 64-bit names.
-const std::set<unsigned> kCalleeSaved = {X86_REG_RBX, X86_REG_RBP, X86_REG_R12,
-                                         X86_REG_R13, X86_REG_R14, X86_REG_R15};
 
 // The 64-bit register a write of REG changes, for rsi and the callee-saved ones (a write of
 // a 32-bit half clears the upper one; of a smaller part, changes it); REG itself otherwise.
@@ -175,7 +172,8 @@ std::vector<CallSite> X86Decoder::calls_to(std::span<const std::uint8_t> code, s
     }
     if (i->id == X86_INS_MOV && two_operands && op->type == X86_OP_REG && op->reg == X86_REG_RSI &&
         i->detail->x86.operands[1].type == X86_OP_REG &&
-        kCalleeSaved.contains(i->detail->x86.operands[1].reg)) {
+        std::find(kCalleeSaved.begin(), kCalleeSaved.end(),
+                  cs_reg_name(handle_->cs, i->detail->x86.operands[1].reg)) != kCalleeSaved.end()) {
       rsi_from = i->detail->x86.operands[1].reg;
       rsi_at = i->address;
     }

@@ -1,7 +1,6 @@
 #include "collectors/osd/osd_probes.h"
 
 #include <algorithm>
-#include <map>
 #include <utility>
 
 #include "collectors/osd/osd_call_site.h"
@@ -197,13 +196,13 @@ osd_layout layout_of(const profile::Profile& p, std::string& missing) {
   return l;
 }
 
-// The register names of a call site's rsi_saved_in, as the programs know them (bpf/osd.h).
-std::uint32_t saved_reg(const std::string& name) {
-  static const std::map<std::string, std::uint32_t, std::less<>> kRegs = {
-      {"rbx", OSD_REG_RBX}, {"rbp", OSD_REG_RBP}, {"r12", OSD_REG_R12},
-      {"r13", OSD_REG_R13}, {"r14", OSD_REG_R14}, {"r15", OSD_REG_R15}};
-  const auto it = kRegs.find(name);
-  return it == kRegs.end() ? std::uint32_t{OSD_REG_NONE} : it->second;
+// A call site's rsi_saved_in as the programs know it: enum cephscope_osd_saved_reg (bpf/osd.h)
+// lists the registers in profile::kCalleeSaved's order, after OSD_REG_NONE.
+std::uint32_t saved_reg(std::string_view name) {
+  const auto* it = std::find(profile::kCalleeSaved.begin(), profile::kCalleeSaved.end(), name);
+  return it == profile::kCalleeSaved.end()
+             ? std::uint32_t{OSD_REG_NONE}
+             : OSD_REG_RBX + static_cast<std::uint32_t>(it - profile::kCalleeSaved.begin());
 }
 
 // The io_done call: the third of BlueStore's consecutive state-logging calls, among the
