@@ -15,6 +15,7 @@ writes=${2:-1000000}
 bin=$build/daemon/cephscope
 [ -x "$bin" ] || { echo "no $bin: build first" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
+bench_need bpftrace bpftool
 
 work=$(mktemp -d "$(cd "$build" && pwd)/bench-XXXXXX")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

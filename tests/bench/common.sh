@@ -4,6 +4,23 @@
 # tracepoints (bpftrace). A signal exits through the cleanup, so no daemon is left attached.
 # shellcheck shell=bash
 
+# Exits with the Debian package to install when a tool the benchmark runs is missing (the
+# benchmarks are outside CI: .ci/install-deps installs none of bpftrace or perf).
+bench_need() { # TOOL...
+  local tool package
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null && continue
+    case $tool in
+      rados | ceph) package=ceph-common ;;
+      readelf | nm) package=binutils ;;
+      perf) package=linux-perf ;;
+      *) package=$tool ;;
+    esac
+    echo "needs $tool: apt-get install $package" >&2
+    exit 1
+  done
+}
+
 bench_begin() { # NAME [POOL]
   bench_pool=${2:-}
   work=$(mktemp -d "/tmp/cephscope-$1-bench-XXXXXX")

@@ -47,9 +47,6 @@ bin=$build/daemon/cephscope
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 [ -x "$bin" ] || { echo "no $bin: build first" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
-for tool in bpftrace bpftool; do
-  command -v "$tool" > /dev/null || { echo "needs $tool" >&2; exit 1; }
-done
 # shellcheck disable=SC1091
 source "$cluster/env"
 pool=$CEPHSCOPE_CEPH_POOL
@@ -59,6 +56,7 @@ osd_bin=$(readlink -f "/proc/$CEPHSCOPE_CEPH_OSD_0_PID/exe")
 
 # shellcheck source=tests/bench/common.sh
 source "$repo/tests/bench/common.sh"
+bench_need bpftrace bpftool
 bench_begin osd "$pool"
 
 # Runs the daemon with CONFIG and waits until WANT OSD probes are attached; leaves the
@@ -496,7 +494,7 @@ set_stats 1
 fi
 
 part 6 || exit 0
-command -v perf > /dev/null || { echo "part 6 needs perf" >&2; exit 1; }
+bench_need perf  # part 6
 phase=${PHASE:-15}
 echo "== 6. the OSDs' CPU per client write by symbol, with the daemon (shipped config) against the windows just before and after: $rounds windows with it, $phase s each"
 stdbuf -oL rados -p "$pool" bench $((rounds * (2 * phase + 20) + phase + 30)) write \

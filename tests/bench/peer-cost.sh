@@ -53,11 +53,9 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 [ -x "$peer" ] || { echo "no executable $peer" >&2; exit 1; }
 peer=$(readlink -f "$peer")
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
-for tool in bpftrace bpftool rados ceph readelf nm; do
-  command -v "$tool" > /dev/null || { echo "needs $tool" >&2; exit 1; }
-done
 # shellcheck source=tests/bench/common.sh
 source "$repo/tests/bench/common.sh"
+bench_need bpftrace bpftool rados ceph readelf nm
 # shellcheck source=tests/bench/osd_cluster.sh
 source "$repo/tests/bench/osd_cluster.sh"
 osd_cluster_load "$cluster"
