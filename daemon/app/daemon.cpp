@@ -211,7 +211,8 @@ std::string host_name() {
 // process events are handed to discovery only when the loop consumes them.
 class Daemon {
  public:
-  Daemon(std::string config_path, Config config, Overrides overrides, Kernel kernel, Fd signals)
+  Daemon(std::string config_path, Config config, Overrides overrides, Kernel kernel,
+         UniqueFd signals)
       : config_path_(std::move(config_path)),
         config_(std::move(config)),
         overrides_(std::move(overrides)),
@@ -235,7 +236,7 @@ class Daemon {
   Config config_;
   const Overrides overrides_;
   const Kernel kernel_;
-  const Fd signals_;
+  const UniqueFd signals_;
   std::unique_ptr<ProcessEvents> events_;
   std::optional<TargetRegistry> registry_;
   std::optional<Discovery> discovery_;
@@ -248,7 +249,7 @@ class Daemon {
   std::optional<Exporter> exporter_;
   std::atomic<bool> ready_{false};
   std::unique_ptr<HttpServer> server_;
-  std::optional<Fd> inputs_;  // epoll over the signals and the process events
+  std::optional<UniqueFd> inputs_;  // epoll over the signals and the process events
   std::optional<ServiceNotifier> notifier_;
   Clock::time_point next_scan_;
 };

@@ -19,13 +19,7 @@ Error errno_error(const std::string& call) {
 
 }  // namespace
 
-Fd::~Fd() {
-  if (fd_ >= 0) {
-    close(fd_);  // a signalfd or epoll fd: nothing is lost if close fails
-  }
-}
-
-Result<Fd> open_signal_fd() {
+Result<UniqueFd> open_signal_fd() {
   sigset_t mask;
   sigemptyset(&mask);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) {
@@ -36,14 +30,14 @@ Result<Fd> open_signal_fd() {
     return make_error(ErrorKind::kSystem, std::string("pthread_sigmask: ") + std::strerror(err),
                       err);
   }
-  Fd fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+  UniqueFd fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   if (fd.get() < 0) {
     return errno_error("signalfd");
   }
   return fd;
 }
 
-Result<std::optional<std::uint32_t>> next_signal(const Fd& signal_fd) {
+Result<std::optional<std::uint32_t>> next_signal(const UniqueFd& signal_fd) {
   signalfd_siginfo si{};
   for (;;) {
     const ssize_t got = read(signal_fd.get(), &si, sizeof(si));
@@ -64,8 +58,8 @@ Result<std::optional<std::uint32_t>> next_signal(const Fd& signal_fd) {
   }
 }
 
-Result<Fd> watch_inputs(std::initializer_list<int> fds) {
-  Fd epoll(epoll_create1(EPOLL_CLOEXEC));
+Result<UniqueFd> watch_inputs(std::initializer_list<int> fds) {
+  UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
   if (epoll.get() < 0) {
     return errno_error("epoll_create1");
   }

@@ -6,35 +6,20 @@
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
-#include <utility>
 
 #include "core/result.h"
+#include "core/unique_fd.h"
 
 namespace cephscope {
 
-// An fd that closes itself.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&&) = delete;
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd();
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 // Blocks SIGTERM, SIGINT and SIGHUP in this thread and the threads it starts later, and
 // returns a non-blocking signalfd that receives them.
-Result<Fd> open_signal_fd();
+Result<UniqueFd> open_signal_fd();
 
 // The number of the next pending signal; nothing once none is left.
-Result<std::optional<std::uint32_t>> next_signal(const Fd& signal_fd);
+Result<std::optional<std::uint32_t>> next_signal(const UniqueFd& signal_fd);
 
 // An epoll fd that reports input on each of `fds` (its data.fd is that fd).
-Result<Fd> watch_inputs(std::initializer_list<int> fds);
+Result<UniqueFd> watch_inputs(std::initializer_list<int> fds);
 
 }  // namespace cephscope

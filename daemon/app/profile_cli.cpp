@@ -56,12 +56,6 @@ T must(Result<T> r) {
   return std::move(r).value();
 }
 
-std::string hex(uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-  return buf;
-}
-
 // The probe sets of the collectors' tables.
 std::vector<ProbeSet> builtin_probe_sets() {
   return {osd::probe_set(), osd::store_probe_set(), rados::probe_set()};
@@ -99,7 +93,7 @@ void print_summary(const Profile& p, std::FILE* f) {
         ++inlined;
         continue;
       }
-      where += " " + hex(i.file_offset) + "(" + i.entry_insn + (i.clone ? ",clone" : "") + ")";
+      where += " " + hex_u64(i.file_offset) + "(" + i.entry_insn + (i.clone ? ",clone" : "") + ")";
     }
     std::fprintf(f, "  %-40s %-12s%s", fn.name.c_str(), std::string(to_string(fn.status)).c_str(),
                  where.c_str());
@@ -138,9 +132,9 @@ void print_summary(const Profile& p, std::FILE* f) {
   std::fprintf(f, "\nmarkers (.note.stapsdt)\n");
   for (const Marker& m : p.markers) {
     const std::string name = m.provider + ":" + m.name;
-    std::fprintf(f, "  %-40s %s%s%s  args: %s%s%s\n", name.c_str(), hex(m.file_offset).c_str(),
+    std::fprintf(f, "  %-40s %s%s%s  args: %s%s%s\n", name.c_str(), hex_u64(m.file_offset).c_str(),
                  m.semaphore_offset != 0 ? " semaphore " : "",
-                 m.semaphore_offset != 0 ? hex(m.semaphore_offset).c_str() : "",
+                 m.semaphore_offset != 0 ? hex_u64(m.semaphore_offset).c_str() : "",
                  m.arg_spec.empty() ? "(none)" : m.arg_spec.c_str(),
                  m.args_error.empty() ? "" : " -- not decoded: ", m.args_error.c_str());
   }

@@ -1,11 +1,4 @@
-#include "collectors/block/block_collector.h"
 #include "collectors/collector.h"
-#include "collectors/kclient/kclient_collector.h"
-#include "collectors/osd/osd_collector.h"
-#include "collectors/rados/rados_collector.h"
-#include "collectors/syscall/syscall_collector.h"
-#include "collectors/usdt/usdt_collector.h"
-#include "collectors/vfs/vfs_collector.h"
 
 namespace cephscope {
 

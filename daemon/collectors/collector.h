@@ -89,4 +89,18 @@ class Collector {
 
 std::vector<std::unique_ptr<Collector>> make_collectors(const CollectorContext& ctx);
 
+// Each collector, in its folder beside its BPF program (bpf/NAME.bpf.c); see docs/collectors/.
+std::unique_ptr<Collector> make_syscall_collector(const CollectorContext& ctx);
+std::unique_ptr<Collector> make_block_collector(const CollectorContext& ctx);
+std::unique_ptr<Collector> make_vfs_collector(const CollectorContext& ctx);
+// Per-op stage latency in ceph-osd: uprobes attached per OSD process (sync_targets).
+std::unique_ptr<Collector> make_osd_collector(const CollectorContext& ctx);
+// Client-observed op latency in librados clients: uprobes on the Objecter of each client
+// process (sync_targets).
+std::unique_ptr<Collector> make_rados_collector(const CollectorContext& ctx);
+std::unique_ptr<Collector> make_kclient_collector(const CollectorContext& ctx);
+// Static markers (USDT) that the config's usdt: rules name, counted and timed in the kernel:
+// one uprobe per marker site, attached per process (sync_targets).
+std::unique_ptr<Collector> make_usdt_collector(const CollectorContext& ctx);
+
 }  // namespace cephscope

@@ -52,11 +52,6 @@ void SlowOpLog::count_exemplar_record() {
   ++exemplar_records_;
 }
 
-std::uint64_t SlowOpLog::recorded() const {
-  std::lock_guard lock(mu_);
-  return recorded_;
-}
-
 namespace {
 
 nlohmann::json text_or_null(const std::string& s) {

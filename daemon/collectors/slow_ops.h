@@ -92,7 +92,6 @@ class SlowOpLog {
   // Every part of trace TRACE this daemon kept, slow or exemplar, oldest start first:
   // {"trace_id": T, "parts": [...]}; nullopt when none is kept.
   [[nodiscard]] std::optional<std::string> trace_json(std::string_view trace) const;
-  [[nodiscard]] std::uint64_t recorded() const;
 
   static constexpr std::size_t kExemplarRoom = 4;
 

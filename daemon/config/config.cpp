@@ -19,49 +19,17 @@ namespace {
 const std::set<std::string> kLogLevels = {"trace", "debug",    "info", "warn",
                                           "error", "critical", "off"};
 
-// Carries the first problem found up to parse_config, which turns it into an Error.
-struct ConfigProblem {
-  int line;
-  std::string key;
-  std::string what;
-};
-
-int line_of(const YAML::Node& node) {
-  return node.Mark().line + 1;
-}
-
-std::string join(const std::string& parent, const std::string& key) {
-  return parent.empty() ? key : parent + "." + key;
-}
-
-void require_map(const YAML::Node& node, const std::string& key) {
-  if (!node.IsMap()) {
-    throw ConfigProblem{line_of(node), key, "expected a mapping"};
-  }
-}
-
-// Rejects keys this section does not know.
-void check_keys(const YAML::Node& node, const std::string& parent,
-                const std::set<std::string>& known) {
-  for (const auto& item : node) {
-    const auto name = item.first.as<std::string>();
-    if (!known.contains(name)) {
-      throw ConfigProblem{line_of(item.first), join(parent, name), "unknown key"};
-    }
-  }
-}
-
-std::string scalar(const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar()) {
-    throw ConfigProblem{line_of(node), key, "expected a string"};
-  }
-  return node.Scalar();
-}
+using yaml::check_keys;
+using yaml::line_of;
+using yaml::Problem;
+using yaml::read_if;
+using yaml::require_map;
+using yaml::scalar;
 
 bool boolean(const YAML::Node& node, const std::string& key) {
   bool value = false;
   if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
-    throw ConfigProblem{line_of(node), key, "expected true or false, got '" + node.Scalar() + "'"};
+    throw Problem{line_of(node), key, "expected true or false, got '" + node.Scalar() + "'"};
   }
   return value;
 }
@@ -76,7 +44,7 @@ std::size_t positive_count(const YAML::Node& node, const std::string& key) {
     pos = 0;
   }
   if (pos != text.size() || text.empty() || text[0] == '-' || value == 0) {
-    throw ConfigProblem{line_of(node), key, "expected a positive whole number, got '" + text + "'"};
+    throw Problem{line_of(node), key, "expected a positive whole number, got '" + text + "'"};
   }
   return value;
 }
@@ -85,9 +53,8 @@ std::chrono::milliseconds duration(const YAML::Node& node, const std::string& ke
   const std::string text = scalar(node, key);
   auto value = parse_duration(text);
   if (!value || value->count() == 0) {
-    throw ConfigProblem{
-        line_of(node), key,
-        "expected a positive duration such as 500ms, 10s, 5m or 1h, got '" + text + "'"};
+    throw Problem{line_of(node), key,
+                  "expected a positive duration such as 500ms, 10s, 5m or 1h, got '" + text + "'"};
   }
   return *value;
 }
@@ -97,7 +64,7 @@ std::chrono::milliseconds threshold(const YAML::Node& node, const std::string& k
   const std::string text = scalar(node, key);
   auto value = text == "0" ? std::optional(std::chrono::milliseconds(0)) : parse_duration(text);
   if (!value) {
-    throw ConfigProblem{
+    throw Problem{
         line_of(node), key,
         "expected a duration such as 500ms, 10s, 5m or 1h, or 0 for none, got '" + text + "'"};
   }
@@ -141,15 +108,14 @@ std::optional<std::string> oversized_regex_number(const std::string& text) {
 std::regex pattern(const YAML::Node& node, const std::string& key) {
   const std::string text = scalar(node, key);
   if (auto number = oversized_regex_number(text)) {
-    throw ConfigProblem{line_of(node), key,
-                        "invalid regular expression '" + text + "': the number " + *number +
-                            " in a back-reference or repetition count has more than 3 digits"};
+    throw Problem{line_of(node), key,
+                  "invalid regular expression '" + text + "': the number " + *number +
+                      " in a back-reference or repetition count has more than 3 digits"};
   }
   try {
     return std::regex(text, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {
-    throw ConfigProblem{line_of(node), key,
-                        "invalid regular expression '" + text + "': " + e.what()};
+    throw Problem{line_of(node), key, "invalid regular expression '" + text + "': " + e.what()};
   }
 }
 
@@ -162,8 +128,8 @@ std::string one_of(const YAML::Node& node, const std::string& key, const std::st
     for (const auto& a : allowed) {
       list += (list.empty() ? "" : ", ") + a;
     }
-    throw ConfigProblem{line_of(node), key,
-                        "unknown " + what + " '" + value + "' (one of: " + list + ")"};
+    throw Problem{line_of(node), key,
+                  "unknown " + what + " '" + value + "' (one of: " + list + ")"};
   }
   return value;
 }
@@ -198,8 +164,7 @@ T choice(const YAML::Node& node, const std::string& key, const std::string& what
 // A list of syscall names the collector can trace (config/syscall_names.h).
 std::vector<std::string> syscall_list(const YAML::Node& node, const std::string& key) {
   if (!node.IsSequence() || node.size() == 0) {
-    throw ConfigProblem{line_of(node), key,
-                        "expected a list of syscalls (or enabled: false for none)"};
+    throw Problem{line_of(node), key, "expected a list of syscalls (or enabled: false for none)"};
   }
   const std::vector<std::string> known(kSyscallNames.begin(), kSyscallNames.end());
   std::vector<std::string> out;
@@ -220,9 +185,7 @@ CollectorConfig parse_collector(const YAML::Node& node, const std::string& key,
   keys.insert(extra_keys.begin(), extra_keys.end());
   check_keys(node, key, keys);
   CollectorConfig out;
-  if (node["enabled"]) {
-    out.enabled = boolean(node["enabled"], key + ".enabled");
-  }
+  read_if(node, key, "enabled", out.enabled, boolean);
   if (node["hook"]) {
     std::vector<std::string> allowed = {"auto"};
     allowed.insert(allowed.end(), hooks.begin(), hooks.end());
@@ -238,9 +201,7 @@ Matcher parse_matcher(const YAML::Node& node, const std::string& key) {
   require_map(node, key);
   check_keys(node, key, {"name", "exe", "comm"});
   Matcher m;
-  if (node["name"]) {
-    m.name = scalar(node["name"], key + ".name");
-  }
+  read_if(node, key, "name", m.name, scalar);
   if (node["exe"]) {
     m.exe_pattern = scalar(node["exe"], key + ".exe");
     m.exe = pattern(node["exe"], key + ".exe");
@@ -250,7 +211,7 @@ Matcher parse_matcher(const YAML::Node& node, const std::string& key) {
     m.comm = pattern(node["comm"], key + ".comm");
   }
   if (!m.exe && !m.comm) {
-    throw ConfigProblem{line_of(node), key, "a matcher needs exe or comm"};
+    throw Problem{line_of(node), key, "a matcher needs exe or comm"};
   }
   return m;
 }
@@ -262,15 +223,9 @@ void parse_container_dirs(const YAML::Node& node, ContainerStateDirs& out) {
   const std::string key = "discovery.containers";
   require_map(node, key);
   check_keys(node, key, {"podman_storage", "docker_root", "kubelet_pod_logs"});
-  if (node["podman_storage"]) {
-    out.podman = absolute_path(node["podman_storage"], key + ".podman_storage");
-  }
-  if (node["docker_root"]) {
-    out.docker = absolute_path(node["docker_root"], key + ".docker_root");
-  }
-  if (node["kubelet_pod_logs"]) {
-    out.kubelet_pod_logs = absolute_path(node["kubelet_pod_logs"], key + ".kubelet_pod_logs");
-  }
+  read_if(node, key, "podman_storage", out.podman, absolute_path);
+  read_if(node, key, "docker_root", out.docker, absolute_path);
+  read_if(node, key, "kubelet_pod_logs", out.kubelet_pod_logs, absolute_path);
 }
 
 void parse_discovery(const YAML::Node& node, Config::Discovery& out) {
@@ -282,21 +237,13 @@ void parse_discovery(const YAML::Node& node, Config::Discovery& out) {
   if (node["containers"]) {
     parse_container_dirs(node["containers"], out.containers);
   }
-  if (node["scan_interval"]) {
-    out.scan_interval = duration(node["scan_interval"], key + ".scan_interval");
-  }
-  if (node["series_ttl"]) {
-    out.series_ttl = duration(node["series_ttl"], key + ".series_ttl");
-  }
-  if (node["ceph_osd"]) {
-    out.ceph_osd = boolean(node["ceph_osd"], key + ".ceph_osd");
-  }
-  if (node["rados_clients"]) {
-    out.rados_clients = boolean(node["rados_clients"], key + ".rados_clients");
-  }
+  read_if(node, key, "scan_interval", out.scan_interval, duration);
+  read_if(node, key, "series_ttl", out.series_ttl, duration);
+  read_if(node, key, "ceph_osd", out.ceph_osd, boolean);
+  read_if(node, key, "rados_clients", out.rados_clients, boolean);
   if (const auto& list = node["matchers"]) {
     if (!list.IsSequence()) {
-      throw ConfigProblem{line_of(list), key + ".matchers", "expected a list"};
+      throw Problem{line_of(list), key + ".matchers", "expected a list"};
     }
     for (std::size_t i = 0; i < list.size(); ++i) {
       out.matchers.push_back(parse_matcher(list[i], key + ".matchers[" + std::to_string(i) + "]"));
@@ -307,7 +254,7 @@ void parse_discovery(const YAML::Node& node, Config::Discovery& out) {
 std::string absolute_path(const YAML::Node& node, const std::string& key) {
   std::string path = scalar(node, key);
   if (path.empty() || path.front() != '/') {
-    throw ConfigProblem{line_of(node), key, "expected an absolute path, got '" + path + "'"};
+    throw Problem{line_of(node), key, "expected an absolute path, got '" + path + "'"};
   }
   return path;
 }
@@ -322,10 +269,10 @@ std::string shipped_dir(const YAML::Node& node, const std::string& key,
     return path;
   }
   if (path.empty() || config_dir.empty()) {
-    throw ConfigProblem{line_of(node), key,
-                        "expected an absolute path, or one relative to the config file's "
-                        "directory (this config was read from no file), got '" +
-                            path + "'"};
+    throw Problem{line_of(node), key,
+                  "expected an absolute path, or one relative to the config file's "
+                  "directory (this config was read from no file), got '" +
+                      path + "'"};
   }
   return (std::filesystem::path(config_dir) / path).lexically_normal().string();
 }
@@ -334,30 +281,24 @@ void parse_profiles(const YAML::Node& node, Config::Profiles& out, const std::st
   require_map(node, "profiles");
   check_keys(node, "profiles",
              {"cache_dir", "shipped_dirs", "resolver", "resolve_timeout", "resolver_memory_mib"});
-  if (node["cache_dir"]) {
-    out.cache_dir = absolute_path(node["cache_dir"], "profiles.cache_dir");
-  }
+  read_if(node, "profiles", "cache_dir", out.cache_dir, absolute_path);
   if (const auto& dirs = node["shipped_dirs"]) {
     if (!dirs.IsSequence()) {
-      throw ConfigProblem{line_of(dirs), "profiles.shipped_dirs", "expected a list of paths"};
+      throw Problem{line_of(dirs), "profiles.shipped_dirs", "expected a list of paths"};
     }
     out.shipped_dirs.clear();
     for (const auto& d : dirs) {
       out.shipped_dirs.push_back(shipped_dir(d, "profiles.shipped_dirs", config_dir));
     }
   }
-  if (node["resolver"]) {
-    out.resolver = absolute_path(node["resolver"], "profiles.resolver");
-  }
-  if (node["resolve_timeout"]) {
-    out.resolve_timeout = duration(node["resolve_timeout"], "profiles.resolve_timeout");
-  }
+  read_if(node, "profiles", "resolver", out.resolver, absolute_path);
+  read_if(node, "profiles", "resolve_timeout", out.resolve_timeout, duration);
   if (node["resolver_memory_mib"]) {
     out.resolver_memory_mib =
         positive_count(node["resolver_memory_mib"], "profiles.resolver_memory_mib");
     if (out.resolver_memory_mib < 64) {
-      throw ConfigProblem{line_of(node["resolver_memory_mib"]), "profiles.resolver_memory_mib",
-                          "at least 64 MiB"};
+      throw Problem{line_of(node["resolver_memory_mib"]), "profiles.resolver_memory_mib",
+                    "at least 64 MiB"};
     }
   }
 }
@@ -371,7 +312,7 @@ bool is_marker_word(const std::string& s) {
 std::string marker_word(const YAML::Node& node, const std::string& key) {
   std::string s = scalar(node, key);
   if (!is_marker_word(s)) {
-    throw ConfigProblem{line_of(node), key, "expected 1-64 of [A-Za-z0-9_], got '" + s + "'"};
+    throw Problem{line_of(node), key, "expected 1-64 of [A-Za-z0-9_], got '" + s + "'"};
   }
   return s;
 }
@@ -383,39 +324,39 @@ UsdtRule parse_usdt_rule(const YAML::Node& node, const std::string& key,
   UsdtRule r;
   const auto& targets = node["targets"];
   if (!targets || !targets.IsSequence() || targets.size() == 0) {
-    throw ConfigProblem{line_of(node), key + ".targets", "expected a list of target names"};
+    throw Problem{line_of(node), key + ".targets", "expected a list of target names"};
   }
   for (const auto& target : targets) {
     const std::string name = scalar(target, key + ".targets");
     const bool matcher = std::any_of(matchers.begin(), matchers.end(),
                                      [&](const Matcher& m) { return m.name == name; });
     if (!matcher && name != "ceph-osd" && name != "librados-client") {
-      throw ConfigProblem{line_of(target), key + ".targets",
-                          "'" + name +
-                              "' is not ceph-osd, librados-client or the name of a matcher "
-                              "(discovery.matchers)"};
+      throw Problem{line_of(target), key + ".targets",
+                    "'" + name +
+                        "' is not ceph-osd, librados-client or the name of a matcher "
+                        "(discovery.matchers)"};
     }
     r.targets.push_back(name);
   }
   if (!node["binary"] || !node["provider"]) {
-    throw ConfigProblem{line_of(node), key, "needs binary and provider"};
+    throw Problem{line_of(node), key, "needs binary and provider"};
   }
   r.binary = scalar(node["binary"], key + ".binary");
   if (r.binary.empty() || r.binary.size() > 4096 || r.binary.find('\0') != std::string::npos ||
       (r.binary.find('/') != std::string::npos && r.binary[0] != '/')) {
-    throw ConfigProblem{line_of(node["binary"]), key + ".binary",
-                        "expected an absolute path or a library's file name"};
+    throw Problem{line_of(node["binary"]), key + ".binary",
+                  "expected an absolute path or a library's file name"};
   }
   r.provider = marker_word(node["provider"], key + ".provider");
   if (node["probe"]) {
     if (node["span"] || node["start"] || node["end"] || node["key"]) {
-      throw ConfigProblem{line_of(node), key, "probe (counted) and span are exclusive"};
+      throw Problem{line_of(node), key, "probe (counted) and span are exclusive"};
     }
     r.probe = marker_word(node["probe"], key + ".probe");
     return r;
   }
   if (!node["span"] || !node["start"] || !node["end"]) {
-    throw ConfigProblem{line_of(node), key, "needs probe, or span with start and end"};
+    throw Problem{line_of(node), key, "needs probe, or span with start and end"};
   }
   r.span = marker_word(node["span"], key + ".span");
   r.start = marker_word(node["start"], key + ".start");
@@ -423,7 +364,7 @@ UsdtRule parse_usdt_rule(const YAML::Node& node, const std::string& key,
   if (const auto& k = node["key"]) {
     r.key = static_cast<unsigned>(positive_count(k, key + ".key"));
     if (r.key > 12) {
-      throw ConfigProblem{line_of(k), key + ".key", "an argument number from 1 to 12"};
+      throw Problem{line_of(k), key + ".key", "an argument number from 1 to 12"};
     }
   }
   return r;
@@ -431,10 +372,10 @@ UsdtRule parse_usdt_rule(const YAML::Node& node, const std::string& key,
 
 std::vector<UsdtRule> parse_usdt(const YAML::Node& list, const std::vector<Matcher>& matchers) {
   if (!list.IsSequence()) {
-    throw ConfigProblem{line_of(list), "usdt", "expected a list"};
+    throw Problem{line_of(list), "usdt", "expected a list"};
   }
   if (list.size() > 256) {
-    throw ConfigProblem{line_of(list), "usdt", "at most 256 entries"};
+    throw Problem{line_of(list), "usdt", "at most 256 entries"};
   }
   std::vector<UsdtRule> out;
   std::set<std::string> names;
@@ -443,7 +384,7 @@ std::vector<UsdtRule> parse_usdt(const YAML::Node& list, const std::vector<Match
     out.push_back(parse_usdt_rule(list[i], key, matchers));
     // One series name per provider: two entries of one name would add into one series.
     if (!names.insert(out.back().name()).second) {
-      throw ConfigProblem{line_of(list[i]), key, out.back().name() + " is named twice"};
+      throw Problem{line_of(list[i]), key, out.back().name() + " is named twice"};
     }
   }
   return out;
@@ -476,14 +417,14 @@ void parse_traces(const YAML::Node& node, Config::Traces& out) {
     out.otlp_endpoint = scalar(node["otlp_endpoint"], "traces.otlp_endpoint");
     if (const auto problem = otlp_endpoint_problem(out.otlp_endpoint);
         problem && !out.otlp_endpoint.empty()) {
-      throw ConfigProblem{line_of(node["otlp_endpoint"]), "traces.otlp_endpoint",
-                          *problem + ", got '" + label_value(out.otlp_endpoint) + "'"};
+      throw Problem{line_of(node["otlp_endpoint"]), "traces.otlp_endpoint",
+                    *problem + ", got '" + label_value(out.otlp_endpoint) + "'"};
     }
   }
   if (node["queue_size"]) {
     out.queue_size = positive_count(node["queue_size"], "traces.queue_size");
     if (out.queue_size > 1'000'000) {
-      throw ConfigProblem{line_of(node["queue_size"]), "traces.queue_size", "at most 1000000"};
+      throw Problem{line_of(node["queue_size"]), "traces.queue_size", "at most 1000000"};
     }
   }
   if (node["timeout"]) {
@@ -506,27 +447,21 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
     const std::string port = colon == std::string::npos ? cfg.listen : cfg.listen.substr(colon + 1);
     if (port.empty() || port.find_first_not_of("0123456789") != std::string::npos ||
         std::stoul(port.substr(0, 6)) > 65535) {
-      throw ConfigProblem{line_of(root["listen"]), "listen",
-                          "expected HOST:PORT or PORT, got '" + cfg.listen + "'"};
+      throw Problem{line_of(root["listen"]), "listen",
+                    "expected HOST:PORT or PORT, got '" + cfg.listen + "'"};
     }
   }
   if (root["log_level"]) {
     cfg.log_level = scalar(root["log_level"], "log_level");
     if (!kLogLevels.contains(cfg.log_level)) {
-      throw ConfigProblem{
+      throw Problem{
           line_of(root["log_level"]), "log_level",
           "unknown level '" + cfg.log_level + "' (trace, debug, info, warn, error, critical, off)"};
     }
   }
-  if (root["mount_tracefs"]) {
-    cfg.mount_tracefs = boolean(root["mount_tracefs"], "mount_tracefs");
-  }
-  if (root["strict_attach"]) {
-    cfg.strict_attach = boolean(root["strict_attach"], "strict_attach");
-  }
-  if (root["web_config_file"]) {
-    cfg.web_config_file = absolute_path(root["web_config_file"], "web_config_file");
-  }
+  read_if(root, "", "mount_tracefs", cfg.mount_tracefs, boolean);
+  read_if(root, "", "strict_attach", cfg.strict_attach, boolean);
+  read_if(root, "", "web_config_file", cfg.web_config_file, absolute_path);
   if (root["discovery"]) {
     parse_discovery(root["discovery"], cfg.discovery);
   }
@@ -544,9 +479,8 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
       cfg.collectors.block =
           parse_collector(c["block"], "collectors.block", {"tp_btf", "tracepoint"},
                           {"freeze_hook", "target_histograms"});
-      if (const auto& t = c["block"]["target_histograms"]) {
-        cfg.collectors.block_target_histograms = boolean(t, "collectors.block.target_histograms");
-      }
+      read_if(c["block"], "collectors.block", "target_histograms",
+              cfg.collectors.block_target_histograms, boolean);
       if (const auto& h = c["block"]["freeze_hook"]) {
         cfg.collectors.block_freeze_hook =
             one_of(h, "collectors.block.freeze_hook", "hook", {"auto", "fentry", "kprobe"});
@@ -563,54 +497,45 @@ Config parse_root(const YAML::Node& root, const std::string& config_dir) {
     if (c["rados"]) {
       cfg.collectors.rados = parse_collector(c["rados"], "collectors.rados", {"uprobe"},
                                              {"buckets", "instance_labels", "slow_op_threshold"});
-      if (const auto& i = c["rados"]["instance_labels"]) {
-        cfg.collectors.rados_instance_labels = boolean(i, "collectors.rados.instance_labels");
-      }
-      if (const auto& t = c["rados"]["slow_op_threshold"]) {
-        cfg.collectors.rados_slow_op_threshold = threshold(t, "collectors.rados.slow_op_threshold");
-      }
+      read_if(c["rados"], "collectors.rados", "instance_labels",
+              cfg.collectors.rados_instance_labels, boolean);
+      read_if(c["rados"], "collectors.rados", "slow_op_threshold",
+              cfg.collectors.rados_slow_op_threshold, threshold);
     }
     if (c["osd"]) {
       if (const auto& old = c["osd"]["bluestore_stages"]) {
-        throw ConfigProblem{line_of(old), "collectors.osd.bluestore_stages",
-                            "replaced by collectors.osd.detail (never, always, auto)"};
+        throw Problem{line_of(old), "collectors.osd.bluestore_stages",
+                      "replaced by collectors.osd.detail (never, always, auto)"};
       }
       cfg.collectors.osd = parse_collector(
           c["osd"], "collectors.osd", {"uprobe"},
           {"slow_op_threshold", "slow_op_records", "detail", "detail_window", "detail_min_interval",
            "detail_p99_bound", "buckets", "bluestore_layer"});
-      if (c["osd"]["slow_op_threshold"]) {
-        cfg.collectors.osd_slow_op_threshold =
-            threshold(c["osd"]["slow_op_threshold"], "collectors.osd.slow_op_threshold");
-      }
+      read_if(c["osd"], "collectors.osd", "slow_op_threshold", cfg.collectors.osd_slow_op_threshold,
+              threshold);
       if (const auto& n = c["osd"]["slow_op_records"]) {
         cfg.collectors.osd_slow_op_records = positive_count(n, "collectors.osd.slow_op_records");
         if (cfg.collectors.osd_slow_op_records > 10'000) {  // about 1 KiB each
-          throw ConfigProblem{line_of(n), "collectors.osd.slow_op_records", "at most 10000"};
+          throw Problem{line_of(n), "collectors.osd.slow_op_records", "at most 10000"};
         }
       }
-      if (const auto& b = c["osd"]["bluestore_layer"]) {
-        cfg.collectors.osd_bluestore_layer = boolean(b, "collectors.osd.bluestore_layer");
-      }
+      read_if(c["osd"], "collectors.osd", "bluestore_layer", cfg.collectors.osd_bluestore_layer,
+              boolean);
       if (const auto& d = c["osd"]["detail"]) {
         cfg.collectors.osd_detail = choice(d, "collectors.osd.detail", "detail", kDetailModes);
       }
-      for (auto [key, into] :
-           {std::pair{"detail_window", &cfg.collectors.osd_detail_window},
-            std::pair{"detail_min_interval", &cfg.collectors.osd_detail_min_interval},
-            std::pair{"detail_p99_bound", &cfg.collectors.osd_detail_p99_bound}}) {
-        if (const auto& v = c["osd"][key]) {
-          *into = duration(v, std::string("collectors.osd.") + key);
-        }
-      }
+      read_if(c["osd"], "collectors.osd", "detail_window", cfg.collectors.osd_detail_window,
+              duration);
+      read_if(c["osd"], "collectors.osd", "detail_min_interval",
+              cfg.collectors.osd_detail_min_interval, duration);
+      read_if(c["osd"], "collectors.osd", "detail_p99_bound", cfg.collectors.osd_detail_p99_bound,
+              duration);
     }
   }
   if (const auto& l = root["limits"]) {
     require_map(l, "limits");
     check_keys(l, "limits", {"max_series"});
-    if (l["max_series"]) {
-      cfg.limits.max_series = positive_count(l["max_series"], "limits.max_series");
-    }
+    read_if(l, "limits", "max_series", cfg.limits.max_series, positive_count);
   }
   if (root["profiles"]) {
     parse_profiles(root["profiles"], cfg.profiles, config_dir);
@@ -656,7 +581,7 @@ std::optional<std::chrono::milliseconds> parse_duration(const std::string& text)
 
 Result<Config> parse_config(const std::string& yaml_text, const std::string& source,
                             const std::string& config_dir) {
-  return parse_yaml_text<Config, ConfigProblem>(
+  return yaml::parse_yaml_text<Config>(
       yaml_text, source, [&](const YAML::Node& root) { return parse_root(root, config_dir); });
 }
 

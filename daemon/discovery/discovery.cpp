@@ -79,7 +79,6 @@ void Discovery::scan(Clock::time_point now) {
   }
   registry_.reconcile(alive, now);
   registry_.expire(now);
-  ++scans_;
 }
 
 void Discovery::on_exec(pid_t pid, Clock::time_point now) {

@@ -44,9 +44,6 @@ class Discovery {
   // Re-checks recently exec'd processes whose time has come.
   // Also tracks OSDs whose fsid lookup has ended (or timed out).
   void recheck_due(Clock::time_point now);
-  // Lookups whose thread has not returned yet, the timed-out ones included.
-  [[nodiscard]] int lookups_running() const { return running_->load(); }
-  [[nodiscard]] std::uint64_t scans() const { return scans_; }
 
  private:
   // Whether the process is tracked now; *denied set when /proc hid its executable.
@@ -69,7 +66,6 @@ class Discovery {
   TargetRegistry& registry_;
   Config::Discovery config_;
   std::deque<std::pair<Clock::time_point, pid_t>> recheck_;
-  std::uint64_t scans_ = 0;
   bool warned_denied_ = false;
   std::unordered_map<pid_t, std::shared_ptr<Lookup>> lookups_;
   std::shared_ptr<std::atomic<int>> running_ = std::make_shared<std::atomic<int>>(0);

@@ -183,7 +183,7 @@ Result<std::string> ProcReader::read_in_root(pid_t pid, const std::string& path,
     e.reason = err == EACCES || err == EPERM ? "no_access" : "not_found";
     return e;
   }
-  return cephscope::read_in_root(root_fd.get(), path, max_bytes, walk_);
+  return cephscope::read_in_root(root_fd.get(), path, max_bytes);
 }
 
 }  // namespace cephscope

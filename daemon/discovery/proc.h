@@ -46,13 +46,10 @@ class ProcReader {
   // names these files: a FIFO, a device or a symlink out of its root is never opened.
   [[nodiscard]] Result<std::string> read_in_root(pid_t pid, const std::string& path,
                                                  std::size_t max_bytes) const;
-  // Tests: the component walk used where openat2 is missing.
-  void set_root_walk(RootWalk walk) { walk_ = walk; }
   [[nodiscard]] const std::string& root() const { return root_; }
 
  private:
   std::string root_;
-  RootWalk walk_ = RootWalk::kAuto;
 };
 
 // Parses the content of /proc/PID/stat; false when malformed.

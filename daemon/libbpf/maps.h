@@ -111,18 +111,14 @@ Status for_each_entry(int map_fd, const std::function<void(const Key&, const Val
 template <typename Key>
 Result<std::size_t> prune_keys(int map_fd, const std::function<bool(const Key&)>& keep) {
   std::vector<Key> doomed;
-  Key key{};
-  Key next{};
-  const void* prev = nullptr;
-  while (bpf_map_get_next_key(map_fd, prev, &next) == 0) {
-    if (!keep(next)) {
-      doomed.push_back(next);
+  const Status walked = for_each_key<Key>(map_fd, [&](const Key& key) {
+    if (!keep(key)) {
+      doomed.push_back(key);
     }
-    key = next;
-    prev = &key;
-  }
-  if (errno != ENOENT) {
-    return map_error("bpf_map_get_next_key", map_fd);
+    return 0;
+  });
+  if (!walked.ok()) {
+    return walked.error();
   }
   for (const auto& k : doomed) {
     if (bpf_map_delete_elem(map_fd, &k) != 0 && errno != ENOENT) {

@@ -100,7 +100,6 @@ Result<ElfFile> ElfFile::from_fd(const std::string& path, Result<UniqueFd> fd) {
   if (gelf_getehdr(f.elf_.get(), &ehdr) == nullptr) {
     return elf_error(path, "bad ELF header");
   }
-  f.type_ = ehdr.e_type;
   f.machine_ = ehdr.e_machine;
   if (elf_getshdrstrndx(f.elf_.get(), &f.shstrndx_) != 0) {
     return elf_error(path, "no section name table");

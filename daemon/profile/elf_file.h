@@ -54,7 +54,6 @@ class ElfFile {
   [[nodiscard]] int fd() const { return fd_.get(); }
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] uint64_t file_size() const { return file_size_; }
-  [[nodiscard]] uint16_t elf_type() const { return type_; }  // ET_EXEC, ET_DYN, ...
   [[nodiscard]] uint16_t machine() const { return machine_; }
 
   // Lower-case hex of the NT_GNU_BUILD_ID note; kNotFound when there is none.
@@ -85,7 +84,6 @@ class ElfFile {
   std::unique_ptr<Elf, ElfEnd> elf_;
   std::string path_;
   uint64_t file_size_ = 0;
-  uint16_t type_ = 0;
   uint16_t machine_ = 0;
   size_t shstrndx_ = 0;
   std::vector<Segment> segments_;

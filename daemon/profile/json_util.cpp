@@ -40,171 +40,128 @@ bool JsonObject::has(std::string_view key) const {
   return j_->contains(key);
 }
 
-Result<const json*> JsonObject::field(std::string_view key, bool required) const {
-  auto it = j_->find(key);
+template <typename Read>
+Status JsonObject::visit(std::string_view key, bool required, const Read& read) const {
+  const auto it = j_->find(key);
   if (it == j_->end()) {
-    if (required) {
-      return invalid_json(at(key) + ": missing");
-    }
-    return nullptr;
+    return required ? Status(invalid_json(at(key) + ": missing")) : ok_status();
   }
-  return &*it;
+  return read(*it);
 }
 
 Status JsonObject::string(std::string_view key, std::string* out, size_t max_len, bool required,
                           const Check& check, std::string_view what) const {
-  auto f = field(key, required);
-  if (!f.ok()) {
-    return f.error();
-  }
-  const json* v = *f;
-  if (v == nullptr) {
+  return visit(key, required, [&](const json& v) -> Status {
+    if (!v.is_string()) {
+      return invalid_json(at(key) + ": expected a string");
+    }
+    const auto& s = v.get_ref<const std::string&>();
+    if (s.size() > max_len) {
+      return invalid_json(at(key) + ": longer than " + std::to_string(max_len));
+    }
+    if (check && !check(s)) {
+      return invalid_json(at(key) + ": not " + std::string(what));
+    }
+    *out = s;
     return ok_status();
-  }
-  if (!v->is_string()) {
-    return invalid_json(at(key) + ": expected a string");
-  }
-  const auto& s = v->get_ref<const std::string&>();
-  if (s.size() > max_len) {
-    return invalid_json(at(key) + ": longer than " + std::to_string(max_len));
-  }
-  if (check && !check(s)) {
-    return invalid_json(at(key) + ": not " + std::string(what));
-  }
-  *out = s;
-  return ok_status();
+  });
 }
 
 Status JsonObject::integer(std::string_view key, int64_t* out, int64_t min, int64_t max,
                            bool required) const {
-  auto f = field(key, required);
-  if (!f.ok()) {
-    return f.error();
-  }
-  const json* v = *f;
-  if (v == nullptr) {
-    return ok_status();
-  }
-  if (v->is_number_unsigned()) {
-    const auto u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(max)) {
-      return invalid_json(at(key) + ": out of range");
+  return visit(key, required, [&](const json& v) -> Status {
+    if (v.is_number_unsigned()) {
+      const auto u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(max)) {
+        return invalid_json(at(key) + ": out of range");
+      }
+      *out = static_cast<int64_t>(u);
+      return ok_status();
     }
-    *out = static_cast<int64_t>(u);
-    return ok_status();
-  }
-  if (v->is_number_integer()) {
-    const auto i = v->get<int64_t>();
-    if (i < min || i > max) {
-      return invalid_json(at(key) + ": out of range");
+    if (v.is_number_integer()) {
+      const auto i = v.get<int64_t>();
+      if (i < min || i > max) {
+        return invalid_json(at(key) + ": out of range");
+      }
+      *out = i;
+      return ok_status();
     }
-    *out = i;
-    return ok_status();
-  }
-  return invalid_json(at(key) + ": expected an integer");
+    return invalid_json(at(key) + ": expected an integer");
+  });
 }
 
 Status JsonObject::unsigned_integer(std::string_view key, uint64_t* out, uint64_t max,
                                     bool required) const {
-  auto f = field(key, required);
-  if (!f.ok()) {
-    return f.error();
-  }
-  const json* v = *f;
-  if (v == nullptr) {
+  return visit(key, required, [&](const json& v) -> Status {
+    if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<int64_t>() >= 0)) {
+      return invalid_json(at(key) + ": expected a non-negative integer");
+    }
+    const auto u = v.get<uint64_t>();
+    if (u > max) {
+      return invalid_json(at(key) + ": out of range");
+    }
+    *out = u;
     return ok_status();
-  }
-  if (!v->is_number_unsigned() && !(v->is_number_integer() && v->get<int64_t>() >= 0)) {
-    return invalid_json(at(key) + ": expected a non-negative integer");
-  }
-  const auto u = v->get<uint64_t>();
-  if (u > max) {
-    return invalid_json(at(key) + ": out of range");
-  }
-  *out = u;
-  return ok_status();
+  });
 }
 
 Status JsonObject::boolean(std::string_view key, bool* out, bool required) const {
-  auto f = field(key, required);
-  if (!f.ok()) {
-    return f.error();
-  }
-  const json* v = *f;
-  if (v == nullptr) {
+  return visit(key, required, [&](const json& v) -> Status {
+    if (!v.is_boolean()) {
+      return invalid_json(at(key) + ": expected true or false");
+    }
+    *out = v.get<bool>();
     return ok_status();
-  }
-  if (!v->is_boolean()) {
-    return invalid_json(at(key) + ": expected true or false");
-  }
-  *out = v->get<bool>();
-  return ok_status();
+  });
 }
 
 Status JsonObject::string_array(std::string_view key, std::vector<std::string>* out,
                                 size_t max_items, const Check& check, std::string_view what,
                                 bool required) const {
-  auto f = field(key, required);
-  if (!f.ok()) {
-    return f.error();
-  }
-  const json* v = *f;
-  if (v == nullptr) {
-    return ok_status();
-  }
-  if (!v->is_array() || v->size() > max_items) {
-    return invalid_json(at(key) + ": expected an array of at most " + std::to_string(max_items) +
-                        " strings");
-  }
-  for (size_t i = 0; i < v->size(); ++i) {
-    const json& e = (*v)[i];
-    if (!e.is_string() || (check && !check(e.get_ref<const std::string&>()))) {
-      return invalid_json(at(key) + "[" + std::to_string(i) + "]: not " + std::string(what));
+  return visit(key, required, [&](const json& v) -> Status {
+    if (!v.is_array() || v.size() > max_items) {
+      return invalid_json(at(key) + ": expected an array of at most " + std::to_string(max_items) +
+                          " strings");
     }
-    out->push_back(e.get<std::string>());
-  }
-  return ok_status();
+    for (size_t i = 0; i < v.size(); ++i) {
+      const json& e = v[i];
+      if (!e.is_string() || (check && !check(e.get_ref<const std::string&>()))) {
+        return invalid_json(at(key) + "[" + std::to_string(i) + "]: not " + std::string(what));
+      }
+      out->push_back(e.get<std::string>());
+    }
+    return ok_status();
+  });
 }
 
 Status JsonObject::array(std::string_view key, size_t max_items, bool required,
                          const Each& each) const {
-  auto f = field(key, required);
-  if (!f.ok()) {
-    return f.error();
-  }
-  const json* v = *f;
-  if (v == nullptr) {
+  return visit(key, required, [&](const json& v) -> Status {
+    if (!v.is_array() || v.size() > max_items) {
+      return invalid_json(at(key) + ": expected an array of at most " + std::to_string(max_items) +
+                          " objects");
+    }
+    for (size_t i = 0; i < v.size(); ++i) {
+      auto element = of(v[i], at(key) + "[" + std::to_string(i) + "]");
+      if (!element.ok()) {
+        return element.error();
+      }
+      if (Status s = each(*element); !s.ok()) {
+        return s;
+      }
+    }
     return ok_status();
-  }
-  if (!v->is_array() || v->size() > max_items) {
-    return invalid_json(at(key) + ": expected an array of at most " + std::to_string(max_items) +
-                        " objects");
-  }
-  for (size_t i = 0; i < v->size(); ++i) {
-    auto element = of((*v)[i], at(key) + "[" + std::to_string(i) + "]");
-    if (!element.ok()) {
-      return element.error();
-    }
-    if (Status s = each(*element); !s.ok()) {
-      return s;
-    }
-  }
-  return ok_status();
+  });
 }
 
 Status JsonObject::object(std::string_view key, bool required, const Each& f) const {
-  auto v = field(key, required);
-  if (!v.ok()) {
-    return v.error();
-  }
-  if (*v == nullptr) {
-    return ok_status();
-  }
-  auto inner = of(**v, at(key));
-  if (!inner.ok()) {
-    return inner.error();
-  }
-  return f(*inner);
+  return visit(key, required, [&](const json& v) -> Status {
+    auto inner = of(v, at(key));
+    if (!inner.ok()) {
+      return inner.error();
+    }
+    return f(*inner);
+  });
 }
 
 bool json_depth_within(std::string_view text, int max_depth) {

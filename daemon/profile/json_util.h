@@ -68,8 +68,10 @@ class JsonObject {
 
  private:
   JsonObject(const nlohmann::json& j, std::string path) : j_(&j), path_(std::move(path)) {}
-  // The value at KEY; nullptr (and a success) when it is absent and not required.
-  [[nodiscard]] Result<const nlohmann::json*> field(std::string_view key, bool required) const;
+  // READ(value) for the value at KEY; when KEY is absent, a failure if REQUIRED, else a success
+  // without READ.
+  template <typename Read>
+  [[nodiscard]] Status visit(std::string_view key, bool required, const Read& read) const;
   [[nodiscard]] std::string at(std::string_view key) const {
     return path_ + "." + std::string(key);
   }

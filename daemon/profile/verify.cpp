@@ -6,6 +6,8 @@
 #include <cstring>
 #include <optional>
 
+#include "profile/elf_file.h"
+
 namespace cephscope::profile {
 namespace {
 
@@ -209,12 +211,6 @@ std::vector<std::uint64_t> fde_function_starts(const ElfFile& elf) {
                                   shdr.sh_addr);
 }
 
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
-
 }  // namespace
 
 std::vector<std::uint64_t> eh_frame_function_starts(std::span<const std::uint8_t> data,
@@ -292,18 +288,18 @@ Status OffsetVerifier::check(const FunctionInstance& function,
     return e;
   };
   if (!declared(function.vaddr)) {
-    return refuse("no function starts at " + hex(function.vaddr) + " in " + elf_.path() +
+    return refuse("no function starts at " + hex_u64(function.vaddr) + " in " + elf_.path() +
                   " (.symtab, .dynsym, .eh_frame)");
   }
   auto start = elf_.vaddr_to_offset(function.vaddr);
   if (!start.ok() || *start != function.file_offset) {
-    return refuse("file offset " + hex(function.file_offset) + " is not where " +
-                  hex(function.vaddr) + " lies in " + elf_.path());
+    return refuse("file offset " + hex_u64(function.file_offset) + " is not where " +
+                  hex_u64(function.vaddr) + " lies in " + elf_.path());
   }
   if (probe_file_offset < function.file_offset ||
       probe_file_offset - function.file_offset > kMaxVerifiedFunctionBytes) {
-    return refuse("probe offset " + hex(probe_file_offset) + " is outside the function at " +
-                  hex(function.vaddr));
+    return refuse("probe offset " + hex_u64(probe_file_offset) + " is outside the function at " +
+                  hex_u64(function.vaddr));
   }
   const std::uint64_t distance = probe_file_offset - function.file_offset;
   // Decode up to and including the instruction at the probe.

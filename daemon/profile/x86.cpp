@@ -3,10 +3,11 @@
 #include <capstone/capstone.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <set>
 #include <string>
+
+#include "profile/elf_file.h"
 
 namespace cephscope::profile {
 namespace {
@@ -27,12 +28,6 @@ unsigned full_register(unsigned reg) {
       {X86_REG_R15B, X86_REG_R15}};
   const auto it = kParts.find(reg);
   return it == kParts.end() ? reg : it->second;
-}
-
-std::string hex(std::uint64_t v) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "%#llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 // One decoded instruction at a time, in capstone's own buffer.
@@ -196,17 +191,17 @@ Status X86Decoder::boundary(std::span<const std::uint8_t> code, std::uint64_t va
   const std::uint64_t target = vaddr + distance;
   while (insns.address() < target) {
     if (insns.next() == nullptr) {
-      return make_error(ErrorKind::kInvalidInput, "no valid instruction at " +
-                                                      hex(insns.address()) + " on the way from " +
-                                                      hex(vaddr) + " to " + hex(target));
+      return make_error(ErrorKind::kInvalidInput,
+                        "no valid instruction at " + hex_u64(insns.address()) +
+                            " on the way from " + hex_u64(vaddr) + " to " + hex_u64(target));
     }
   }
   if (insns.address() != target) {
-    return make_error(ErrorKind::kInvalidInput, hex(target) + " is inside an instruction " +
-                                                    "(disassembled from " + hex(vaddr) + ")");
+    return make_error(ErrorKind::kInvalidInput, hex_u64(target) + " is inside an instruction " +
+                                                    "(disassembled from " + hex_u64(vaddr) + ")");
   }
   if (insns.next() == nullptr) {
-    return make_error(ErrorKind::kInvalidInput, "no valid instruction at " + hex(target));
+    return make_error(ErrorKind::kInvalidInput, "no valid instruction at " + hex_u64(target));
   }
   return ok_status();
 }

@@ -1,6 +1,7 @@
 #include "server/basic_auth.h"
 
 #include <crypt.h>
+#include <openssl/crypto.h>
 
 #include <cctype>
 #include <memory>
@@ -28,15 +29,9 @@ int base64_value(char c) {
   return -1;
 }
 
+// Compares two secrets in a time that does not tell where they differ.
 bool equal_constant_time(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  unsigned char diff = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  }
-  return diff == 0;
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 }  // namespace

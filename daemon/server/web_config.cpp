@@ -14,25 +14,14 @@
 namespace cephscope {
 namespace {
 
-// The first problem found, carried up to parse_web_config.
-struct WebConfigProblem {
-  int line;
-  std::string key;
-  std::string what;
-};
+using yaml::check_keys;
+using yaml::line_of;
+using yaml::Problem;
+using yaml::require_map;
+using yaml::scalar;
 
-int line_of(const YAML::Node& node) {
-  return node.Mark().line + 1;
-}
-
-void require_map(const YAML::Node& node, const std::string& key) {
-  if (!node.IsMap()) {
-    throw WebConfigProblem{line_of(node), key, "expected a mapping"};
-  }
-}
-
-// Keys of the exporter toolkit's format that cephscope does not implement: named as such
-// rather than as unknown, so an operator copying a node_exporter file learns what to drop.
+// Keys of the exporter toolkit's format that cephscope does not implement (check_keys names
+// them as such).
 const std::set<std::string> kToolkitTopLevel = {"http_server_config", "rate_limit"};
 const std::set<std::string> kToolkitTls = {"cert",
                                            "key",
@@ -42,43 +31,21 @@ const std::set<std::string> kToolkitTls = {"cert",
                                            "curve_preferences",
                                            "prefer_server_cipher_suites"};
 
-void check_keys(const YAML::Node& node, const std::string& parent,
-                const std::set<std::string>& known, const std::set<std::string>& unsupported) {
-  for (const auto& item : node) {
-    const auto name = item.first.as<std::string>();
-    const std::string key = parent.empty() ? name : std::string(parent).append(".").append(name);
-    if (unsupported.contains(name)) {
-      throw WebConfigProblem{line_of(item.first), key, "not supported by cephscope"};
-    }
-    if (!known.contains(name)) {
-      throw WebConfigProblem{line_of(item.first), key, "unknown key"};
-    }
-  }
-}
-
-std::string scalar(const YAML::Node& node, const std::string& key) {
-  if (!node.IsScalar()) {
-    throw WebConfigProblem{line_of(node), key, "expected a string"};
-  }
-  return node.Scalar();
-}
-
 // A file the daemon can read, its path made absolute against base_dir.
 std::string readable_file(const YAML::Node& node, const std::string& key,
                           const std::string& base_dir) {
   const std::string text = scalar(node, key);
   if (text.empty()) {
-    throw WebConfigProblem{line_of(node), key, "expected a file name"};
+    throw Problem{line_of(node), key, "expected a file name"};
   }
   const std::filesystem::path path = std::filesystem::path(base_dir) / text;
   std::ifstream in(path);
   if (!in) {
-    throw WebConfigProblem{line_of(node), key,
-                           "cannot read " + path.string() + ": " + std::strerror(errno)};
+    throw Problem{line_of(node), key, "cannot read " + path.string() + ": " + std::strerror(errno)};
   }
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    throw WebConfigProblem{line_of(node), key, path.string() + " is not a file"};
+    throw Problem{line_of(node), key, path.string() + " is not a file"};
   }
   return path.string();
 }
@@ -90,8 +57,8 @@ TlsVersion tls_version(const YAML::Node& node, const std::string& key) {
       return v;
     }
   }
-  throw WebConfigProblem{line_of(node), key,
-                         "unknown TLS version '" + text + "' (TLS10, TLS11, TLS12, TLS13)"};
+  throw Problem{line_of(node), key,
+                "unknown TLS version '" + text + "' (TLS10, TLS11, TLS12, TLS13)"};
 }
 
 ClientAuth client_auth(const YAML::Node& node, const std::string& key) {
@@ -103,10 +70,10 @@ ClientAuth client_auth(const YAML::Node& node, const std::string& key) {
       return a;
     }
   }
-  throw WebConfigProblem{line_of(node), key,
-                         "unknown policy '" + text +
-                             "' (NoClientCert, RequestClientCert, RequireAnyClientCert, "
-                             "VerifyClientCertIfGiven, RequireAndVerifyClientCert)"};
+  throw Problem{line_of(node), key,
+                "unknown policy '" + text +
+                    "' (NoClientCert, RequestClientCert, RequireAnyClientCert, "
+                    "VerifyClientCertIfGiven, RequireAndVerifyClientCert)"};
 }
 
 TlsSettings parse_tls(const YAML::Node& node, const std::string& base_dir) {
@@ -118,7 +85,7 @@ TlsSettings parse_tls(const YAML::Node& node, const std::string& base_dir) {
       kToolkitTls);
   for (const char* required : {"cert_file", "key_file"}) {
     if (!node[required]) {
-      throw WebConfigProblem{line_of(node), key, std::string("missing ") + required};
+      throw Problem{line_of(node), key, std::string("missing ") + required};
     }
   }
   TlsSettings tls;
@@ -127,28 +94,24 @@ TlsSettings parse_tls(const YAML::Node& node, const std::string& base_dir) {
   if (node["client_ca_file"]) {
     tls.client_ca_file = readable_file(node["client_ca_file"], key + ".client_ca_file", base_dir);
   }
-  if (node["client_auth_type"]) {
-    tls.client_auth = client_auth(node["client_auth_type"], key + ".client_auth_type");
-  }
+  yaml::read_if(node, key, "client_auth_type", tls.client_auth, client_auth);
   const bool verifies = tls.client_auth == ClientAuth::kVerifyClientCertIfGiven ||
                         tls.client_auth == ClientAuth::kRequireAndVerifyClientCert;
   if (verifies && tls.client_ca_file.empty()) {
-    throw WebConfigProblem{line_of(node["client_auth_type"]), key + ".client_auth_type",
-                           std::string(to_string(tls.client_auth)) + " needs client_ca_file"};
+    throw Problem{line_of(node["client_auth_type"]), key + ".client_auth_type",
+                  std::string(to_string(tls.client_auth)) + " needs client_ca_file"};
   }
   if (!tls.client_ca_file.empty() && tls.client_auth == ClientAuth::kNoClientCert) {
-    throw WebConfigProblem{line_of(node["client_ca_file"]), key + ".client_ca_file",
-                           "set, but client_auth_type asks for no client certificate (use "
-                           "RequireAndVerifyClientCert)"};
+    throw Problem{line_of(node["client_ca_file"]), key + ".client_ca_file",
+                  "set, but client_auth_type asks for no client certificate (use "
+                  "RequireAndVerifyClientCert)"};
   }
-  if (node["min_version"]) {
-    tls.min_version = tls_version(node["min_version"], key + ".min_version");
-  }
+  yaml::read_if(node, key, "min_version", tls.min_version, tls_version);
   if (node["max_version"]) {
     tls.max_version = tls_version(node["max_version"], key + ".max_version");
     if (*tls.max_version < tls.min_version) {
-      throw WebConfigProblem{line_of(node["max_version"]), key + ".max_version",
-                             "below min_version " + std::string(to_string(tls.min_version))};
+      throw Problem{line_of(node["max_version"]), key + ".max_version",
+                    "below min_version " + std::string(to_string(tls.min_version))};
     }
   }
   return tls;
@@ -162,17 +125,16 @@ std::map<std::string, std::string> parse_users(const YAML::Node& node) {
     const std::string user = scalar(item.first, key);
     const std::string user_key = std::string(key).append(".").append(user);
     if (user.empty() || user.find(':') != std::string::npos) {
-      throw WebConfigProblem{line_of(item.first), user_key,
-                             "a user name must be non-empty and have no ':'"};
+      throw Problem{line_of(item.first), user_key, "a user name must be non-empty and have no ':'"};
     }
     const std::string hash = scalar(item.second, user_key);
     if (!is_bcrypt_hash(hash)) {
-      throw WebConfigProblem{
+      throw Problem{
           line_of(item.second), user_key,
           "not a bcrypt hash ($2y$..., as `htpasswd -nBC 10 " + user + "` prints after the colon)"};
     }
     if (!users.emplace(user, hash).second) {
-      throw WebConfigProblem{line_of(item.first), user_key, "listed twice"};
+      throw Problem{line_of(item.first), user_key, "listed twice"};
     }
   }
   return users;
@@ -182,22 +144,21 @@ std::map<std::string, std::string> parse_users(const YAML::Node& node) {
 
 Result<WebConfigFile> parse_web_config(const std::string& yaml_text, const std::string& source,
                                        const std::string& base_dir) {
-  return parse_yaml_text<WebConfigFile, WebConfigProblem>(
-      yaml_text, source, [&](const YAML::Node& root) {
-        WebConfigFile out;
-        if (root.IsNull()) {
-          return out;  // an empty file: plain HTTP, no authentication
-        }
-        require_map(root, "(top level)");
-        check_keys(root, "", {"tls_server_config", "basic_auth_users"}, kToolkitTopLevel);
-        if (root["tls_server_config"]) {
-          out.tls = parse_tls(root["tls_server_config"], base_dir);
-        }
-        if (root["basic_auth_users"]) {
-          out.basic_auth_users = parse_users(root["basic_auth_users"]);
-        }
-        return out;
-      });
+  return yaml::parse_yaml_text<WebConfigFile>(yaml_text, source, [&](const YAML::Node& root) {
+    WebConfigFile out;
+    if (root.IsNull()) {
+      return out;  // an empty file: plain HTTP, no authentication
+    }
+    require_map(root, "(top level)");
+    check_keys(root, "", {"tls_server_config", "basic_auth_users"}, kToolkitTopLevel);
+    if (root["tls_server_config"]) {
+      out.tls = parse_tls(root["tls_server_config"], base_dir);
+    }
+    if (root["basic_auth_users"]) {
+      out.basic_auth_users = parse_users(root["basic_auth_users"]);
+    }
+    return out;
+  });
 }
 
 Result<WebConfig> load_web_config(const std::string& path) {

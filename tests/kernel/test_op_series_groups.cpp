@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "collectors/collector.h"
-#include "collectors/syscall/syscall_collector.h"
 #include "core/unique_fd.h"
 #include "libbpf/features.h"
 #include "libbpf/tracefs.h"

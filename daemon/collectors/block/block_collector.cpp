@@ -1,6 +1,6 @@
 // block collector: submit, queue and device time, bytes, errors and bio merges per device
 // and op, and per tracked target that submitted the requests.
-#include "collectors/block/block_collector.h"
+#include "collectors/collector.h"
 
 #include <bpf/bpf.h>
 #include <spdlog/spdlog.h>

@@ -4,7 +4,7 @@
 // otherwise; the modules load when the first device is mapped or file system mounted, so
 // the probes follow them: loaded when they appear, reloaded when one more does, with the
 // maps handed over (no count is lost).
-#include "collectors/kclient/kclient_collector.h"
+#include "collectors/collector.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>

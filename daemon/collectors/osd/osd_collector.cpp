@@ -1,6 +1,6 @@
 // osd collector: per-op stage latency in every ceph-osd of the host, from uprobes attached per
 // OSD process at offsets of its build's probe profile. See docs/collectors/osd.md.
-#include "collectors/osd/osd_collector.h"
+#include "collectors/collector.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

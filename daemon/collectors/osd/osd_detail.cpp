@@ -138,12 +138,6 @@ std::map<OsdId, DetailWindows::State> DetailWindows::states() const {
   return out;
 }
 
-void DetailWindows::forget_history(const OsdId& osd) {
-  if (auto it = osds_.find(osd); it != osds_.end()) {
-    it->second.history.clear();
-  }
-}
-
 std::pair<std::pair<int, std::string>, std::optional<OsdId>> detail_request_reply(
     DetailMode mode, DetailWindows& windows, const std::set<OsdId>& matches, const std::string& who,
     const std::string& fsid) {

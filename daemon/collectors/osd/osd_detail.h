@@ -66,8 +66,6 @@ class DetailWindows {
     std::map<std::string, std::uint64_t> windows;
   };
   [[nodiscard]] std::map<OsdId, State> states() const;
-  // An OSD that went away: its history goes (its counters stay, as series do until their TTL).
-  void forget_history(const OsdId& osd);
 
   // The upper bound (seconds) of the slot holding the q-quantile of H; +Inf when in overflow.
   static double quantile_bound(const hist& h, double q);

@@ -2,7 +2,7 @@
 // uprobes on the Objecter of the library each client calls, attached to the library file (so
 // the kernel puts them into every process that maps it, before its first op) at offsets of
 // the library build's probe profile. See docs/collectors/rados.md.
-#include "collectors/rados/rados_collector.h"
+#include "collectors/collector.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

@@ -1,5 +1,5 @@
 // syscall collector: per tracked process and syscall, latency histogram, bytes and errors.
-#include "collectors/syscall/syscall_collector.h"
+#include "collectors/collector.h"
 
 #include <algorithm>
 #include <array>
@@ -196,10 +196,6 @@ Status SyscallCollector::collect(MetricSink& out, const TargetLabelMap& targets)
 }
 
 }  // namespace
-
-const char* syscall_name(unsigned index) {
-  return index < SYS_COUNT ? kNames[index] : nullptr;
-}
 
 std::unique_ptr<Collector> make_syscall_collector(const CollectorContext& ctx) {
   return std::make_unique<SyscallCollector>(ctx);

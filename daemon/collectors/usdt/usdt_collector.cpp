@@ -3,7 +3,7 @@
 // profile); this file attaches usdt.bpf.c's one program at each site of a rule's markers in
 // each process of its targets, with the marker's semaphore as the uprobe's reference counter
 // and the site's usdt_points index as the link's cookie.
-#include "collectors/usdt/usdt_collector.h"
+#include "collectors/collector.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>

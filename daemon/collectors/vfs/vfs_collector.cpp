@@ -1,7 +1,7 @@
 // vfs collector: latency, bytes and errors of vfs_read/write/readv/writev/fsync_range per
 // tracked process. fentry/fexit where the kernel allows it, kprobes otherwise; where neither
 // works the collector says so on cephscope_probe_attached and the daemon runs on.
-#include "collectors/vfs/vfs_collector.h"
+#include "collectors/collector.h"
 
 #include <spdlog/spdlog.h>
 

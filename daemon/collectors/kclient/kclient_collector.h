@@ -1,9 +1,0 @@
-#pragma once
-
-#include "collectors/collector.h"
-
-namespace cephscope {
-
-std::unique_ptr<Collector> make_kclient_collector(const CollectorContext& ctx);
-
-}  // namespace cephscope
