@@ -98,7 +98,7 @@ TEST_CASE("a requeued request counts once under the process that wrote it",
       [&](const Metrics& m) {
         return m.sum("cephscope_block_target_device_seconds_count", mine) >= kWrites;
       },
-      std::chrono::seconds(5)));
+      std::chrono::seconds(20)));
   const Metrics m = daemon.scrape();
   // The disk did requeue: the requeue program ran.
   double requeues = 0;

@@ -119,7 +119,7 @@ TEST_CASE("bios that wait for a request show as submit stalls of that size",
   REQUIRE(write_direct("/dev/nullb0", 0, kWrites));
   REQUIRE(wait_for(
       daemon, [&](const Metrics&) { return submits(daemon).count >= before.count + kWrites; },
-      std::chrono::seconds(5)));
+      std::chrono::seconds(20)));
   const Submits alone = submits(daemon);
   const double alone_mean = (alone.sum - before.sum) / (alone.count - before.count);
 
@@ -132,7 +132,7 @@ TEST_CASE("bios that wait for a request show as submit stalls of that size",
   REQUIRE(other_ok);
   REQUIRE(wait_for(
       daemon, [&](const Metrics&) { return submits(daemon).count >= alone.count + 2 * kWrites; },
-      std::chrono::seconds(5)));
+      std::chrono::seconds(20)));
   const Submits both = submits(daemon);
   const double both_count = both.count - alone.count;
   const double both_mean = (both.sum - alone.sum) / both_count;
@@ -232,7 +232,7 @@ TEST_CASE("queue freezes are timed and counted under the process that froze the 
         return freezes(now, "schedflip") - flip_before + freezes(now, "other") - other_before >=
                kSwitches;
       },
-      std::chrono::seconds(5)));
+      std::chrono::seconds(20)));
   const auto after = daemon.scrape();
   const double by_flip = freezes(after, "schedflip") - flip_before;
   const double by_other = freezes(after, "other") - other_before;
@@ -299,7 +299,7 @@ TEST_CASE("split bios and bios through a device-mapper target are measured on th
   }
   REQUIRE(wait_for(
       daemon, [&](const Metrics&) { return count("nullb0") >= before + 16; },
-      std::chrono::seconds(5)));
+      std::chrono::seconds(20)));
   const double split = count("nullb0") - before;
 
   // A linear device-mapper target over the disk: its bios are remapped to nullb0's, which get
@@ -315,7 +315,7 @@ TEST_CASE("split bios and bios through a device-mapper target are measured on th
   REQUIRE(write_direct("/dev/mapper/cephscope-linear", 4 << 20, kWrites));
   REQUIRE(wait_for(
       daemon, [&](const Metrics&) { return count("nullb0") >= below + kWrites; },
-      std::chrono::seconds(5)));
+      std::chrono::seconds(20)));
   const auto m = daemon.scrape();
   double on_dm = 0;
   for (const auto& s : m.find("cephscope_block_submit_seconds_count")) {
@@ -374,7 +374,7 @@ TEST_CASE("bios through an md raid0 array are split at chunks and measured on it
         return count(m, "nullb0") >= count(before, "nullb0") + kWrites &&
                count(m, "nullb1") >= count(before, "nullb1") + kWrites;
       },
-      std::chrono::seconds(5));
+      std::chrono::seconds(20));
   const auto after = daemon.scrape();
   const double on0 = count(after, "nullb0") - count(before, "nullb0");
   const double on1 = count(after, "nullb1") - count(before, "nullb1");

@@ -412,7 +412,7 @@ TEST_CASE("a target's series disappear after the TTL once it exits", "[kernel][d
         return m.sum("cephscope_map_entries", {{"map", "syscall_stats"}}) == 0 &&
                m.sum("cephscope_map_entries", {{"map", "syscall_series"}}) == 0;
       },
-      std::chrono::seconds(5)));
+      std::chrono::seconds(20)));
 }
 
 TEST_CASE("/metrics passes promtool check metrics", "[kernel][promtool]") {

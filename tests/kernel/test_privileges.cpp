@@ -94,7 +94,7 @@ TEST_CASE("a missing capability is named in the log", "[kernel][lifecycle][caps]
     const bool ready = daemon.wait_ready();
     INFO("daemon log:\n" << daemon.log());
     REQUIRE(ready);
-    CHECK(daemon.log_has("without CAP_SYS_PTRACE", std::chrono::seconds(5)));
+    CHECK(daemon.log_has("without CAP_SYS_PTRACE", std::chrono::seconds(20)));
   }
   SECTION("without CAP_DAC_READ_SEARCH tracefs is unreadable, and the log says so") {
     Daemon daemon(dir, tracking_config(),

@@ -237,7 +237,7 @@ TEST_CASE(
 }
 
 TEST_CASE("--config.check says for each usdt rule whether its markers are in its binary",
-          "[usdt]") {
+          "[usdt][userspace]") {
   const std::string dir = test_dir("/tmp/cephscope-usdt-check");
   const std::string config = dir + "/check.yaml";
   std::ofstream(config)
