@@ -249,7 +249,7 @@ class Daemon {
   std::optional<Exporter> exporter_;
   std::atomic<bool> ready_{false};
   std::unique_ptr<HttpServer> server_;
-  std::optional<UniqueFd> inputs_;  // epoll over the signals and the process events
+  UniqueFd inputs_;  // epoll over the signals and the process events
   std::optional<ServiceNotifier> notifier_;
   Clock::time_point next_scan_;
 };
@@ -331,7 +331,7 @@ std::optional<int> Daemon::start() {
     spdlog::critical("{}", inputs.error().message);
     return 1;
   }
-  inputs_.emplace(std::move(*inputs));
+  inputs_ = std::move(*inputs);
   auto notifier = ServiceNotifier::from_environment();
   if (!notifier.ok()) {
     spdlog::critical("{}", notifier.error().message);
@@ -402,7 +402,7 @@ int Daemon::run() {
   };
   for (;;) {
     std::array<epoll_event, 4> evs{};
-    const int n = epoll_wait(inputs_->get(), evs.data(), evs.size(), 100);
+    const int n = epoll_wait(inputs_.get(), evs.data(), evs.size(), 100);
     if (n < 0 && errno != EINTR) {
       spdlog::critical("epoll_wait: {}", std::strerror(errno));
       return 1;
