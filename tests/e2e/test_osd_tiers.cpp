@@ -313,15 +313,20 @@ TEST_CASE("detail: auto follows the slow OSD by its p99, for as long as it stays
     }
   });
   // slow (0.8 s in dispatch) from 4 s into a 66 s write bench until the victim's second window
-  // has opened, for at most 56 s. The first window opens once the slow ops are over 1% of the
-  // OSD's ops since the daemon started (the fast ones before the delay included), then runs
-  // 8 s, and the second follows at the first check after it: 21-39 s of slowness here, more
-  // than 36 s on a loaded CI host, where a fixed 28 s held only one window. The bound
-  // (600 ms: a p99 in the histogram's bucket over 524 ms) sits well below the victim's ops and
-  // above what the others' own ops reach on a loaded CI host (with 300 ms and a 0.4 s delay, a
-  // non-victim opened windows there beside a TCG guest and two builds: by its own sub-ops, the
-  // only path left while its replication waited for the victim).
-  std::thread bencher([&] { bench(cluster, BenchMode::kWrite, 66); });
+  // has opened, for at most 56 s; the bench is stopped when it recovers, so that no other OSD's
+  // own ops run loaded for long after it. The first window opens once the slow ops are over 1% of
+  // the OSD's ops since the daemon started (the fast ones before the delay included), then runs 8
+  // s, and the second follows at the first check after it: 21-39 s of slowness here, more than 36 s
+  // on a loaded CI host, where a fixed 28 s held only one window. The bound (600 ms: a p99 in the
+  // histogram's bucket over 524 ms) sits well below the victim's ops and above what the others' own
+  // ops reach on a loaded CI host (with 300 ms and a 0.4 s delay, a non-victim opened windows there
+  // beside a TCG guest and two builds: by its own sub-ops, the only path left while its replication
+  // waited for the victim).
+  BenchOptions writes;
+  writes.seconds = 66;
+  auto argv = rados_bench_argv(cluster, writes);
+  argv[0] = which(argv[0]);
+  Subprocess bencher(argv, cluster.dir + "/slow-osd-bench.log");
   std::this_thread::sleep_for(4s);
   REQUIRE(set_dispatch_delay(cluster, victim, 0.8).empty());
   const auto slow_since = Clock::now();
@@ -334,7 +339,8 @@ TEST_CASE("detail: auto follows the slow OSD by its p99, for as long as it stays
               std::chrono::duration<double>(Clock::now() - slow_since).count());
   REQUIRE(set_dispatch_delay(cluster, victim, 0).empty());
   recovered = Clock::now();
-  bencher.join();
+  bencher.signal(SIGKILL);  // its objects stay without a record of the run: cleanup finds them
+  REQUIRE(bencher.wait(10s).has_value());
   watcher.join();
   const auto after = daemon.scrape();
   for (const auto& o : cluster.osds) {
@@ -352,7 +358,10 @@ TEST_CASE("detail: auto follows the slow OSD by its p99, for as long as it stays
     }
   }
   CHECK(daemon.log_has(osd_name(victim) + ": still slow (latency)", 1s));
-  rados_cleanup(cluster);
+  const auto removed = rados_cleanup(cluster);  // by a linear search of the bench's prefix
+  std::printf("  removed %llu objects of the stopped bench\n",
+              static_cast<unsigned long long>(removed));
+  CHECK(removed > 0);
 }
 
 // An erasure-coded pool (k=2, m=1 over the 3 OSDs): the client write's primary runs the same
