@@ -13,7 +13,7 @@
 #include "app/profile_cli.h"
 #include "config/config.h"
 #include "core/build_info.h"
-#include "server/web_config.h"
+#include "endpoint/web_config.h"
 
 namespace {
 

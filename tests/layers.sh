@@ -1,6 +1,7 @@
 #!/bin/bash
 # Checks the daemon's layers, which follow the data flow:
-#   core, config, libbpf, discovery, profile, collectors, metrics, server, app (main.cpp on top)
+#   core, config, libbpf, discovery, profile, collectors, metrics, server, endpoint, app
+#   (main.cpp on top)
 # A folder under daemon/ may include only itself and the folders before it, so folders never
 # include each other. profile/ is also a library of its own (cephscope_profile: the profile
 # CLI and its tests link it without the rest of the daemon), so it may include core only.
@@ -13,7 +14,7 @@ set -euo pipefail
 
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 daemon=$root/daemon
-layers=(core config libbpf discovery profile collectors metrics server app resolver)
+layers=(core config libbpf discovery profile collectors metrics server endpoint app resolver)
 declare -A may_include=([profile]="core profile" [resolver]="core profile resolver")
 
 declare -A rank=([main]=${#layers[@]})

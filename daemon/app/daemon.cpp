@@ -248,6 +248,7 @@ class Daemon {
   std::optional<TargetSync> target_sync_;
   std::optional<Exporter> exporter_;
   std::atomic<bool> ready_{false};
+  std::shared_ptr<const Routes> routes_;  // the server's sites share it, reload after reload
   std::unique_ptr<HttpServer> server_;
   UniqueFd inputs_;  // epoll over the signals and the process events
   std::optional<ServiceNotifier> notifier_;
@@ -306,19 +307,16 @@ std::optional<int> Daemon::start() {
     return 2;
   }
   const std::string security = web->summary();
-  auto server = HttpServer::start(
-      {.listen = config_.listen}, std::move(*web),
-      endpoint_routes(
-          {.metrics = [this] { return exporter_->render(); },
-           .metrics_protobuf = [this] { return exporter_->render_protobuf(); },
-           .metrics_openmetrics = [this] { return exporter_->render_openmetrics(); },
-           .slow_ops = [this] { return slow_ops_.json(); },
-           .slow_op_trace = [this](std::string_view trace) { return slow_ops_.trace_json(trace); },
-           .osd_detail =
-               [this](const std::string& who, const std::string& fsid) {
-                 return detail_control_.request(who, fsid);
-               },
-           .ready = &ready_}));
+  routes_ = std::make_shared<const Routes>(endpoint_routes(
+      {.metrics = [this] { return exporter_->render(); },
+       .metrics_protobuf = [this] { return exporter_->render_protobuf(); },
+       .metrics_openmetrics = [this] { return exporter_->render_openmetrics(); },
+       .slow_ops = [this] { return slow_ops_.json(); },
+       .slow_op_trace = [this](std::string_view trace) { return slow_ops_.trace_json(trace); },
+       .osd_detail = [this](const std::string& who,
+                            const std::string& fsid) { return detail_control_.request(who, fsid); },
+       .ready = &ready_}));
+  auto server = HttpServer::start({.listen = config_.listen}, serve(routes_, std::move(*web)));
   if (!server.ok()) {
     spdlog::critical("{}", server.error().message);
     return 1;
@@ -375,7 +373,7 @@ void Daemon::reload() {
     return;
   }
   spdlog::info("endpoint: {}", fresh_web->summary());
-  server_->set_web_config(std::move(*fresh_web));
+  server_->set_site(serve(routes_, std::move(*fresh_web)));
   if (fresh->listen != config_.listen) {
     spdlog::warn("reload: listen changes at the next restart");
   }

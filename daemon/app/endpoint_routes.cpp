@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "collectors/slow_ops.h"
+#include "endpoint/negotiation.h"
 
 #include <exception>
 #include <memory>

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <utility>
 
-#include "server/routes.h"
+#include "endpoint/routes.h"
 
 namespace cephscope {
 

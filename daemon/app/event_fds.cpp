@@ -12,9 +12,10 @@
 namespace cephscope {
 namespace {
 
-Error errno_error(const std::string& call) {
+// errno read before CALL's text is made, which may allocate.
+Error last_error(const std::string& call) {
   const int err = errno;
-  return make_error(ErrorKind::kSystem, call + ": " + std::strerror(err), err);
+  return errno_error(call, err);
 }
 
 }  // namespace
@@ -27,12 +28,11 @@ Result<UniqueFd> open_signal_fd() {
   }
   // Returns the error number itself, not -1 and errno.
   if (const int err = pthread_sigmask(SIG_BLOCK, &mask, nullptr); err != 0) {
-    return make_error(ErrorKind::kSystem, std::string("pthread_sigmask: ") + std::strerror(err),
-                      err);
+    return errno_error("pthread_sigmask", err);
   }
   UniqueFd fd(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
   if (fd.get() < 0) {
-    return errno_error("signalfd");
+    return last_error("signalfd");
   }
   return fd;
 }
@@ -51,7 +51,7 @@ Result<std::optional<std::uint32_t>> next_signal(const UniqueFd& signal_fd) {
       return std::optional<std::uint32_t>();
     }
     if (got < 0) {
-      return errno_error("read from the signalfd");
+      return last_error("read from the signalfd");
     }
     return make_error(ErrorKind::kSystem,
                       "read from the signalfd: " + std::to_string(got) + " bytes, not a siginfo");
@@ -61,14 +61,14 @@ Result<std::optional<std::uint32_t>> next_signal(const UniqueFd& signal_fd) {
 Result<UniqueFd> watch_inputs(std::initializer_list<int> fds) {
   UniqueFd epoll(epoll_create1(EPOLL_CLOEXEC));
   if (epoll.get() < 0) {
-    return errno_error("epoll_create1");
+    return last_error("epoll_create1");
   }
   for (int fd : fds) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = fd;
     if (epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
-      return errno_error("epoll_ctl(ADD, fd " + std::to_string(fd) + ")");
+      return last_error("epoll_ctl(ADD, fd " + std::to_string(fd) + ")");
     }
   }
   return epoll;

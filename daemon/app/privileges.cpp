@@ -33,7 +33,7 @@ Result<CapSets> get_sets() {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   std::array<__user_cap_data_struct, _LINUX_CAPABILITY_U32S_3> data{};
   if (syscall(SYS_capget, &header, data.data()) != 0) {
-    return make_error(ErrorKind::kSystem, std::string("capget: ") + std::strerror(errno), errno);
+    return errno_error("capget", errno);
   }
   auto join = [](std::uint32_t lo, std::uint32_t hi) {
     return CapabilityMask{lo} | (CapabilityMask{hi} << 32);
@@ -52,7 +52,7 @@ Status set_sets(const CapSets& s) {
     data[i].inheritable = static_cast<std::uint32_t>(s.inheritable >> (32 * i));
   }
   if (syscall(SYS_capset, &header, data.data()) != 0) {
-    return make_error(ErrorKind::kSystem, std::string("capset: ") + std::strerror(errno), errno);
+    return errno_error("capset", errno);
   }
   return ok_status();
 }
@@ -202,16 +202,12 @@ Result<Dropped> drop_to(CapabilityMask keep) {
     for (int cap = 0; cap < 64; ++cap) {  // the kernel says EINVAL past its last
       if ((keep & capability_bit(cap)) == 0 && prctl(PR_CAPBSET_READ, cap, 0, 0, 0) == 1 &&
           prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
-        return make_error(ErrorKind::kSystem,
-                          "PR_CAPBSET_DROP " + capability_names(capability_bit(cap)) + ": " +
-                              std::strerror(errno),
-                          errno);
+        return errno_error("PR_CAPBSET_DROP " + capability_names(capability_bit(cap)), errno);
       }
     }
   }
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) {
-    return make_error(ErrorKind::kSystem, std::string("PR_CAP_AMBIENT: ") + std::strerror(errno),
-                      errno);
+    return errno_error("PR_CAP_AMBIENT", errno);
   }
   const CapabilityMask kept = before->permitted & keep;
   if (auto s = set_sets(CapSets{before->effective & kept, kept, 0}); !s.ok()) {

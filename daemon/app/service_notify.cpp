@@ -47,8 +47,7 @@ Result<ServiceNotifier> ServiceNotifier::from_environment() {
   }
   n.fd_ = UniqueFd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!n.fd_.valid()) {
-    return make_error(ErrorKind::kSystem,
-                      std::string("NOTIFY_SOCKET: socket: ") + std::strerror(errno), errno);
+    return errno_error("NOTIFY_SOCKET: socket", errno);
   }
   n.socket_path_ = socket_path;
   long watchdog_pid = 0;

@@ -201,4 +201,16 @@ Status open_skeleton(Skeleton<Skel, Destroy>& skel, Skel* (*open)(), const Colle
   return size_percpu_hashes(skel->obj);
 }
 
+// Loads an opened skeleton into the kernel; HOOK, when given, starts the error's message.
+template <typename Skel, void (*Destroy)(Skel*)>
+Status load_skeleton(Skeleton<Skel, Destroy>& skel, int (*load)(Skel*),
+                     const std::string& hook = {}) {
+  if (const int err = load(skel.get()); err != 0) {
+    return error_with(reason_of_errno(-err, Reason::kLoadFailed), ErrorKind::kSystem,
+                      (hook.empty() ? "" : hook + ": ") + "BPF load failed: " + std::strerror(-err),
+                      -err);
+  }
+  return ok_status();
+}
+
 }  // namespace cephscope

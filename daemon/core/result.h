@@ -3,6 +3,7 @@
 // errors, caught in main().
 #pragma once
 
+#include <cstring>
 #include <string>
 #include <utility>
 #include <variant>
@@ -28,6 +29,11 @@ struct Error {
 
 inline Error make_error(ErrorKind kind, std::string message, int code = 0) {
   return Error{kind, std::move(message), code, {}};
+}
+
+// A failed system call: WHAT, then the text of ERR (an errno value the caller read at once).
+inline Error errno_error(const std::string& what, int err) {
+  return make_error(ErrorKind::kSystem, what + ": " + std::strerror(err), err);
 }
 
 template <typename T>

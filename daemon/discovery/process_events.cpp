@@ -14,17 +14,13 @@ Result<std::unique_ptr<ProcessEvents>> ProcessEvents::start() {
   self->skel_ = discovery_bpf__open_and_load();
   if (self->skel_ == nullptr) {
     const int err = errno;
-    return make_error(ErrorKind::kSystem,
-                      std::string("cannot load the discovery BPF object: ") + std::strerror(err),
-                      err);
+    return errno_error("cannot load the discovery BPF object", err);
   }
   for (bpf_program* prog : {self->skel_->progs.on_exec, self->skel_->progs.on_exit}) {
     bpf_link* link = bpf_program__attach(prog);
     if (link == nullptr) {
       const int err = errno;
-      return make_error(
-          ErrorKind::kSystem,
-          std::string("cannot attach ") + bpf_program__name(prog) + ": " + std::strerror(err), err);
+      return errno_error(std::string("cannot attach ") + bpf_program__name(prog), err);
     }
     self->links_.emplace_back(link);
   }
@@ -32,8 +28,7 @@ Result<std::unique_ptr<ProcessEvents>> ProcessEvents::start() {
                                  self.get(), nullptr);
   if (self->ring_ == nullptr) {
     const int err = errno;
-    return make_error(ErrorKind::kSystem,
-                      std::string("cannot open the event ring buffer: ") + std::strerror(err), err);
+    return errno_error("cannot open the event ring buffer", err);
   }
   return self;
 }
@@ -74,9 +69,7 @@ Status ProcessEvents::consume(const Handler& handler) {
   const int n = ring_buffer__consume(ring_);
   handler_ = nullptr;
   if (n < 0) {
-    return make_error(
-        ErrorKind::kSystem,
-        std::string("cannot read the process event ring buffer: ") + std::strerror(-n), -n);
+    return errno_error("cannot read the process event ring buffer", -n);
   }
   return ok_status();
 }

@@ -50,10 +50,7 @@ Status TargetRegistry::sync_slot_locked(pid_t pid) const {
   const std::uint64_t word = slot_word(in_slot);
   if (bpf_map_update_elem(maps_.slots, &slot, &word, BPF_ANY) != 0) {
     const int err = errno;
-    return make_error(
-        ErrorKind::kSystem,
-        "cannot set the filter slot of pid " + std::to_string(pid) + ": " + std::strerror(err),
-        err);
+    return errno_error("cannot set the filter slot of pid " + std::to_string(pid), err);
   }
   return ok_status();
 }

@@ -45,9 +45,7 @@ Status size_percpu_hashes(bpf_object* obj) {
 
 Error map_error(const char* call, int map_fd) {
   const int err = errno;
-  return make_error(
-      ErrorKind::kSystem,
-      std::string(call) + " on map fd " + std::to_string(map_fd) + ": " + std::strerror(err), err);
+  return errno_error(std::string(call) + " on map fd " + std::to_string(map_fd), err);
 }
 
 namespace {

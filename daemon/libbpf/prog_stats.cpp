@@ -18,10 +18,8 @@ Result<ProgramStats> program_stats(const bpf_program* prog) {
   __u32 len = sizeof(info);
   if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0) {
     const int err = errno;
-    return make_error(ErrorKind::kSystem,
-                      std::string("bpf_obj_get_info_by_fd on program ") + bpf_program__name(prog) +
-                          ": " + std::strerror(err),
-                      err);
+    return errno_error(std::string("bpf_obj_get_info_by_fd on program ") + bpf_program__name(prog),
+                       err);
   }
   return ProgramStats{info.run_time_ns, info.run_cnt, info.recursion_misses};
 }

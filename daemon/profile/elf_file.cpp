@@ -89,7 +89,7 @@ Result<ElfFile> ElfFile::from_fd(const std::string& path, Result<UniqueFd> fd) {
   struct stat st {};
   if (::fstat(f.fd_.get(), &st) != 0) {
     const int err = errno;
-    return make_error(ErrorKind::kSystem, path + ": " + std::strerror(err), err);
+    return errno_error(path, err);
   }
   f.file_size_ = static_cast<uint64_t>(st.st_size);
   f.elf_.reset(elf_begin(f.fd_.get(), ELF_C_READ_MMAP, nullptr));
@@ -224,8 +224,7 @@ Result<std::vector<uint8_t>> ElfFile::read_at(uint64_t offset, size_t n) const {
     }
     if (got < 0) {
       const int err = errno;
-      return make_error(ErrorKind::kSystem,
-                        path_ + ": read at " + hex_u64(offset) + ": " + std::strerror(err), err);
+      return errno_error(path_ + ": read at " + hex_u64(offset), err);
     }
     if (got == 0) {
       break;  // end of file

@@ -582,11 +582,11 @@ Status save_profile(const std::string& path, const Profile& p) {
   UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
   if (!fd.valid()) {
     const int err = errno;
-    return make_error(ErrorKind::kSystem, tmp + ": " + std::strerror(err), err);
+    return errno_error(tmp, err);
   }
   auto fail = [&](const std::string& name, int err) -> Status {
     ::unlink(tmp.c_str());  // best effort: the error reported is ERR
-    return make_error(ErrorKind::kSystem, name + ": " + std::strerror(err), err);
+    return errno_error(name, err);
   };
   size_t done = 0;
   while (done < text.size()) {

@@ -39,7 +39,7 @@ constexpr auto kPollSlice = std::chrono::milliseconds(100);
 
 Error sys_error(const std::string& what) {
   const int err = errno;
-  return make_error(ErrorKind::kSystem, what + ": " + std::strerror(err), err);
+  return errno_error(what, err);
 }
 
 struct Pipe {
@@ -184,8 +184,7 @@ Status send_spec(int fd, const std::string& spec) {
   sigemptyset(&pipe_only);
   sigaddset(&pipe_only, SIGPIPE);
   if (int err = pthread_sigmask(SIG_BLOCK, &pipe_only, &old); err != 0) {
-    return make_error(ErrorKind::kSystem, std::string("pthread_sigmask: ") + std::strerror(err),
-                      err);
+    return errno_error("pthread_sigmask", err);
   }
   Status sent = ok_status();
   std::size_t done = 0;
@@ -206,8 +205,7 @@ Status send_spec(int fd, const std::string& spec) {
     }
   }
   if (int err = pthread_sigmask(SIG_SETMASK, &old, nullptr); err != 0) {
-    return make_error(ErrorKind::kSystem, std::string("pthread_sigmask: ") + std::strerror(err),
-                      err);
+    return errno_error("pthread_sigmask", err);
   }
   return sent;
 }

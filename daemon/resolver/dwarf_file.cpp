@@ -324,7 +324,7 @@ Result<MappedBuffer> MappedBuffer::allocate(size_t size) {
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (p == MAP_FAILED) {
     const int err = errno;
-    return make_error(ErrorKind::kSystem, std::string("mmap: ") + std::strerror(err), err);
+    return errno_error("mmap", err);
   }
   // No MADV_HUGEPAGE: measured, its compaction at fault time costs 3x the sys time it saves.
   MappedBuffer b;

@@ -63,7 +63,7 @@ Result<ProbeSet> read_spec() {
     }
     if (n < 0) {
       const int err = errno;
-      return make_error(ErrorKind::kSystem, std::string("stdin: ") + std::strerror(err), err);
+      return errno_error("stdin", err);
     }
     if (n == 0) {
       return parse_probe_set(text);
@@ -88,7 +88,7 @@ Result<Profile> resolve(const Options& o, std::string& debug_source) {
     root.reset(::open(o.target_root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!root.valid()) {
       const int err = errno;
-      return make_error(ErrorKind::kSystem, o.target_root + ": " + std::strerror(err), err);
+      return errno_error(o.target_root, err);
     }
   }
   auto binary = root.valid() ? ElfFile::open_in(root.get(), o.target_root, o.binary)

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/http_message.h"
+#include "core/unique_fd.h"
 #include "server/sockets.h"
 
 namespace cephscope {
@@ -45,6 +45,17 @@ constexpr auto kLinger = std::chrono::seconds(2);
 // How long accepting pauses when the process is out of file descriptors.
 constexpr auto kAcceptPause = std::chrono::seconds(1);
 
+// The transport's own answers, to heads it hands no site.
+std::string plain_answer(int status, const char* reason, std::string_view body) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason +
+         "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + std::string(body);
+}
+
+struct SslFree {
+  void operator()(SSL* ssl) const { SSL_free(ssl); }
+};
+
 enum class State {
   kHandshake,  // TLS handshake
   kReadHead,   // reading the request head
@@ -54,28 +65,16 @@ enum class State {
 };
 
 struct Connection {
-  int fd = -1;
-  SSL* ssl = nullptr;
+  UniqueFd fd;
+  std::unique_ptr<SSL, SslFree> ssl;  // freed before fd closes
   State state = State::kReadHead;
   Clock::time_point deadline;
   std::string in;
   bool heard = false;  // the client has sent something (a TLS handshake counts)
   std::string out;
   std::size_t sent = 0;
-  std::shared_ptr<const WebConfig> web;  // as it was when the connection was accepted
-  Peer peer;                             // who connected
-
-  Connection() = default;
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
-  ~Connection() {
-    if (ssl != nullptr) {
-      SSL_free(ssl);
-    }
-    if (fd >= 0) {
-      close(fd);
-    }
-  }
+  std::shared_ptr<const Site> site;  // as it was when the connection was accepted
+  Peer peer;                         // who connected
   [[nodiscard]] bool awaiting_head() const {
     return state == State::kHandshake || state == State::kReadHead;
   }
@@ -84,7 +83,7 @@ struct Connection {
 struct Job {
   std::uint64_t id;
   HttpRequest request;
-  std::shared_ptr<const WebConfig> web;
+  std::shared_ptr<const Site> site;
   Peer peer;
 };
 
@@ -95,13 +94,12 @@ enum class Io { kProgress, kBlocked, kClosed };
 
 struct HttpServer::Impl {
   Options options;
-  const Routes routes;
-  int listen_fd = -1;
-  int epoll_fd = -1;
-  int wake_fd = -1;
+  UniqueFd listen_fd;
+  UniqueFd epoll_fd;
+  UniqueFd wake_fd;
 
-  std::mutex web_mu;
-  std::shared_ptr<const WebConfig> web;
+  std::mutex site_mu;
+  std::shared_ptr<const Site> site;
 
   // Why the loop thread stopped on its own, when it did.
   mutable std::mutex failure_mu;
@@ -123,19 +121,12 @@ struct HttpServer::Impl {
   std::thread loop_thread;
   std::vector<std::thread> worker_threads;
 
-  Impl(Options o, Routes r) : options(std::move(o)), routes(std::move(r)) {}
-  ~Impl() {
-    for (int fd : {listen_fd, epoll_fd, wake_fd}) {
-      if (fd >= 0) {
-        close(fd);
-      }
-    }
-  }
+  explicit Impl(Options o) : options(std::move(o)) {}
 
   // EAGAIN means the counter is already non-zero: the loop wakes anyway.
   void wake() const {
     const std::uint64_t one = 1;
-    if (write(wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN) {
+    if (write(wake_fd.get(), &one, sizeof(one)) < 0 && errno != EAGAIN) {
       spdlog::error("http: eventfd write: {}", std::strerror(errno));
     }
   }
@@ -144,7 +135,7 @@ struct HttpServer::Impl {
 
   void fail(const std::string& call, int err) {
     std::lock_guard lock(failure_mu);
-    failure = make_error(ErrorKind::kSystem, "http: " + call + ": " + std::strerror(err), err);
+    failure = errno_error("http: " + call, err);
   }
 
   void run_loop() {
@@ -159,7 +150,7 @@ struct HttpServer::Impl {
     }
     std::array<epoll_event, 64> events{};
     for (;;) {
-      const int n = epoll_wait(epoll_fd, events.data(), events.size(), next_timeout_ms());
+      const int n = epoll_wait(epoll_fd.get(), events.data(), events.size(), next_timeout_ms());
       if (n < 0 && errno != EINTR) {
         fail("epoll_wait", errno);
         return;
@@ -170,7 +161,7 @@ struct HttpServer::Impl {
           accept_all();
         } else if (key == kWakeKey) {
           std::uint64_t count = 0;
-          if (read(wake_fd, &count, sizeof(count)) < 0 && errno != EAGAIN) {
+          if (read(wake_fd.get(), &count, sizeof(count)) < 0 && errno != EAGAIN) {
             fail("eventfd read", errno);
             return;
           }
@@ -227,7 +218,7 @@ struct HttpServer::Impl {
       epoll_event ev{};
       ev.events = EPOLLIN;
       ev.data.u64 = kListenKey;
-      if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, listen_fd, &ev) == 0) {
+      if (epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, listen_fd.get(), &ev) == 0) {
         accept_paused = false;
       } else {
         spdlog::error("http: epoll_ctl: {}; accepting again in {} s", std::strerror(errno),
@@ -241,13 +232,13 @@ struct HttpServer::Impl {
     for (;;) {
       sockaddr_storage peer{};
       socklen_t peer_len = sizeof(peer);
-      const int fd = accept4(listen_fd, reinterpret_cast<sockaddr*>(&peer), &peer_len,
+      const int fd = accept4(listen_fd.get(), reinterpret_cast<sockaddr*>(&peer), &peer_len,
                              SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
           spdlog::warn("http: cannot accept: {}; pausing for {} s", std::strerror(errno),
                        kAcceptPause.count());
-          if (epoll_ctl(epoll_fd, EPOLL_CTL_DEL, listen_fd, nullptr) != 0) {
+          if (epoll_ctl(epoll_fd.get(), EPOLL_CTL_DEL, listen_fd.get(), nullptr) != 0) {
             // Still watched: the loop sees the listener again at once and retries.
             spdlog::error("http: epoll_ctl: {}", std::strerror(errno));
             return;
@@ -262,16 +253,16 @@ struct HttpServer::Impl {
         continue;
       }
       auto conn = std::make_unique<Connection>();
-      conn->fd = fd;
+      conn->fd.reset(fd);
       conn->peer = {.address = peer_address(peer), .loopback = is_loopback(peer)};
       conn->deadline = Clock::now() + options.header_timeout;
       {
-        std::lock_guard lock(web_mu);
-        conn->web = web;
+        std::lock_guard lock(site_mu);
+        conn->site = site;
       }
-      if (conn->web->tls) {
-        conn->ssl = SSL_new(conn->web->tls->get());
-        if (conn->ssl == nullptr || SSL_set_fd(conn->ssl, fd) != 1) {
+      if (conn->site->tls) {
+        conn->ssl.reset(SSL_new(conn->site->tls.get()));
+        if (!conn->ssl || SSL_set_fd(conn->ssl.get(), fd) != 1) {
           spdlog::error("http: cannot start TLS: {}", openssl_errors());
           continue;  // the connection's destructor closes fd
         }
@@ -281,7 +272,7 @@ struct HttpServer::Impl {
       epoll_event ev{};
       ev.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET;
       ev.data.u64 = key;
-      if (epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      if (epoll_ctl(epoll_fd.get(), EPOLL_CTL_ADD, fd, &ev) != 0) {
         spdlog::error("http: epoll_ctl: {}", std::strerror(errno));
         continue;
       }
@@ -330,55 +321,40 @@ struct HttpServer::Impl {
     return false;
   }
 
-  Io read_some(Connection& c, std::string& into) {
+  // Reads what the client sent into INTO, or without INTO writes what is left of the response.
+  Io transfer(Connection& c, std::string* into) {
     std::array<char, 4096> buf{};
-    if (c.ssl != nullptr && c.state != State::kLinger) {
-      const int n = SSL_read(c.ssl, buf.data(), static_cast<int>(buf.size()));
-      if (n > 0) {
-        into.append(buf.data(), static_cast<std::size_t>(n));
-        return Io::kProgress;
-      }
-      const int err = SSL_get_error(c.ssl, n);
-      ERR_clear_error();
-      return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE ? Io::kBlocked : Io::kClosed;
-    }
-    const ssize_t n = recv(c.fd, buf.data(), buf.size(), 0);
-    if (n > 0) {
-      into.append(buf.data(), static_cast<std::size_t>(n));
-      return Io::kProgress;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      return Io::kBlocked;
-    }
-    return Io::kClosed;
-  }
-
-  Io write_some(Connection& c) {
     const char* data = c.out.data() + c.sent;
     const std::size_t left = c.out.size() - c.sent;
-    if (c.ssl != nullptr) {
-      const int n = SSL_write(c.ssl, data, static_cast<int>(std::min<std::size_t>(left, 1 << 20)));
-      if (n > 0) {
-        c.sent += static_cast<std::size_t>(n);
-        return Io::kProgress;
+    ssize_t n = 0;
+    if (c.ssl && c.state != State::kLinger) {
+      n = into != nullptr ? SSL_read(c.ssl.get(), buf.data(), static_cast<int>(buf.size()))
+                          : SSL_write(c.ssl.get(), data,
+                                      static_cast<int>(std::min<std::size_t>(left, 1 << 20)));
+      if (n <= 0) {
+        const int err = SSL_get_error(c.ssl.get(), static_cast<int>(n));
+        ERR_clear_error();
+        return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE ? Io::kBlocked
+                                                                         : Io::kClosed;
       }
-      const int err = SSL_get_error(c.ssl, n);
-      ERR_clear_error();
-      return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE ? Io::kBlocked : Io::kClosed;
+    } else {
+      n = into != nullptr ? recv(c.fd.get(), buf.data(), buf.size(), 0)
+                          : send(c.fd.get(), data, left, MSG_NOSIGNAL);
+      if (n <= 0) {
+        const bool blocked = n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+        return blocked ? Io::kBlocked : Io::kClosed;
+      }
     }
-    const ssize_t n = send(c.fd, data, left, MSG_NOSIGNAL);
-    if (n > 0) {
+    if (into != nullptr) {
+      into->append(buf.data(), static_cast<std::size_t>(n));
+    } else {
       c.sent += static_cast<std::size_t>(n);
-      return Io::kProgress;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-      return Io::kBlocked;
-    }
-    return Io::kClosed;
+    return Io::kProgress;
   }
 
-  void respond_now(Connection& c, int status, const std::string& body) {
-    c.out = serialize_response(text_response(status, body), false);
+  void reply(Connection& c, std::string bytes) {
+    c.out = std::move(bytes);
     c.sent = 0;
     c.state = State::kWrite;
     c.deadline = Clock::now() + options.write_timeout;
@@ -389,13 +365,13 @@ struct HttpServer::Impl {
     for (;;) {
       switch (c.state) {
         case State::kHandshake: {
-          const int rc = SSL_accept(c.ssl);
-          c.heard = c.heard || BIO_number_read(SSL_get_rbio(c.ssl)) > 0;
+          const int rc = SSL_accept(c.ssl.get());
+          c.heard = c.heard || BIO_number_read(SSL_get_rbio(c.ssl.get())) > 0;
           if (rc == 1) {
             c.state = State::kReadHead;
             continue;
           }
-          const int err = SSL_get_error(c.ssl, rc);
+          const int err = SSL_get_error(c.ssl.get(), rc);
           if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
             return;
           }
@@ -404,23 +380,24 @@ struct HttpServer::Impl {
           return;
         }
         case State::kReadHead: {
-          const Io io = read_some(c, c.in);
+          const Io io = transfer(c, &c.in);
           if (io == Io::kClosed) {
             conns.erase(key);
             return;
           }
           auto head = read_request_head(c.in);
           if (head.kind == HeadRead::Kind::kTooLarge) {
-            respond_now(c, 431, "request head too large\n");
+            reply(c,
+                  plain_answer(431, "Request Header Fields Too Large", "request head too large\n"));
             continue;
           }
           if (head.kind == HeadRead::Kind::kMalformed) {
-            respond_now(c, 400, "malformed request\n");
+            reply(c, plain_answer(400, "Bad Request", "malformed request\n"));
             continue;
           }
           if (head.kind == HeadRead::Kind::kComplete) {
             c.state = State::kWorking;
-            submit(Job{key, std::move(head.request), c.web, c.peer});
+            submit(Job{key, std::move(head.request), c.site, c.peer});
             return;
           }
           if (io == Io::kBlocked) {
@@ -431,7 +408,7 @@ struct HttpServer::Impl {
         case State::kWorking:
           return;
         case State::kWrite: {
-          const Io io = write_some(c);
+          const Io io = transfer(c, nullptr);
           if (io == Io::kClosed) {
             conns.erase(key);
             return;
@@ -440,11 +417,11 @@ struct HttpServer::Impl {
             return;
           }
           if (c.sent == c.out.size()) {
-            if (c.ssl != nullptr) {
-              SSL_shutdown(c.ssl);  // sends close_notify; the client's is not awaited
+            if (c.ssl) {
+              SSL_shutdown(c.ssl.get());  // sends close_notify; the client's is not awaited
               ERR_clear_error();
             }
-            if (shutdown(c.fd, SHUT_WR) != 0) {
+            if (shutdown(c.fd.get(), SHUT_WR) != 0) {
               conns.erase(key);  // the client went away: nothing left to linger for
               return;
             }
@@ -455,7 +432,7 @@ struct HttpServer::Impl {
         }
         case State::kLinger: {
           std::string dropped;
-          const Io io = read_some(c, dropped);
+          const Io io = transfer(c, &dropped);
           if (io == Io::kClosed) {
             conns.erase(key);
             return;
@@ -492,12 +469,8 @@ struct HttpServer::Impl {
       if (it == conns.end()) {
         continue;  // the client went away meanwhile
       }
-      Connection& c = *it->second;
-      c.out = std::move(bytes);
-      c.sent = 0;
-      c.state = State::kWrite;
-      c.deadline = Clock::now() + options.write_timeout;
-      advance(key, c);
+      reply(*it->second, std::move(bytes));
+      advance(key, *it->second);
     }
     return false;
   }
@@ -518,10 +491,10 @@ struct HttpServer::Impl {
       }
       std::string bytes;
       try {
-        bytes = routes.answer(job.request, *job.web, job.peer);
+        bytes = job.site->answer(job.request, job.peer);
       } catch (const std::exception& e) {  // out of memory, say: the connection still hears
         spdlog::error("http: {}", e.what());
-        bytes = serialize_response(text_response(500, std::string(e.what()) + "\n"), false);
+        bytes = plain_answer(500, "Internal Server Error", std::string(e.what()) + "\n");
       }
       {
         std::lock_guard lock(jobs_mu);
@@ -532,29 +505,28 @@ struct HttpServer::Impl {
   }
 };
 
-Result<std::unique_ptr<HttpServer>> HttpServer::start(const Options& options, WebConfig web,
-                                                      Routes routes) {
-  auto impl = std::make_unique<Impl>(options, std::move(routes));
-  impl->web = std::make_shared<const WebConfig>(std::move(web));
+Result<std::unique_ptr<HttpServer>> HttpServer::start(const Options& options, Site site) {
+  auto impl = std::make_unique<Impl>(options);
+  impl->site = std::make_shared<const Site>(std::move(site));
   auto fd = listen_socket(options.listen,
                           std::chrono::ceil<std::chrono::seconds>(options.header_timeout));
   if (!fd.ok()) {
     return fd.error();
   }
-  impl->listen_fd = *fd;
-  impl->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-  impl->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (impl->epoll_fd < 0 || impl->wake_fd < 0) {
-    return make_error(ErrorKind::kSystem, std::string("http: ") + std::strerror(errno), errno);
+  impl->listen_fd.reset(*fd);
+  impl->epoll_fd.reset(epoll_create1(EPOLL_CLOEXEC));
+  impl->wake_fd.reset(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+  if (!impl->epoll_fd.valid() || !impl->wake_fd.valid()) {
+    return errno_error("http", errno);
   }
-  for (const auto& [watched, key] : {std::pair<int, std::uint64_t>{impl->listen_fd, kListenKey},
-                                     std::pair<int, std::uint64_t>{impl->wake_fd, kWakeKey}}) {
+  for (const auto& [watched, key] :
+       {std::pair<int, std::uint64_t>{impl->listen_fd.get(), kListenKey},
+        std::pair<int, std::uint64_t>{impl->wake_fd.get(), kWakeKey}}) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = key;
-    if (epoll_ctl(impl->epoll_fd, EPOLL_CTL_ADD, watched, &ev) != 0) {
-      return make_error(ErrorKind::kSystem, std::string("http: epoll_ctl: ") + std::strerror(errno),
-                        errno);
+    if (epoll_ctl(impl->epoll_fd.get(), EPOLL_CTL_ADD, watched, &ev) != 0) {
+      return errno_error("http: epoll_ctl", errno);
     }
   }
   Impl* raw = impl.get();
@@ -589,18 +561,17 @@ Status HttpServer::status() const {
   return ok_status();
 }
 
-void HttpServer::set_web_config(WebConfig web) {
-  auto fresh = std::make_shared<const WebConfig>(std::move(web));
-  std::lock_guard lock(impl_->web_mu);
-  impl_->web = std::move(fresh);
+void HttpServer::set_site(Site site) {
+  auto fresh = std::make_shared<const Site>(std::move(site));
+  std::lock_guard lock(impl_->site_mu);
+  impl_->site = std::move(fresh);
 }
 
 Result<int> HttpServer::port() const {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
-  if (getsockname(impl_->listen_fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    return make_error(ErrorKind::kSystem, std::string("http: getsockname: ") + std::strerror(errno),
-                      errno);
+  if (getsockname(impl_->listen_fd.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    return errno_error("http: getsockname", errno);
   }
   if (addr.ss_family == AF_INET6) {
     return ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port);

@@ -1,4 +1,4 @@
-// The endpoint's transport: HTTP or HTTPS, serving a route table (server/routes.h).
+// The endpoint's transport: HTTP or HTTPS, serving a site (the route table of endpoint/routes.h).
 //
 // One event-loop thread owns every socket: it accepts, runs TLS handshakes, reads request
 // heads and writes responses, all non-blocking, so a client that sends nothing, or half a
@@ -13,14 +13,29 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "core/result.h"
-#include "server/routes.h"
-#include "server/web_config.h"
+#include "server/http_message.h"
+
+struct ssl_ctx_st;
 
 namespace cephscope {
+
+// Who sent a request: their address ("127.0.0.1", "::1") and whether it is this host.
+struct Peer {
+  std::string address;
+  bool loopback = false;
+};
+
+// What a connection is served with, as it was when the connection was accepted: its TLS (null:
+// plain HTTP) and the answer to each whole request head, as bytes on the wire.
+struct Site {
+  std::shared_ptr<ssl_ctx_st> tls;
+  std::function<std::string(const HttpRequest&, const Peer&)> answer;
+};
 
 class HttpServer {
  public:
@@ -32,15 +47,14 @@ class HttpServer {
     std::size_t workers = 2;  // threads that check credentials, render and compress
   };
 
-  // Serves `routes` (server/routes.h): the workers hand them each whole request head.
-  static Result<std::unique_ptr<HttpServer>> start(const Options& options, WebConfig web,
-                                                   Routes routes);
+  // Serves `site`: the workers hand its answer each whole request head.
+  static Result<std::unique_ptr<HttpServer>> start(const Options& options, Site site);
   ~HttpServer();  // closes every connection; waits for a render under way
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // New connections use `web` (TLS and users); the ones already open finish with theirs.
-  void set_web_config(WebConfig web);
+  // New connections are served `site`; the ones already open finish with theirs.
+  void set_site(Site site);
   // An error once the loop thread has stopped on a failed system call: the endpoint no longer
   // answers, and the daemon should exit rather than run unseen.
   [[nodiscard]] Status status() const;

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <openssl/err.h>
 #include <unistd.h>
 
 #include <array>
@@ -66,8 +67,7 @@ Result<int> listen_socket(const std::string& listen, std::chrono::seconds defer_
     close(fd);
   }
   freeaddrinfo(found);
-  return make_error(ErrorKind::kSystem, "cannot listen on " + listen + ": " + std::strerror(err),
-                    err);
+  return errno_error("cannot listen on " + listen, err);
 }
 
 // Whether an accepted peer is this host: IPv4 127.0.0.0/8, ::1, or IPv4-mapped loopback.
@@ -100,6 +100,16 @@ std::string peer_address(const sockaddr_storage& peer) {
     }
   }
   return text.data();
+}
+
+std::string openssl_errors() {
+  std::string out;
+  while (const unsigned long code = ERR_get_error()) {
+    char buf[256];
+    ERR_error_string_n(code, buf, sizeof(buf));
+    out += (out.empty() ? "" : "; ") + std::string(buf);
+  }
+  return out.empty() ? "unknown OpenSSL error" : out;
 }
 
 }  // namespace cephscope

@@ -1,4 +1,4 @@
-// The endpoint's sockets: the listening one, and where an accepted peer is.
+// The endpoint's sockets: the listening one, where an accepted peer is, and what OpenSSL said.
 #pragma once
 
 #include <sys/socket.h>
@@ -20,5 +20,8 @@ bool is_loopback(const sockaddr_storage& peer);
 
 // An accepted peer's address as text ("127.0.0.2", "::1"; an IPv4-mapped one as IPv4).
 std::string peer_address(const sockaddr_storage& peer);
+
+// The OpenSSL error queue as one line (emptied).
+std::string openssl_errors();
 
 }  // namespace cephscope

@@ -147,7 +147,10 @@ int main(int argc, char** argv) try {
   options.listen = "127.0.0.1:0";
   options.header_timeout = std::chrono::seconds(timeout_s);
   options.max_connections = static_cast<std::size_t>(cap);
-  auto ours = HttpServer::start(options, {}, cephscope::endpoint_routes(std::move(sources)));
+  auto ours = HttpServer::start(
+      options, cephscope::serve(std::make_shared<const cephscope::Routes>(
+                                    cephscope::endpoint_routes(std::move(sources))),
+                                {}));
   if (!ours.ok()) {
     std::fprintf(stderr, "%s\n", ours.error().message.c_str());
     return 1;

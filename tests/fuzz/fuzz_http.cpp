@@ -13,10 +13,10 @@
 #include <string_view>
 
 #include "app/endpoint_routes.h"
-#include "server/basic_auth.h"
+#include "endpoint/basic_auth.h"
+#include "endpoint/routes.h"
+#include "endpoint/web_config.h"
 #include "server/http_message.h"
-#include "server/routes.h"
-#include "server/web_config.h"
 
 namespace {
 

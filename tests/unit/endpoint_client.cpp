@@ -173,7 +173,8 @@ Served::Served(HttpServer::Options options, WebConfig web, std::function<std::st
   options.listen = listen;
   sources.metrics = std::move(render);
   sources.ready = &ready;
-  auto s = HttpServer::start(options, std::move(web), endpoint_routes(std::move(sources)));
+  routes = std::make_shared<const Routes>(endpoint_routes(std::move(sources)));
+  auto s = HttpServer::start(options, serve(routes, std::move(web)));
   REQUIRE(s.ok());
   server = std::move(*s);
   auto bound = server->port();

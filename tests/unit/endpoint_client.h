@@ -63,6 +63,7 @@ inline const std::string kHalfHead = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r
 // A server on 127.0.0.1 on a port of its own, serving fake_metrics().
 struct Served {
   std::atomic<bool> ready{true};
+  std::shared_ptr<const Routes> routes;  // a reload serves them under a new web config
   std::unique_ptr<HttpServer> server;
   int port = 0;
 

@@ -280,7 +280,7 @@ TEST_CASE("basic auth: 401 without or with wrong credentials, 200 with them", "[
              "basic_auth_users:\n  carol: " + htpasswd_hash("carol", "pw") + "\n");
   auto fresh = load_web_config(dir + "/web2.yml");
   REQUIRE(fresh.ok());
-  s.server->set_web_config(std::move(*fresh));
+  s.server->set_site(serve(s.routes, std::move(*fresh)));
   CHECK(ask(s.port, request("GET", "/metrics", basic_header("alice:s3cret"))).status == 401);
   CHECK(ask(s.port, request("GET", "/metrics", basic_header("carol:pw"))).status == 200);
   std::filesystem::remove_all(dir);

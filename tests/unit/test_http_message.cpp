@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "endpoint/negotiation.h"
+#include "endpoint/routes.h"
 #include "server/http_message.h"
 
 using namespace cephscope;

@@ -12,10 +12,10 @@
 
 #include "collectors/exemplars.h"
 #include "core/hist.h"
+#include "endpoint/negotiation.h"
 #include "metrics/histogram.h"
 #include "metrics/prometheus_sink.h"
 #include "metrics/text_exposition.h"
-#include "server/http_message.h"
 
 using namespace cephscope;
 

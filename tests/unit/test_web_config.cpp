@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "server/basic_auth.h"
-#include "server/web_config.h"
+#include "endpoint/basic_auth.h"
+#include "endpoint/web_config.h"
 #include "support/daemon_runner.h"
 #include "support/web_fixture.h"
 #include "unit/endpoint_client.h"

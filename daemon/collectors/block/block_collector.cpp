@@ -235,10 +235,8 @@ Status BlockCollector::load_with(const Flavour& flavour, const CollectorContext&
     }
     bpf_program__set_autoload(prog, load);
   }
-  if (const int err = block_bpf__load(skel.get()); err != 0) {
-    return error_with(reason_of_errno(-err, Reason::kLoadFailed), ErrorKind::kSystem,
-                      std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
-                      -err);
+  if (auto loaded = load_skeleton(skel, block_bpf__load, flavour.hook); !loaded.ok()) {
+    return loaded.error();
   }
   stats_fd_ = bpf_map__fd(skel->maps.block_stats);  // pruned by prune_maps()
   series_.emplace(bpf_map__fd(skel->maps.block_series_owner), bpf_map__fd(skel->maps.block_series),

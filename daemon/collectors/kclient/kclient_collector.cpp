@@ -130,9 +130,8 @@ Status KclientProbes::load(const char* hook, const CollectorContext& ctx, unsign
     }
     bpf_program__set_autoload(prog, on);
   }
-  if (const int err = kclient_bpf__load(skel.get()); err != 0) {
-    return error_with(reason_of_errno(-err, Reason::kLoadFailed), ErrorKind::kSystem,
-                      std::string(hook) + ": BPF load failed: " + std::strerror(-err), -err);
+  if (auto loaded = load_skeleton(skel, kclient_bpf__load, hook); !loaded.ok()) {
+    return loaded.error();
   }
   auto own = [](const bpf_map* map) {
     return UniqueFd(fcntl(bpf_map__fd(map), F_DUPFD_CLOEXEC, 0));

@@ -183,10 +183,8 @@ void OsdCollector::start(const CollectorContext& ctx) {
   // Benchmarks only: 1..4 stop the end-of-op programs early (bpf/osd_events.bpf.h), so that
   // tests/bench/osd-build-pair.sh splits a hit's cost.
   skel->rodata->bench_cut = bench_cut("osd", "CEPHSCOPE_BENCH_OSD_CUT", 4);
-  if (const int err = osd_bpf__load(skel.get()); err != 0) {
-    unavailable({reason_of_errno(-err, Reason::kLoadFailed),
-                 std::string("BPF load failed: ") + std::strerror(-err)},
-                all);
+  if (auto loaded = load_skeleton(skel, osd_bpf__load); !loaded.ok()) {
+    unavailable(cause_of(loaded.error(), Reason::kLoadFailed), all);
     return;
   }
   mode_ = ctx.config.collectors.osd_detail;

@@ -170,10 +170,8 @@ void RadosCollector::start(const CollectorContext& ctx) {
   host_libraries_ = ctx.config.discovery.rados_clients;
   skel->rodata->instance_labels = instance_labels_;
   skel->rodata->slot_seed = random_seed();
-  if (const int err = rados_bpf__load(skel.get()); err != 0) {
-    unavailable({reason_of_errno(-err, Reason::kLoadFailed),
-                 std::string("BPF load failed: ") + std::strerror(-err)},
-                all);
+  if (auto loaded = load_skeleton(skel, rados_bpf__load); !loaded.ok()) {
+    unavailable(cause_of(loaded.error(), Reason::kLoadFailed), all);
     return;
   }
   buckets_ = buckets_setting(ctx.config.collectors.rados.buckets, Buckets::kFull);

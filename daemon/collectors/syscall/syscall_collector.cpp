@@ -142,10 +142,8 @@ Status SyscallCollector::load(const Flavour& flavour, const CollectorContext& ct
       }
     }
   }
-  if (const int err = syscall_bpf__load(skel.get()); err != 0) {
-    return error_with(reason_of_errno(-err, Reason::kLoadFailed), ErrorKind::kSystem,
-                      std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
-                      -err);
+  if (auto loaded = load_skeleton(skel, syscall_bpf__load, flavour.hook); !loaded.ok()) {
+    return loaded.error();
   }
   use_maps(skel->maps.syscall_stats, skel->maps.syscall_series_owner, skel->maps.syscall_series,
            SYS_COUNT);

@@ -116,10 +116,8 @@ void UsdtCollector::start(const CollectorContext& ctx) {
     unavailable(cause_of(opened.error(), Reason::kLoadFailed), all);
     return;
   }
-  if (const int err = usdt_bpf__load(skel.get()); err != 0) {
-    unavailable({reason_of_errno(-err, Reason::kLoadFailed),
-                 std::string("BPF load failed: ") + std::strerror(-err)},
-                all);
+  if (auto loaded = load_skeleton(skel, usdt_bpf__load); !loaded.ok()) {
+    unavailable(cause_of(loaded.error(), Reason::kLoadFailed), all);
     return;
   }
   series_fd_ = bpf_map__fd(skel->maps.usdt_series);

@@ -72,10 +72,8 @@ Status VfsCollector::load(const Flavour& flavour, const CollectorContext& ctx) {
     const std::string n = bpf_program__name(prog);
     bpf_program__set_autoload(prog, n.starts_with(entry) || n.starts_with(ret));
   }
-  if (const int err = vfs_bpf__load(skel.get()); err != 0) {
-    return error_with(reason_of_errno(-err, Reason::kLoadFailed), ErrorKind::kSystem,
-                      std::string(flavour.hook) + ": BPF load failed: " + std::strerror(-err),
-                      -err);
+  if (auto loaded = load_skeleton(skel, vfs_bpf__load, flavour.hook); !loaded.ok()) {
+    return loaded.error();
   }
   use_maps(skel->maps.vfs_stats, skel->maps.vfs_series_owner, skel->maps.vfs_series, VFS_OP_COUNT);
   vfs_bpf* raw = skel.release();

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "core/result.h"
-#include "server/basic_auth.h"
-#include "server/tls_context.h"
+#include "endpoint/basic_auth.h"
+#include "endpoint/tls_context.h"
 
 namespace cephscope {
 

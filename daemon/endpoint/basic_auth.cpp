@@ -1,4 +1,4 @@
-#include "server/basic_auth.h"
+#include "endpoint/basic_auth.h"
 
 #include <crypt.h>
 #include <openssl/crypto.h>

@@ -14,7 +14,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "server/basic_auth.h"
+#include "endpoint/basic_auth.h"
 
 namespace cephscope {
 

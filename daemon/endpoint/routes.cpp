@@ -1,10 +1,12 @@
-#include "server/routes.h"
+#include "endpoint/routes.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <exception>
 #include <utility>
+
+#include "endpoint/negotiation.h"
 
 namespace cephscope {
 namespace {
@@ -18,6 +20,49 @@ std::string joined(const std::vector<std::string>& words) {
 }
 
 }  // namespace
+
+const char* status_text(int status) {
+  switch (status) {
+    case 200:
+      return "OK";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 409:
+      return "Conflict";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 500:
+      return "Internal Server Error";
+    case 503:
+      return "Service Unavailable";
+    default:
+      return "Unknown";
+  }
+}
+
+std::string serialize_response(const HttpResponse& response, bool head_only) {
+  std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " +
+                    status_text(response.status) + "\r\nContent-Type: " + response.content_type +
+                    "\r\nContent-Length: " + std::to_string(response.body.size()) + "\r\n";
+  for (const auto& [name, value] : response.headers) {
+    out.append(name).append(": ").append(value).append("\r\n");
+  }
+  out += "Connection: close\r\n\r\n";
+  if (!head_only) {
+    out += response.body;
+  }
+  return out;
+}
 
 HttpResponse text_response(int status, std::string body) {
   HttpResponse r;
@@ -82,6 +127,15 @@ std::string Routes::answer(const HttpRequest& request, const WebConfig& web,
     }
   }
   return serialize_response(r, request.method == "HEAD");
+}
+
+Site serve(std::shared_ptr<const Routes> routes, WebConfig web) {
+  auto config = std::make_shared<const WebConfig>(std::move(web));
+  return {
+      .tls = config->tls ? std::shared_ptr<ssl_ctx_st>(config->tls, config->tls->get()) : nullptr,
+      .answer = [routes = std::move(routes), config](const HttpRequest& request, const Peer& peer) {
+        return routes->answer(request, *config, peer);
+      }};
 }
 
 }  // namespace cephscope

@@ -1,4 +1,4 @@
-#include "server/auth_gate.h"
+#include "endpoint/auth_gate.h"
 
 #include <openssl/evp.h>
 

@@ -1,4 +1,4 @@
-#include "server/web_config.h"
+#include "endpoint/web_config.h"
 
 #include <yaml-cpp/yaml.h>
 

@@ -52,7 +52,4 @@ class TlsContext {
   TlsSettings settings_;
 };
 
-// The OpenSSL error queue as one line (emptied).
-std::string openssl_errors();
-
 }  // namespace cephscope

@@ -1,8 +1,10 @@
-#include "server/tls_context.h"
+#include "endpoint/tls_context.h"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+
+#include "server/sockets.h"
 
 namespace cephscope {
 namespace {
@@ -65,16 +67,6 @@ const char* to_string(TlsVersion version) {
       return "TLS13";
   }
   return "?";
-}
-
-std::string openssl_errors() {
-  std::string out;
-  while (const unsigned long code = ERR_get_error()) {
-    char buf[256];
-    ERR_error_string_n(code, buf, sizeof(buf));
-    out += (out.empty() ? "" : "; ") + std::string(buf);
-  }
-  return out.empty() ? "unknown OpenSSL error" : out;
 }
 
 Result<std::shared_ptr<const TlsContext>> TlsContext::create(const TlsSettings& s) {
