@@ -4,7 +4,9 @@
 # cephscope's tier 1 alone (the OSD collector, detail never, the bluestore layer as
 # BLUESTORE_LAYER says: 1, as the default config, or 0), whole and with its stage programs stopped
 # after their reads of the op ("reads", CEPHSCOPE_BENCH_OSD_CUT=2: what the reads cost at each
-# size), started anew for each, alternating, watches ROUNDS rados bench writes each of SECS
+# size), and an empty program (bpftrace) at the functions where tier 1 attached ("empty": what a
+# bare hit costs at each size), started anew for each, in rotated order, watches ROUNDS rados
+# bench writes each of SECS
 # seconds, 4 KiB, THREADS threads, --no-cleanup (the pool cleaned after each, the tracer
 # stopped first: the clean-up's deletes are OSD ops too). Per round, from bpf_stats of the programs
 # attached to ceph-osd and Ceph's counters (admin sockets) over the same write: uprobe hits per
@@ -26,7 +28,7 @@ bin=$build/daemon/cephscope
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 [ -x "$bin" ] || { echo "no $bin: build first" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "needs root" >&2; exit 1; }
-for tool in bpftool rados ceph curl; do
+for tool in bpftool bpftrace rados ceph curl readelf nm; do
   command -v "$tool" > /dev/null || { echo "needs $tool" >&2; exit 1; }
 done
 for n in "${sizes[@]}"; do
@@ -65,9 +67,13 @@ bench_cleanup_and_cluster() {
 # "program hits/OSD op ns/hit" lines to progs.N.CFG.
 one_round() { # N CFG ROUND
   local n=$1 cfg=$2 i=$3 r0 t0 r1 t1 rec0 rec1 w0 rd0 s0 w1 rd1 s1 writes iops opw opr subw hpo hpp nph upw rec
-  if [ "$cfg" = reads ]; then export CEPHSCOPE_BENCH_OSD_CUT=2; else unset CEPHSCOPE_BENCH_OSD_CUT; fi
-  start_tier1
-  unset CEPHSCOPE_BENCH_OSD_CUT
+  if [ "$cfg" = empty ]; then
+    start_empty ours
+  else
+    if [ "$cfg" = reads ]; then export CEPHSCOPE_BENCH_OSD_CUT=2; fi
+    start_tier1
+    unset CEPHSCOPE_BENCH_OSD_CUT
+  fi
   read -r r0 t0 < <(prog_totals "$work/osd")
   prog_each "$work/osd" > "$work/each.0"
   rec0=$(tier1_writes)
@@ -95,15 +101,18 @@ one_round() { # N CFG ROUND
 }
 
 echo "kernel $(uname -r), $(nproc) CPUs; $rounds rounds of $secs s per size and configuration, 4 KiB writes, $threads threads; bluestore layer $bluestore_layer"
-echo "configurations: tier1 (whole), reads (the stage programs stopped after their reads of the op: CEPHSCOPE_BENCH_OSD_CUT=2), alternating"
+echo "configurations: tier1 (whole), reads (the stage programs stopped after their reads of the op: CEPHSCOPE_BENCH_OSD_CUT=2), empty (an empty program at tier 1's functions), rotated"
 for n in "${sizes[@]}"; do
   echo "== $n OSDs"
   CEPH_OSDS=$n CEPH_BLOCK_SIZE=4G CEPH_OSD_MEMORY=$((768 << 20)) "$repo/tests/ceph/cluster.sh" up "$cluster" \
     > "$work/cluster-$n.log" 2>&1 || { tail -20 "$work/cluster-$n.log" >&2; exit 1; }
   osd_cluster_load "$cluster"
+  start_tier1 # where it attaches, for the empty programs
+  note_sites ours
+  stop_runner
+  configs=(tier1 reads empty)
   for i in $(seq "$rounds"); do
-    if [ $((i % 2)) = 1 ]; then order="tier1 reads"; else order="reads tier1"; fi
-    for cfg in $order; do one_round "$n" "$cfg" "$i"; done
+    for k in 0 1 2; do one_round "$n" "${configs[$(((i + k) % 3))]}" "$i"; done
   done
   cluster_down
 done
@@ -113,7 +122,7 @@ echo
 echo "== medians of $rounds rounds (BPF: the programs attached to ceph-osd; us per write = per primary op_w)"
 echo "| OSDs | configuration | hits per OSD op | hits per primary op | BPF ns per hit | BPF us per client write | IOPS | its writes / Ceph op_w | ns per hit vs ${sizes[0]} OSDs |"
 echo "|---|---|---|---|---|---|---|---|---|"
-for cfg in tier1 reads; do
+for cfg in tier1 reads empty; do
   base=
   for n in "${sizes[@]}"; do
     nph=$(col "$n.$cfg" 3 | median)
@@ -124,6 +133,14 @@ for cfg in tier1 reads; do
       "$(col "$n.$cfg" 2 | median)" "$nph" "$(col "$n.$cfg" 4 | median)" "$(col "$n.$cfg" 7 | median)" "$recs" \
       "$(awk -v a="$nph" -v b="$base" 'BEGIN { printf "%.2f", b ? a / b : 0 }')"
   done
+done
+echo
+echo "== where a hit's time goes at each size (medians of BPF ns per hit; the empty program at the same functions)"
+echo "| OSDs | empty program | reads above it | tier 1 above it | tier 1 above its reads |"
+echo "|---|---|---|---|---|"
+for n in "${sizes[@]}"; do
+  read -r e r w < <(echo "$(col "$n.empty" 3 | median) $(col "$n.reads" 3 | median) $(col "$n.tier1" 3 | median)")
+  awk -v n="$n" -v e="$e" -v r="$r" -v w="$w" 'BEGIN { printf "| %s | %.0f | %.0f | %.0f | %.0f |\n", n, e, r - e, w - e, w - r }'
 done
 echo
 echo "== per program, medians of $rounds rounds (reads: the stage programs cut after their reads)"

@@ -1,6 +1,7 @@
 # What the OSD benchmarks share (sourced after common.sh): one test cluster's OSDs, Ceph's op
 # counters and the OSDs' CPU over one rados bench write, the uprobes a tracer holds on ceph-osd
-# and its programs' run-time totals, cephscope's tier 1 started alone, and a median.
+# and its programs' run-time totals, cephscope's tier 1 started alone, a median, and where a
+# tracer attached with an empty program (bpftrace) at the same functions.
 # They read: work, port, runner (common.sh); bin (the daemon), secs, threads, bluestore_layer.
 # shellcheck shell=bash disable=SC2154 # those variables are the caller's
 
@@ -133,3 +134,54 @@ tier1_writes() {
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) { printf "-"; exit }
   m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
   printf "%.3g", m }'; }
+
+# The empty programs, at the functions in $work/targets.NAME ("file_offset file" lines)
+start_empty() { # NAME
+  prog_ids > "$work/ids.before"
+  bpftrace -e "$(probe_list "$work/targets.$1") { }" > "$work/bpftrace.out" 2>&1 &
+  runner=$!
+  wait_uprobes "$(wc -l < "$work/uprobe_sites.$1")" 120 bpftrace "$work/bpftrace.out" > /dev/null
+  note_programs
+  # the empty programs must sit where that side's programs do
+  uprobes_of "$runner" | awk '{ print $2 }' | sort -u > "$work/empty_sites"
+  if ! cmp -s "$work/empty_sites" "$work/uprobe_sites.$1"; then
+    echo "  warning: the empty programs for $1 attached at other offsets than its programs:" \
+      "$(paste -sd' ' "$work/empty_sites") against $(paste -sd' ' "$work/uprobe_sites.$1")" >&2
+  fi
+}
+
+# A file offset of ceph-osd as the virtual address bpftrace takes (the LOAD segment holding it)
+offset_to_vaddr() { # FILE OFFSET
+  readelf -lW "$1" | awk -v o="$2" '$1 == "LOAD" {
+    off = 0; va = 0; sz = 0
+    for (k = 2; k <= 5; k++) { if (k == 4) continue
+      h = tolower(substr($k, 3)); v = 0
+      for (j = 1; j <= length(h); j++) v = v * 16 + index("0123456789abcdef", substr(h, j, 1)) - 1
+      if (k == 2) off = v; else if (k == 3) va = v; else sz = v }
+    if (r == "" && o >= off && o < off + sz) r = sprintf("%x", o - off + va) }
+    END { if (r != "") print r }'
+}
+
+# bpftrace's probe list for the sites in FILE: by symbol where one starts at the address (as the
+# other benches attach), else by address. ceph-osd's symbols are listed once ($work/syms).
+probe_list() { # FILE
+  local off f va sym list=""
+  if [ ! -s "$work/syms" ]; then
+    { nm --defined-only "$osd_bin" 2> /dev/null || true; nm -D --defined-only "$osd_bin" 2> /dev/null || true; } |
+      awk '$2 == "T" || $2 == "t" || $2 == "W" || $2 == "w"' > "$work/syms"
+  fi
+  while read -r off f; do
+    va=$(offset_to_vaddr "$f" "$off")
+    [ -n "$va" ] || { echo "offset $off is in no LOAD segment of $f" >&2; exit 1; }
+    sym=$(awk -v a="$(printf '%016x' "0x$va")" '$1 == a && s == "" { s = $3 } END { print s }' "$work/syms")
+    list="$list${list:+, }uprobe:$osd_bin:${sym:-0x$va}"
+  done < "$1"
+  echo "$list"
+}
+
+# Where a tracer attached: "file_offset file" of each site, one per offset ($work/targets.NAME),
+# and the offsets alone ($work/uprobe_sites.NAME).
+note_sites() { # NAME
+  uprobes_of "$runner" | awk '!seen[$2]++ { print $2, $3 }' | sort > "$work/targets.$1"
+  awk '{ print $1 }' "$work/targets.$1" | sort -u > "$work/uprobe_sites.$1"
+}

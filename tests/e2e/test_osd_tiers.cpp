@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cstdio>
@@ -300,14 +301,16 @@ TEST_CASE("detail: auto follows the slow OSD by its p99, for as long as it stays
                  osd_labels(cluster, id, {{"trigger", "latency"}}));
   };
   using Clock = std::chrono::steady_clock;
-  std::optional<Clock::time_point> recovered;
-  std::optional<double> closed_after;  // seconds from recovery to the victim's window closing
+  std::atomic<Clock::rep> recovered{0};  // when the victim recovered, in ticks; 0 until then
+  std::optional<double> closed_after;    // seconds from recovery to the victim's window closing
   const int victim = cluster.osds.back().id;
   std::thread watcher([&] {
     for (int i = 0; i < 500 && !closed_after; ++i) {  // 100 s at most
       const auto m = daemon.scrape();
-      if (recovered && m.sum("cephscope_osd_detail_active", osd_labels(cluster, victim)) == 0) {
-        closed_after = std::chrono::duration<double>(Clock::now() - *recovered).count();
+      const Clock::rep at = recovered;
+      if (at != 0 && m.sum("cephscope_osd_detail_active", osd_labels(cluster, victim)) == 0) {
+        const auto since = Clock::now().time_since_epoch() - Clock::duration(at);
+        closed_after = std::chrono::duration<double>(since).count();
       }
       std::this_thread::sleep_for(200ms);
     }
@@ -338,7 +341,7 @@ TEST_CASE("detail: auto follows the slow OSD by its p99, for as long as it stays
   std::printf("  osd.%d slow for %.1f s\n", victim,
               std::chrono::duration<double>(Clock::now() - slow_since).count());
   REQUIRE(set_dispatch_delay(cluster, victim, 0).empty());
-  recovered = Clock::now();
+  recovered = Clock::now().time_since_epoch().count();
   bencher.signal(SIGKILL);  // its objects stay without a record of the run: cleanup finds them
   REQUIRE(bencher.wait(10s).has_value());
   watcher.join();
