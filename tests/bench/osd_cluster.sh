@@ -125,8 +125,8 @@ CONF
 
 # cephscope's client writes in this cluster: the sum of cephscope_osd_op_seconds_count
 # {op="write"} of the series with its fsid
-tier1_writes() {
-  curl -s "localhost:$port/metrics" | awk -v fsid="fsid=\"$CEPHSCOPE_CEPH_FSID\"" '
+tier1_writes() { # 0 when nothing serves (an empty program's round)
+  { curl -s "localhost:$port/metrics" || true; } | awk -v fsid="fsid=\"$CEPHSCOPE_CEPH_FSID\"" '
     /^cephscope_osd_op_seconds_count\{/ && /op="write"/ && index($0, fsid) { s += $NF } END { printf "%d\n", s }'
 }
 
