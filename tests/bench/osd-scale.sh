@@ -62,6 +62,12 @@ bench_cleanup_and_cluster() {
   bench_cleanup
 }
 
+# Per-OSD counts of both sides, as suffix .0 or .1 (writes_by_osd)
+snapshot() {
+  cp "$work/osd_ops.each" "$work/osd_ops.each.$1"
+  if [ -f "$work/tier1.each" ]; then cp "$work/tier1.each" "$work/tier1.each.$1"; else : > "$work/tier1.each.$1"; fi
+}
+
 # One round of configuration CFG at N OSDs: tier 1 started, one bench, stopped; appends
 # "hits/OSD op, hits/primary op, ns/hit, us/write, its writes, op_w, IOPS" to rounds.N.CFG and
 # "program hits/OSD op ns/hit" lines to progs.N.CFG.
@@ -78,11 +84,13 @@ one_round() { # N CFG ROUND
   prog_each "$work/osd" > "$work/each.0"
   rec0=$(tier1_writes)
   read -r w0 rd0 s0 < <(osd_ops)
+  snapshot 0
   read -r writes iops _ < <(bench)
   read -r w1 rd1 s1 < <(osd_ops)
   read -r r1 t1 < <(prog_totals "$work/osd")
   prog_each "$work/osd" > "$work/each.1"
   rec1=$(tier1_writes)
+  snapshot 1
   stop_runner
   clean_pool
   opw=$((w1 - w0)) opr=$((rd1 - rd0)) subw=$((s1 - s0))
@@ -98,6 +106,11 @@ one_round() { # N CFG ROUND
   read -r hpo hpp nph upw rec _ _ < <(tail -1 "$work/rounds.$n.$cfg")
   printf '  round %d %-5s %6s IOPS; %s hits/OSD op, %s hits/primary op, %s ns/hit, %s us/write; its writes %d, op_w %d\n' \
     "$i" "$cfg" "$iops" "$hpo" "$hpp" "$nph" "$upw" "$rec" "$opw"
+  if [ "$cfg" != empty ] && [ "$rec" != "$opw" ]; then
+    echo "  the OSDs where they differ:"
+    writes_by_osd
+    cp "$work/daemon.log" "$work/daemon.round-$n-$cfg-$i.log"
+  fi
 }
 
 echo "kernel $(uname -r), $(nproc) CPUs; $rounds rounds of $secs s per size and configuration, 4 KiB writes, $threads threads; bluestore layer $bluestore_layer"

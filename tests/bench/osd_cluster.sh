@@ -25,9 +25,11 @@ osd_cluster_load() { # CLUSTER
 osd_ops() {
   local id
   for id in "${osd_ids[@]}"; do
+    printf 'osd.%s ' "$id"
     ceph --admin-daemon "$CEPHSCOPE_CEPH_DIR/run/osd.$id.asok" perf dump |
       python3 -c 'import json, sys; o = json.load(sys.stdin)["osd"]; print(o["op_w"], o["op_r"], o["subop_w"])'
-  done | awk '{ w += $1; r += $2; s += $3 } END { printf "%d %d %d\n", w, r, s }'
+  done > "$work/osd_ops.each"
+  awk '{ w += $2; r += $3; s += $4 } END { printf "%d %d %d\n", w, r, s }' "$work/osd_ops.each"
 }
 
 # CPU ticks (utime + stime) of the OSDs
@@ -124,10 +126,21 @@ CONF
 }
 
 # cephscope's client writes in this cluster: the sum of cephscope_osd_op_seconds_count
-# {op="write"} of the series with its fsid
+# {op="write"} of the series with its fsid; each OSD's ("osd.N count") in $work/tier1.each
 tier1_writes() { # 0 when nothing serves (an empty program's round)
-  { curl -s "localhost:$port/metrics" || true; } | awk -v fsid="fsid=\"$CEPHSCOPE_CEPH_FSID\"" '
-    /^cephscope_osd_op_seconds_count\{/ && /op="write"/ && index($0, fsid) { s += $NF } END { printf "%d\n", s }'
+  { curl -s "localhost:$port/metrics" || true; } | awk -v fsid="fsid=\"$CEPHSCOPE_CEPH_FSID\"" \
+    -v each="$work/tier1.each" '
+    /^cephscope_osd_op_seconds_count\{/ && /op="write"/ && index($0, fsid) {
+      s += $NF; match($0, /ceph_daemon="[^"]*"/); n[substr($0, RSTART + 13, RLENGTH - 14)] += $NF }
+    END { for (d in n) printf "%s %d\n", d, n[d] > each; close(each); printf "%d\n", s }'
+}
+
+# Where cephscope's writes and Ceph's op_w differ, OSD by OSD, between two snapshots of
+# tier1.each and osd_ops.each (suffixes .0 and .1): "osd.N: cephscope C, op_w W" lines.
+writes_by_osd() {
+  delta() { join -a 1 -e 0 -o 0,1.2,2.2 <(sort "$work/$1.1") <(sort "$work/$1.0") | awk '{ print $1, $2 - $3 }'; }
+  join -a 1 -a 2 -e 0 -o 0,1.2,2.2 <(delta osd_ops.each) <(delta tier1.each) |
+    awk '$2 != $3 { printf "    %s: cephscope %d, op_w %d\n", $1, $3, $2 }'
 }
 
 # The median of the numbers on stdin, one a line ("-" for none)
