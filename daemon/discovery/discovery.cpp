@@ -18,6 +18,7 @@ constexpr std::size_t kMaxRecheck = 4096;
 bool Discovery::consider(pid_t pid, Clock::time_point now, bool* denied) {
   auto info = proc_.read(pid);
   if (!info.ok()) {
+    waiting_.erase(pid);
     return false;  // gone, or unreadable: the next scan looks again
   }
   if (denied != nullptr) {
@@ -38,6 +39,7 @@ bool Discovery::consider(pid_t pid, Clock::time_point now, bool* denied) {
   const Classifier classifier(proc_, config_);
   auto identity = classifier.classify(*info);
   if (!identity) {
+    waiting_.erase(pid);  // no longer a target (it exec'd something else)
     return false;
   }
   identity->cgroup = parse_cgroup(proc_.cgroup(pid));
@@ -92,18 +94,30 @@ void Discovery::on_exec(pid_t pid, Clock::time_point now) {
 void Discovery::start_lookup(const ProcessInfo& info, TargetIdentity identity,
                              Clock::time_point now) {
   if (running_->load() >= kMaxLookups) {
-    // Earlier lookups are stuck in their file systems: track without an fsid rather than
-    // pile up threads.
+    // Wait for a lookup to return (recheck_due() tries again); once a target has waited as
+    // long as a lookup may take, the lookups under way are stuck in their file systems: track
+    // it without an fsid rather than pile up threads.
+    auto [wait, fresh] = waiting_.try_emplace(info.pid, Waiting{info.start_time, now});
+    if (!fresh && wait->second.start_time != info.start_time) {
+      wait->second = Waiting{info.start_time, now};  // a reused pid waits afresh
+    }
+    if (now - wait->second.since < kLookupTimeout && waiting_.size() <= kMaxRecheck) {
+      return;
+    }
+    const auto waited =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - wait->second.since);
+    waiting_.erase(wait);
     spdlog::warn(
         "pid {} ({}): fsid and container not looked up: {} earlier lookups have not "
-        "returned",
-        info.pid, identity.ceph_daemon, running_->load());
+        "returned in the {} ms it waited",
+        info.pid, identity.ceph_daemon, running_->load(), waited.count());
     registry_.note_refusal("lookups_stalled");
     if (auto st = registry_.track(info, identity, now); !st.ok()) {
       spdlog::warn("{}", st.error().message);
     }
     return;
   }
+  waiting_.erase(info.pid);
   auto lookup = std::make_shared<Lookup>();
   lookup->info = info;
   lookup->needs_fsid = identity.kind == TargetKind::kCephOsd && identity.fsid.empty();
@@ -164,6 +178,18 @@ void Discovery::recheck_due(Clock::time_point now) {
     } else {
       ++it;
     }
+  }
+  // Targets waiting for a lookup: started as lookups return, tracked without one when they
+  // waited too long (start_lookup()).
+  std::vector<pid_t> waiting;
+  waiting.reserve(waiting_.size());
+  for (const auto& [pid, wait] : waiting_) {
+    if (running_->load() < kMaxLookups || now - wait.since >= kLookupTimeout) {
+      waiting.push_back(pid);
+    }
+  }
+  for (pid_t pid : waiting) {
+    consider(pid, now);
   }
   // Entries are queued in time order per exec; a full pass keeps it simple and bounded.
   std::deque<std::pair<Clock::time_point, pid_t>> later;

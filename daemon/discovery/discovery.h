@@ -7,7 +7,9 @@
 // FUSE), and a containerised target's name from the runtime's records (container_labels()):
 // they are read on a thread of their own per process, at most kMaxLookups at a time, and a
 // target whose lookup takes longer than kLookupTimeout is tracked with no fsid and no
-// container name (the thread is left to finish, or to end with the daemon).
+// container name (the thread is left to finish, or to end with the daemon). A target that
+// finds every lookup under way waits for one to return (a host's OSDs are all found in one
+// scan), and only one that waited kLookupTimeout is tracked without them.
 #pragma once
 
 #include <sys/types.h>
@@ -39,10 +41,11 @@ class Discovery {
   void on_exec(pid_t pid, Clock::time_point now);
   void on_exit(pid_t pid, Clock::time_point now) {
     lookups_.erase(pid);
+    waiting_.erase(pid);
     registry_.forget(pid, now);
   }
   // Re-checks recently exec'd processes whose time has come.
-  // Also tracks OSDs whose fsid lookup has ended (or timed out).
+  // Also tracks OSDs whose fsid lookup has ended (or timed out), and starts waiting ones.
   void recheck_due(Clock::time_point now);
 
  private:
@@ -58,6 +61,11 @@ class Discovery {
     FsidLookup result;          // written by the lookup thread before `done`
     ContainerLabels container;  // likewise
   };
+  // Targets waiting for a lookup to return, by pid: the process and when it began to wait.
+  struct Waiting {
+    std::uint64_t start_time;
+    Clock::time_point since;
+  };
   // Tracks a target with the lookup's outcome, reporting the files it refused.
   void finish(Lookup& lookup, Clock::time_point now, bool timed_out);
   void start_lookup(const ProcessInfo& info, TargetIdentity identity, Clock::time_point now);
@@ -68,6 +76,7 @@ class Discovery {
   std::deque<std::pair<Clock::time_point, pid_t>> recheck_;
   bool warned_denied_ = false;
   std::unordered_map<pid_t, std::shared_ptr<Lookup>> lookups_;
+  std::unordered_map<pid_t, Waiting> waiting_;
   std::shared_ptr<std::atomic<int>> running_ = std::make_shared<std::atomic<int>>(0);
 };
 

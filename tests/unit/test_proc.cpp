@@ -1,6 +1,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "discovery/classify.h"
 #include "discovery/discovery.h"
@@ -218,4 +223,43 @@ TEST_CASE("a scan that cannot list /proc forgets no tracked process", "[proc]") 
   REQUIRE(registry.track(info, osd, now).ok());
   discovery.scan(now);
   CHECK(registry.is_tracked(101, 1000));
+}
+
+TEST_CASE("a host's OSDs found in one scan each get their fsid", "[proc][discovery]") {
+  // A proc tree of 40 OSDs, each naming a ceph.conf in its root: far more than the lookups
+  // that may run at once (Discovery::kMaxLookups), as on a dense host when the daemon starts.
+  namespace fs = std::filesystem;
+  constexpr int kOsds = 40;
+  std::string tmpl = (fs::temp_directory_path() / "cephscope-osds-XXXXXX").string();
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  const fs::path root = tmpl;
+  for (int i = 0; i < kOsds; ++i) {
+    const pid_t pid = 2000 + i;
+    const fs::path dir = root / std::to_string(pid);
+    fs::create_directories(dir / "root/etc/ceph");
+    std::ofstream(dir / "stat") << pid << " (ceph-osd) S 1 " << pid << " " << pid
+                                << " 0 -1 4194560 0 0 0 0 0 0 0 0 0 0 0 0 " << 1000 + i
+                                << " 0 0 0 0 0 0 0 0 0 0\n";
+    std::ofstream(dir / "cmdline") << "/usr/bin/ceph-osd" << '\0' << "-i" << '\0' << i << '\0'
+                                   << "-c" << '\0' << "/etc/ceph/ceph.conf" << '\0';
+    std::ofstream(dir / "maps") << "55d0c0000000-55d0c0001000 r--p 00000000 fd:00 1 /usr/bin/x\n";
+    fs::create_symlink("/usr/bin/ceph-osd", dir / "exe");
+    std::ofstream(dir / "root/etc/ceph/ceph.conf") << "[global]\nfsid = " << kFsid << "\n";
+  }
+  TargetRegistry registry({}, std::chrono::seconds(10), 100);
+  Discovery discovery(ProcReader(root.string()), registry);
+  discovery.scan(Clock::now());
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (registry.tracked_processes() < kOsds && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    discovery.recheck_due(Clock::now());
+  }
+  const auto targets = registry.snapshot();
+  fs::remove_all(root);
+  REQUIRE(targets.size() == kOsds);
+  for (const auto& target : targets) {
+    INFO(target.identity.ceph_daemon);
+    CHECK(target.identity.fsid == kFsid);
+  }
+  CHECK(registry.refusals().empty());  // none tracked for want of a lookup
 }
