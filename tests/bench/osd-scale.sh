@@ -106,7 +106,7 @@ one_round() { # N CFG ROUND
   read -r hpo hpp nph upw rec _ _ < <(tail -1 "$work/rounds.$n.$cfg")
   printf '  round %d %-5s %6s IOPS; %s hits/OSD op, %s hits/primary op, %s ns/hit, %s us/write; its writes %d, op_w %d\n' \
     "$i" "$cfg" "$iops" "$hpo" "$hpp" "$nph" "$upw" "$rec" "$opw"
-  if [ "$cfg" != empty ] && [ "$rec" != "$opw" ]; then
+  if [ "$cfg" = tier1 ] && [ "$rec" != "$opw" ]; then # reads: cut before it counts
     echo "  the OSDs where they differ:"
     writes_by_osd
     cp "$work/daemon.log" "$work/daemon.round-$n-$cfg-$i.log"
