@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // What each piece of a uprobe program costs (tests/bench/uprobe_floor.cpp attaches one at a
 // time to the same function and reads each one's run time from bpf_stats): nothing, user
-// reads of growing size, many small reads, a per-CPU array update, a hash lookup.
+// reads of growing size, many small reads, reads on distinct pages, a per-CPU array update,
+// a hash lookup, and the least a tier-1 program does at an op's end.
 #include "vmlinux.h"
 
 #include <bpf/bpf_helpers.h>
@@ -26,6 +27,13 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} layouts SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -88,6 +96,68 @@ int reads_16x8(struct pt_regs *ctx)
 		sum += v;
 	}
 	return sum == 1;
+}
+
+// 4 reads of 8 bytes, a page apart, as a program visiting 4 objects (each a TLB entry)
+SEC("uprobe")
+int reads_4_pages(struct pt_regs *ctx)
+{
+	const __u8 *base = (const __u8 *)PT_REGS_PARM1(ctx);
+	__u64 v = 0, sum = 0;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		bpf_probe_read_user(&v, sizeof(v), base + i * 4096);
+		sum += v;
+	}
+	return sum == 1;
+}
+
+/* The scratch and the counters in one per-CPU array: entry 0 the scratch, entry 1 counters. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, __u32);
+	__type(value, struct scratch);
+} scratch_and_counters SEC(".maps");
+
+/*
+ * The least an OSD op's end costs tier 1 (bpf/osd.bpf.c, osd_op_done): find the process's
+ * layout in an array and the per-CPU scratch, copy the op (512 B), then the events it points
+ * to (1 KiB, two pages on), and count into a per-CPU array (COUNTERS; NULL: the entry after
+ * the scratch's, in the scratch's own map).
+ */
+static __always_inline int op_least(struct pt_regs *ctx, void *scratch_map, void *counters_map)
+{
+	__u32 zero = 0, one = 1, key = 7;
+	const __u32 *layout = bpf_map_lookup_elem(&layouts, &zero);
+	struct scratch *s = bpf_map_lookup_elem(scratch_map, &zero);
+
+	if (!layout || !s || *layout != 1)
+		return 0;
+	if (bpf_probe_read_user(s->bytes, 512, (const void *)PT_REGS_PARM1(ctx)))
+		return 0;
+	const void *events = *(const void **)s->bytes;
+
+	if (bpf_probe_read_user(s->bytes + 1024, 1024, events))
+		return 0;
+	__u64 *v = counters_map ? bpf_map_lookup_elem(counters_map, &key)
+				: bpf_map_lookup_elem(scratch_map, &one);
+
+	if (v)
+		*v += s->bytes[1024];
+	return 0;
+}
+
+SEC("uprobe")
+int op_minimum(struct pt_regs *ctx)
+{
+	return op_least(ctx, &scratch, &counters);
+}
+
+SEC("uprobe")
+int op_minimum_one_map(struct pt_regs *ctx)
+{
+	return op_least(ctx, &scratch_and_counters, 0);
 }
 
 SEC("uprobe")

@@ -1,13 +1,18 @@
 // The price of each piece of a uprobe program on this host, so that every byte, call and map
 // operation of the OSD collector's tier 1 has one: the trap alone, an empty program, one
-// bpf_probe_read_user() of 8 B to 2 KiB, 16 reads of 8 B, a per-CPU array update and a hash
-// lookup (tests/bench/uprobe_floor.bpf.c), each attached alone to one function that this
-// program calls in a loop, with the memory it reads written last by the calling thread
-// ("local") or by a thread on the other CPU ("remote"). Program time from bpf_stats (enabled
-// by this program while it runs), the trap from the wall time of the calls; rounds rotate
-// the pieces and the median of each is printed. A benchmark: it asserts nothing. Root.
+// bpf_probe_read_user() of 8 B to 2 KiB, 16 reads of 8 B, 4 reads on 4 pages, a per-CPU
+// array update, a hash lookup and the least tier 1 does at an op's end
+// (tests/bench/uprobe_floor.bpf.c), each attached alone to one function that this program
+// calls in a loop, with the memory it reads written last by the calling thread ("local"), by
+// a thread on the other CPU ("remote"), or by the calling thread before it swept a region
+// larger than the caches ("cold": the memory, the page tables that map it and the maps'
+// values are out of cache and TLB, as in a busy ceph-osd, whose ops are read long after other
+// threads wrote them). Program time from bpf_stats (enabled by this program while it runs),
+// the trap from the wall time of the calls; rounds rotate the pieces and the median of each
+// is printed. A benchmark: it asserts nothing. Root.
 //
-//   uprobe_floor [CALLS_PER_ROUND] [ROUNDS]        (defaults 100000 and 5)
+//   uprobe_floor [CALLS_PER_ROUND] [ROUNDS] [COLD_MIB]
+//   (defaults 100000, 5 and 64; the cold column makes 1/100 of the calls, at least 1,000)
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <pthread.h>
@@ -40,7 +45,12 @@ __asm__(
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::size_t kBuffer = 4096;
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kBuffer = 4 * kPage;  // reads_4_pages reads 4 pages
+constexpr std::size_t kLine = 64;
+
+enum class Mode { local, remote, cold };
+constexpr std::array<const char*, 3> kModeNames = {"local", "remote", "cold"};
 
 void pin(int cpu) {
   cpu_set_t set;
@@ -49,37 +59,56 @@ void pin(int cpu) {
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+// Writes the buffer for call i: its first word points two pages on, where op_minimum reads
+// the "events" an op points to.
+void fill(unsigned char* buffer, long i) {
+  std::memset(buffer, static_cast<int>(i), kBuffer);
+  unsigned char* events = buffer + (2 * kPage);
+  std::memcpy(buffer, &events, sizeof(events));
+}
+
 // ns per call of `calls` calls, the buffer written before each by this thread (remote: by a
-// thread on CPU 1, which hands each write over before the call).
-double run_calls(long calls, bool remote, unsigned char* buffer) {
+// thread on CPU 1, which hands each write over before the call; cold: by this thread, which
+// then reads a line of every 64 bytes of `sweep`).
+double run_calls(long calls, Mode mode, unsigned char* buffer,
+                 const std::vector<unsigned char>& sweep) {
   pin(0);
   std::atomic<long> written{-1};   // the writer's last write
   std::atomic<long> consumed{-1};  // the caller's last call
   std::thread writer;
+  const bool remote = mode == Mode::remote;
   if (remote) {
     writer = std::thread([&] {
       pin(1);
       for (long i = 0; i < calls; ++i) {
         while (consumed.load(std::memory_order_acquire) != i - 1) {
         }
-        std::memset(buffer, static_cast<int>(i), kBuffer);
+        fill(buffer, i);
         written.store(i, std::memory_order_release);
       }
     });
   }
   long sink = 0;
+  double swept_ns = 0;
   const auto t0 = Clock::now();
   for (long i = 0; i < calls; ++i) {
     if (remote) {
       while (written.load(std::memory_order_acquire) != i) {
       }
     } else {
-      std::memset(buffer, static_cast<int>(i), kBuffer);
+      fill(buffer, i);
+    }
+    if (mode == Mode::cold) {
+      const auto s0 = Clock::now();
+      for (std::size_t at = 0; at < sweep.size(); at += kLine) {
+        sink += *static_cast<const volatile unsigned char*>(&sweep[at]);
+      }
+      swept_ns += std::chrono::duration<double, std::nano>(Clock::now() - s0).count();
     }
     sink += cephscope_floor_probed(buffer);
     consumed.store(i, std::memory_order_release);
   }
-  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+  const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() - swept_ns;
   if (writer.joinable()) {
     writer.join();
   }
@@ -113,6 +142,8 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) try {
   const long calls = argc > 1 ? std::atol(argv[1]) : 100000;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
+  const long cold_mib = argc > 3 ? std::atol(argv[3]) : 64;
+  const long cold_calls = std::max(1000L, calls / 100);
   if (geteuid() != 0) {
     std::fprintf(stderr, "uprobe_floor: needs root\n");
     return 77;
@@ -134,6 +165,9 @@ int main(int argc, char** argv) try {
   const auto tgid = static_cast<__u32>(getpid());
   const __u64 one = 1;
   bpf_map__update_elem(skel->maps.by_tgid, &tgid, sizeof(tgid), &one, sizeof(one), BPF_ANY);
+  const __u32 slot = 0;
+  const __u32 present = 1;
+  bpf_map__update_elem(skel->maps.layouts, &slot, sizeof(slot), &present, sizeof(present), BPF_ANY);
 
   const std::vector<std::pair<std::string, bpf_program*>> pieces = {
       {"empty program", skel->progs.empty},
@@ -143,17 +177,24 @@ int main(int argc, char** argv) try {
       {"read 1 KiB", skel->progs.read_1024},
       {"read 2 KiB", skel->progs.read_2048},
       {"16 reads of 8 B", skel->progs.reads_16x8},
+      {"4 reads of 8 B, 4 pages", skel->progs.reads_4_pages},
+      {"tier 1's least at an op", skel->progs.op_minimum},
+      {"... scratch's map counts", skel->progs.op_minimum_one_map},
       {"per-CPU array update", skel->progs.percpu_update},
       {"hash lookup", skel->progs.hash_lookup},
   };
-  std::array<unsigned char, kBuffer> buffer{};
+  std::vector<unsigned char> buffer(kBuffer);
+  std::vector<unsigned char> sweep(static_cast<std::size_t>(cold_mib) << 20, 1);
   LIBBPF_OPTS(bpf_uprobe_opts, opts, .func_name = "cephscope_floor_probed");
-  std::map<std::string, std::vector<double>> bpf_ns[2];
-  std::map<std::string, std::vector<double>> wall_ns[2];
-  std::vector<double> bare[2];
+  constexpr std::size_t kModes = kModeNames.size();
+  std::map<std::string, std::vector<double>> bpf_ns[kModes];
+  std::map<std::string, std::vector<double>> wall_ns[kModes];
+  std::vector<double> bare[kModes];
   for (int round = 0; round < rounds; ++round) {
-    for (int remote = 0; remote < 2; ++remote) {
-      bare[remote].push_back(run_calls(calls, remote != 0, buffer.data()));
+    for (std::size_t m = 0; m < kModes; ++m) {
+      const auto mode = static_cast<Mode>(m);
+      const long n = mode == Mode::cold ? cold_calls : calls;
+      bare[m].push_back(run_calls(n, mode, buffer.data(), sweep));
       // rotate: each round starts one piece further on
       for (std::size_t k = 0; k < pieces.size(); ++k) {
         const auto& [name, prog] = pieces[(k + static_cast<std::size_t>(round)) % pieces.size()];
@@ -164,37 +205,38 @@ int main(int argc, char** argv) try {
           return 1;
         }
         const RunStats before = run_stats(prog);
-        const double wall = run_calls(calls, remote != 0, buffer.data());
+        const double wall = run_calls(n, mode, buffer.data(), sweep);
         const RunStats after = run_stats(prog);
         bpf_link__destroy(link);
         const __u64 hits = after.count - before.count;
-        bpf_ns[remote][name].push_back(
+        bpf_ns[m][name].push_back(
             hits == 0 ? 0 : static_cast<double>(after.ns - before.ns) / static_cast<double>(hits));
-        wall_ns[remote][name].push_back(wall);
+        wall_ns[m][name].push_back(wall);
       }
     }
   }
   close(stats_fd);
 
   std::printf(
-      "uprobe hit prices on this host: %ld calls per piece and round, median of %d rounds\n", calls,
-      rounds);
-  std::printf("%-24s %14s %14s %16s %16s\n", "piece", "BPF ns local", "BPF ns remote",
-              "wall ns local", "wall ns remote");
-  std::printf("%-24s %14s %14s %16.0f %16.0f\n", "no probe", "-", "-", median(bare[0]),
-              median(bare[1]));
+      "uprobe hit prices on this host: %ld calls per piece and round (cold: %ld, after a sweep "
+      "of %ld MiB), median of %d rounds\n",
+      calls, cold_calls, cold_mib, rounds);
+  std::printf("%-27s %11s %11s %11s %11s %11s %11s\n", "piece", "BPF local", "BPF remote",
+              "BPF cold", "wall local", "wall remote", "wall cold");
+  std::printf("%-27s %11s %11s %11s %11.0f %11.0f %11.0f\n", "no probe", "-", "-", "-",
+              median(bare[0]), median(bare[1]), median(bare[2]));
   for (const auto& [name, prog] : pieces) {
-    std::printf("%-24s %14.0f %14.0f %16.0f %16.0f\n", name.c_str(), median(bpf_ns[0][name]),
-                median(bpf_ns[1][name]), median(wall_ns[0][name]), median(wall_ns[1][name]));
+    std::printf("%-27s %11.0f %11.0f %11.0f %11.0f %11.0f %11.0f\n", name.c_str(),
+                median(bpf_ns[0][name]), median(bpf_ns[1][name]), median(bpf_ns[2][name]),
+                median(wall_ns[0][name]), median(wall_ns[1][name]), median(wall_ns[2][name]));
   }
   // the trap: what a hit adds to a call beyond the program's own run time
-  for (int remote = 0; remote < 2; ++remote) {
+  for (std::size_t m = 0; m < kModes; ++m) {
     const std::string name = "empty program";
     std::printf(
         "trap alone (%s): %.0f ns (wall with the empty program, less the call without "
         "a probe and the program's run time)\n",
-        remote != 0 ? "remote" : "local",
-        median(wall_ns[remote][name]) - median(bare[remote]) - median(bpf_ns[remote][name]));
+        kModeNames[m], median(wall_ns[m][name]) - median(bare[m]) - median(bpf_ns[m][name]));
   }
   uprobe_floor_bpf__destroy(skel);
   return 0;
