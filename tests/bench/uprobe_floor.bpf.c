@@ -84,32 +84,31 @@ int read_2048(struct pt_regs *ctx)
 	return read_n(ctx, 2048);
 }
 
-// 16 reads of 8 bytes, 64 bytes apart (a cache line each), as a program reading members
-SEC("uprobe")
-int reads_16x8(struct pt_regs *ctx)
+// N reads of 8 bytes, STRIDE bytes apart
+static __always_inline int reads_apart(struct pt_regs *ctx, int n, int stride)
 {
 	const __u8 *base = (const __u8 *)PT_REGS_PARM1(ctx);
 	__u64 v = 0, sum = 0;
 #pragma unroll
-	for (int i = 0; i < 16; i++) {
-		bpf_probe_read_user(&v, sizeof(v), base + i * 64);
+	for (int i = 0; i < n; i++) {
+		bpf_probe_read_user(&v, sizeof(v), base + i * stride);
 		sum += v;
 	}
 	return sum == 1;
 }
 
-// 4 reads of 8 bytes, a page apart, as a program visiting 4 objects (each a TLB entry)
+// 16 reads a cache line apart, as a program reading members one by one
+SEC("uprobe")
+int reads_16x8(struct pt_regs *ctx)
+{
+	return reads_apart(ctx, 16, 64);
+}
+
+// 4 reads a page apart, as a program visiting 4 objects (each a TLB entry)
 SEC("uprobe")
 int reads_4_pages(struct pt_regs *ctx)
 {
-	const __u8 *base = (const __u8 *)PT_REGS_PARM1(ctx);
-	__u64 v = 0, sum = 0;
-#pragma unroll
-	for (int i = 0; i < 4; i++) {
-		bpf_probe_read_user(&v, sizeof(v), base + i * 4096);
-		sum += v;
-	}
-	return sum == 1;
+	return reads_apart(ctx, 4, 4096);
 }
 
 /* The scratch and the counters in one per-CPU array: entry 0 the scratch, entry 1 counters. */
