@@ -122,12 +122,12 @@ struct {
 /*
  * The least an OSD op's end costs tier 1 (bpf/osd.bpf.c, osd_op_done): find the process's
  * layout in an array and the per-CPU scratch, copy the op (512 B), then the events it points
- * to (1 KiB, two pages on), and count into a per-CPU array (COUNTERS; NULL: the entry after
- * the scratch's, in the scratch's own map).
+ * to (1 KiB, two pages on), and count into entry KEY of the per-CPU array COUNTERS.
  */
-static __always_inline int op_least(struct pt_regs *ctx, void *scratch_map, void *counters_map)
+static __always_inline int op_least(struct pt_regs *ctx, void *scratch_map, void *counters,
+				    __u32 key)
 {
-	__u32 zero = 0, one = 1, key = 7;
+	__u32 zero = 0;
 	const __u32 *layout = bpf_map_lookup_elem(&layouts, &zero);
 	struct scratch *s = bpf_map_lookup_elem(scratch_map, &zero);
 
@@ -139,8 +139,7 @@ static __always_inline int op_least(struct pt_regs *ctx, void *scratch_map, void
 
 	if (bpf_probe_read_user(s->bytes + 1024, 1024, events))
 		return 0;
-	__u64 *v = counters_map ? bpf_map_lookup_elem(counters_map, &key)
-				: bpf_map_lookup_elem(scratch_map, &one);
+	__u64 *v = bpf_map_lookup_elem(counters, &key);
 
 	if (v)
 		*v += s->bytes[1024];
@@ -150,13 +149,14 @@ static __always_inline int op_least(struct pt_regs *ctx, void *scratch_map, void
 SEC("uprobe")
 int op_minimum(struct pt_regs *ctx)
 {
-	return op_least(ctx, &scratch, &counters);
+	return op_least(ctx, &scratch, &counters, 7);
 }
 
+/* The same, counting in the entry after the scratch's, in the scratch's own map. */
 SEC("uprobe")
 int op_minimum_one_map(struct pt_regs *ctx)
 {
-	return op_least(ctx, &scratch_and_counters, 0);
+	return op_least(ctx, &scratch_and_counters, &scratch_and_counters, 1);
 }
 
 SEC("uprobe")
