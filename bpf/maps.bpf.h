@@ -42,7 +42,8 @@ static __always_inline void *lookup_or_init(void *map, const void *key, const vo
 	return bpf_map_lookup_elem(map, key);
 }
 
-static __always_inline void hist_add(struct hist *h, __u64 ns)
+/* Counts NS in its bucket of SLOTS (HIST_SLOTS of them): hist_add without the sum. */
+static __always_inline void slots_add(__u64 *slots, __u64 ns)
 {
 	__u32 slot = hist_slot(ns);
 
@@ -53,7 +54,12 @@ static __always_inline void hist_add(struct hist *h, __u64 ns)
 	 */
 	barrier_var(slot);
 	if (slot < HIST_SLOTS)
-		h->slots[slot] += 1;
+		slots[slot] += 1;
+}
+
+static __always_inline void hist_add(struct hist *h, __u64 ns)
+{
+	slots_add(h->slots, ns);
 	h->sum_ns += ns;
 }
 

@@ -199,10 +199,13 @@ __noinline int osd_fold(__u32 target, __u32 series, __u64 whole, __u64 in, __u64
 	maximum = new_maximum(series, whole);
 #pragma unroll
 	for (__u32 i = 0; i < OSD_STAGE_COUNT; i++) {
-		if (s->known & (1u << i))
-			hist_add(&st->latency[i], s->d[i]);
+		if (s->known & (1u << i)) {
+			slots_add(st->slots[i], s->d[i]);
+			st->sum_ns[i] += s->d[i];
+		}
 	}
-	hist_add(&st->latency[OSD_STAGE_WHOLE], whole);
+	slots_add(st->slots[OSD_STAGE_WHOLE], whole);
+	st->sum_ns[OSD_STAGE_WHOLE] += whole;
 	st->bytes_in += in;
 	st->bytes_out += out;
 	if (!slow_ns || whole < slow_ns)

@@ -154,12 +154,18 @@ struct osd_stats_key {
 	__u16 pad;
 };
 
-/* Index OSD_STAGE_WHOLE is the whole op. One map lookup per op folds all of it. */
+/*
+ * One series' histograms, index OSD_STAGE_WHOLE the whole op; one map lookup per op folds all
+ * of it. Every fold adds to each measured stage's sum and to one of its buckets: the sums and
+ * the bytes sit together in front, the buckets apart, so that an op touches one cache line per
+ * stage and two for all the sums, not two lines per stage (docs/performance.md, the fold).
+ */
 struct osd_stats {
-	struct hist latency[OSD_STAGE_COUNT + 1];
+	__u64 sum_ns[OSD_STAGE_COUNT + 1];
+	__u64 bytes_in;	 /* client payload received (written) */
+	__u64 bytes_out; /* payload sent back (read) */
+	__u64 slots[OSD_STAGE_COUNT + 1][HIST_SLOTS];
 	__u64 slow[OSD_STAGE_COUNT + 1]; /* stage: slow ops it was the longest of; whole: all */
-	__u64 bytes_in;			 /* client payload received (written) */
-	__u64 bytes_out;		 /* payload sent back (read) */
 };
 
 #define OSD_RECORD_OBJECT 96   /* bytes of a slow op's object name kept, NUL included */

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bpf/osd.h"
+#include "collectors/osd/osd_series.h"
 #include "collectors/osd/osd_stats_slots.h"
 #include "core/hist.h"
 #include "core/unique_fd.h"
@@ -67,8 +68,8 @@ void fold(int fd, std::uint32_t stats_slot, std::uint32_t kind, std::uint32_t op
   std::vector<osd_stats> cpus(static_cast<std::size_t>(possible_cpus()));
   REQUIRE(bpf_map_lookup_elem(fd, &index, cpus.data()) == 0);
   auto& c = cpus[cpus.size() > 1 ? 1 : 0];
-  c.latency[OSD_STAGE_WHOLE].slots[1] += n;
-  c.latency[OSD_STAGE_WHOLE].sum_ns += n * 2000;
+  c.slots[OSD_STAGE_WHOLE][1] += n;
+  c.sum_ns[OSD_STAGE_WHOLE] += n * 2000;
   c.bytes_in += n * 4096;
   REQUIRE(bpf_map_update_elem(fd, &index, cpus.data(), BPF_ANY) == 0);
 }
@@ -81,7 +82,7 @@ std::map<std::tuple<std::uint32_t, int, int>, std::pair<std::uint64_t, std::uint
               .for_each([&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
                 auto& [ops, bytes] = out[{k.target, k.kind, k.op}];
                 for (const auto& c : cpus) {
-                  ops += hist_count(c.latency[OSD_STAGE_WHOLE]);
+                  ops += folds(c);
                   bytes += c.bytes_in;
                 }
               })
@@ -125,7 +126,7 @@ TEST_CASE("osd stats slots: series scraped live, kept after the process", "[kern
               .for_each([&](const osd_stats_key& k, std::span<const osd_stats> cpus) {
                 if (k.target == 7 && k.kind == OSD_KIND_OP && k.op == OSD_OP_WRITE) {
                   for (const auto& c : cpus) {
-                    writes += hist_count(c.latency[OSD_STAGE_WHOLE]);
+                    writes += folds(c);
                   }
                 }
               })

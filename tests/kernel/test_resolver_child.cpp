@@ -20,15 +20,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A resolver that, for this test's OSDs only (a Ceph cluster of other tests may start its
-// OSDs beside it), records its capabilities and then its pid, so that its capabilities are
-// there once its pid is, then hangs.
+// A resolver that, for this test's OSDs only, records its capabilities and then its pid, so
+// that its capabilities are there once its pid is, then hangs. The OSDs of a Ceph cluster that
+// other tests run beside this one fail at once: hanging, they would hold every resolver slot.
 std::string hanging_resolver(const std::string& dir) {
   std::string path = dir + "/hanging-resolver";
   std::ofstream(path) << "#!/bin/sh\ncase \"$*\" in *'" << dir << "/osd-'*)\n"
                       << "  grep CapEff /proc/self/status > " << dir << "/resolver-caps.$$\n"
-                      << "  echo $$ >> " << dir << "/resolver-pids\n;;\nesac\n"
-                      << "exec sleep 600\n";
+                      << "  echo $$ >> " << dir << "/resolver-pids\n"
+                      << "  exec sleep 600\n;;\nesac\nexit 1\n";
   fs::permissions(path, fs::perms::owner_all);
   return path;
 }

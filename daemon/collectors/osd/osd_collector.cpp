@@ -271,12 +271,12 @@ void OsdCollector::check_windows(Clock::time_point now) {
           OsdTotals& t = totals[k.target];
           for (const auto& c : cpus) {
             if (k.kind == OSD_KIND_OP) {
-              add_hist(t.ops, c.latency[OSD_STAGE_WHOLE]);
-              add_hist(t.replication, c.latency[OSD_STAGE_REPLICATION]);
+              add_hist(t.ops, stage_hist(c, OSD_STAGE_WHOLE));
+              add_hist(t.replication, stage_hist(c, OSD_STAGE_REPLICATION));
               // a slow op counts under its longest stage: replication is a replica's time
               t.own_slow += c.slow[OSD_STAGE_WHOLE] - c.slow[OSD_STAGE_REPLICATION];
             } else if (k.kind == OSD_KIND_SUBOP) {
-              add_hist(t.subops, c.latency[OSD_STAGE_WHOLE]);
+              add_hist(t.subops, stage_hist(c, OSD_STAGE_WHOLE));
               t.own_slow += c.slow[OSD_STAGE_WHOLE];
             }
           }

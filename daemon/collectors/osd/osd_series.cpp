@@ -1,6 +1,9 @@
 #include "collectors/osd/osd_series.h"
 
+#include <algorithm>
 #include <array>
+#include <iterator>
+#include <numeric>
 
 #include "collectors/exemplars.h"
 #include "collectors/osd/osd_probes.h"
@@ -14,11 +17,26 @@ constexpr std::array<const char*, OSD_OP_COUNT> kOps = {"read", "write", "other"
 
 void add_stats(osd_stats& into, const osd_stats& from) {
   for (int i = 0; i <= OSD_STAGE_WHOLE; ++i) {
-    add_hist(into.latency[i], from.latency[i]);
+    for (int b = 0; b < HIST_SLOTS; ++b) {
+      into.slots[i][b] += from.slots[i][b];
+    }
+    into.sum_ns[i] += from.sum_ns[i];
     into.slow[i] += from.slow[i];
   }
   into.bytes_in += from.bytes_in;
   into.bytes_out += from.bytes_out;
+}
+
+struct hist stage_hist(const osd_stats& s, int stage) {
+  struct hist h {};
+  std::copy(std::begin(s.slots[stage]), std::end(s.slots[stage]), std::begin(h.slots));
+  h.sum_ns = s.sum_ns[stage];
+  return h;
+}
+
+std::uint64_t folds(const osd_stats& s) {
+  return std::accumulate(std::begin(s.slots[OSD_STAGE_WHOLE]), std::end(s.slots[OSD_STAGE_WHOLE]),
+                         std::uint64_t{0});
 }
 
 void put_osd_series(MetricSink& out, const Labels& target, int kind, int op, const osd_stats& s,
@@ -34,23 +52,24 @@ void put_osd_series(MetricSink& out, const Labels& target, int kind, int op, con
     out.histogram("cephscope_osd_subop_seconds",
                   "Replicated writes received from a primary: MOSDRepOp received -> local "
                   "commit (Ceph's subop_w_latency).",
-                  l, s.latency[OSD_STAGE_WHOLE], whole, whole_exemplar);
+                  l, stage_hist(s, OSD_STAGE_WHOLE), whole, whole_exemplar);
   } else {
     out.histogram("cephscope_osd_op_seconds",
                   "Client ops on their primary OSD: message received -> reply (Ceph's "
                   "op_r/op_w_latency).",
-                  l, s.latency[OSD_STAGE_WHOLE], whole, whole_exemplar);
+                  l, stage_hist(s, OSD_STAGE_WHOLE), whole, whole_exemplar);
   }
   // a stage's series exist once it has been measured for this kind of op
   for (int i = 0; i < OSD_STAGE_COUNT; ++i) {
-    if (hist_count(s.latency[i]) == 0 && s.slow[i] == 0) {
+    const struct hist h = stage_hist(s, i);
+    if (hist_count(h) == 0 && s.slow[i] == 0) {
       continue;
     }
     const Labels ls = l + Labels{{"stage", osd::kStages.at(i)}};
     const auto of_stage = example(osd::kStages.at(i));
     out.histogram(subop ? "cephscope_osd_subop_stage_seconds" : "cephscope_osd_op_stage_seconds",
-                  "Time an OSD op spent in each stage (see docs/collectors/osd.md).", ls,
-                  s.latency[i], stage, of_stage ? &*of_stage : nullptr);
+                  "Time an OSD op spent in each stage (see docs/collectors/osd.md).", ls, h, stage,
+                  of_stage ? &*of_stage : nullptr);
     if (!subop) {
       out.counter("cephscope_osd_slow_ops_total",
                   "Client ops over the slow-op threshold, by the stage that took longest.", ls,

@@ -15,6 +15,12 @@ namespace cephscope {
 // Adds one CPU's (or one kept) copy of a series to INTO.
 void add_stats(osd_stats& into, const osd_stats& from);
 
+// STAGE's histogram (OSD_STAGE_WHOLE: the whole op's) out of the series' split layout.
+struct hist stage_hist(const osd_stats& s, int stage);
+
+// Folds into the series: every fold counts the whole op once.
+std::uint64_t folds(const osd_stats& s);
+
 // The series' metrics under the OSD's TARGET labels: the whole op (WHOLE buckets) and each
 // stage measured for it so far (STAGE buckets) with its slow-op count;
 // EXEMPLAR, when known, is its slowest op of the interval, the exemplar of each histogram.

@@ -52,17 +52,16 @@ Result<std::uint32_t> OsdStatsSlots::take(std::uint32_t target) {
 
 Status OsdStatsSlots::read_slot(std::uint32_t slot, std::uint32_t target,
                                 const SeriesFn& fn) const {
-  return for_each_percpu_index<osd_stats>(
-      fd_, slot * OSD_SLOT_SERIES, OSD_SLOT_SERIES,
-      [&](std::uint32_t i, std::span<const osd_stats> cpus) {
-        std::uint64_t hits = 0;
-        for (const auto& c : cpus) {
-          hits += hist_count(c.latency[OSD_STAGE_WHOLE]);  // every fold adds the whole op
-        }
-        if (hits != 0) {
-          fn(series_key(target, i), cpus);
-        }
-      });
+  return for_each_percpu_index<osd_stats>(fd_, slot * OSD_SLOT_SERIES, OSD_SLOT_SERIES,
+                                          [&](std::uint32_t i, std::span<const osd_stats> cpus) {
+                                            std::uint64_t hits = 0;
+                                            for (const auto& c : cpus) {
+                                              hits += folds(c);
+                                            }
+                                            if (hits != 0) {
+                                              fn(series_key(target, i), cpus);
+                                            }
+                                          });
 }
 
 Status OsdStatsSlots::read_store(std::uint32_t slot, std::uint32_t target,
