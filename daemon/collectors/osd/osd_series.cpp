@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <iterator>
-#include <numeric>
 
 #include "collectors/exemplars.h"
 #include "collectors/osd/osd_probes.h"
@@ -17,9 +16,7 @@ constexpr std::array<const char*, OSD_OP_COUNT> kOps = {"read", "write", "other"
 
 void add_stats(osd_stats& into, const osd_stats& from) {
   for (int i = 0; i <= OSD_STAGE_WHOLE; ++i) {
-    for (int b = 0; b < HIST_SLOTS; ++b) {
-      into.slots[i][b] += from.slots[i][b];
-    }
+    add_slots(into.slots[i], from.slots[i]);
     into.sum_ns[i] += from.sum_ns[i];
     into.slow[i] += from.slow[i];
   }
@@ -35,8 +32,7 @@ struct hist stage_hist(const osd_stats& s, int stage) {
 }
 
 std::uint64_t folds(const osd_stats& s) {
-  return std::accumulate(std::begin(s.slots[OSD_STAGE_WHOLE]), std::end(s.slots[OSD_STAGE_WHOLE]),
-                         std::uint64_t{0});
+  return slots_count(s.slots[OSD_STAGE_WHOLE]);
 }
 
 void put_osd_series(MetricSink& out, const Labels& target, int kind, int op, const osd_stats& s,
