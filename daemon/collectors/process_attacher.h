@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -67,17 +68,30 @@ class ProcessAttacher {
   }
 
   // Queues what the targets WANTED accepts need: attaches for new processes, detaches for
-  // processes gone (once each). Takes the lock, and calls QUEUED under it for each attach.
+  // processes gone (once each), and an attach anew for a process the registry now files under
+  // another target (an OSD whose fsid was found late). Takes the lock, and calls QUEUED under
+  // it for each attach.
   template <typename Wanted, typename Queued>
   void sync(const std::vector<TargetView>& targets, const Wanted& wanted, const Queued& queued) {
     std::lock_guard lock(mu_);
     const std::size_t before = queue_.size();
     auto changes = process_changes(targets, wanted, attached_, queued_);
+    for (const auto& t : targets) {
+      for (const pid_t pid : t.pids) {
+        auto it = target_of_.find(pid);
+        if (it != target_of_.end() && it->second != t.id && wanted(t.identity)) {
+          queued_.insert(pid);
+          changes.attach.emplace_back(pid, t);  // the worker releases it first
+        }
+      }
+    }
     for (auto& [pid, t] : changes.attach) {
+      target_of_[pid] = t.id;
       queued(pid, t);
       queue_.push_back({pid, std::move(t), {}});
     }
     for (const pid_t pid : changes.gone) {
+      target_of_.erase(pid);
       if (leaving_.insert(pid).second) {
         queue_.push_back({pid, std::nullopt, {}});
       }
@@ -179,6 +193,17 @@ class ProcessAttacher {
           continue;
         }
       }
+      std::optional<Process> before;  // attached under another target: released first
+      {
+        std::lock_guard lock(mu_);
+        if (auto it = attached_.find(req.pid); it != attached_.end()) {
+          before = std::move(it->second);
+          attached_.erase(it);
+        }
+      }
+      if (before) {
+        hooks_.release(req.pid, *before);
+      }
       Process proc;
       hooks_.attach(req.pid, *req.attach, proc, stop);
       std::lock_guard lock(mu_);
@@ -198,11 +223,12 @@ class ProcessAttacher {
   std::mutex& mu_;
   Hooks hooks_;
   std::condition_variable_any wake_;
-  std::deque<Request> queue_;          // under mu_
-  std::set<pid_t> queued_;             // pids with an attach queued or in progress
-  std::set<pid_t> leaving_;            // pids with a detach queued
-  std::map<pid_t, Process> attached_;  // under mu_
-  std::jthread worker_;                // last: stops first
+  std::deque<Request> queue_;                 // under mu_
+  std::set<pid_t> queued_;                    // pids with an attach queued or in progress
+  std::set<pid_t> leaving_;                   // pids with a detach queued
+  std::map<pid_t, std::uint32_t> target_of_;  // the target each attach was queued for
+  std::map<pid_t, Process> attached_;         // under mu_
+  std::jthread worker_;                       // last: stops first
 };
 
 }  // namespace cephscope

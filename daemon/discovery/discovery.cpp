@@ -125,11 +125,11 @@ void Discovery::start_lookup(const ProcessInfo& info, TargetIdentity identity,
   lookup->started = now;
   running_->fetch_add(1);
   try {
-    std::thread([lookup, running = running_, proc = proc_, dirs = config_.containers] {
+    std::thread([lookup, running = running_, proc = proc_, dirs = config_.containers,
+                 find = find_fsid_] {
       const CgroupFacts& cgroup = lookup->identity.cgroup;
       if (lookup->needs_fsid) {
-        lookup->result =
-            find_fsid(proc, lookup->info.pid, parse_osd_args(lookup->info.argv), cgroup);
+        lookup->result = find(proc, lookup->info.pid, parse_osd_args(lookup->info.argv), cgroup);
       }
       lookup->container = container_labels(cgroup, dirs);
       lookup->done.store(true, std::memory_order_release);
@@ -145,10 +145,11 @@ void Discovery::start_lookup(const ProcessInfo& info, TargetIdentity identity,
 
 void Discovery::finish(Lookup& lookup, Clock::time_point now, bool timed_out) {
   const pid_t pid = lookup.info.pid;
+  TargetIdentity identity = lookup.identity;
   if (timed_out) {
     spdlog::warn(
         "pid {} ({}): lookup refused: its files did not answer within {} ms (a stalled "
-        "file system?); tracked without its fsid and container name",
+        "file system?); tracked without its fsid and container name until it returns",
         pid, lookup.identity.ceph_daemon, kLookupTimeout.count());
     registry_.note_refusal("timeout");
   } else {
@@ -158,13 +159,28 @@ void Discovery::finish(Lookup& lookup, Clock::time_point now, bool timed_out) {
       registry_.note_refusal(e.reason);
     }
     if (lookup.needs_fsid) {
-      lookup.identity.fsid = lookup.result.fsid;
+      identity.fsid = lookup.result.fsid;
     }
-    lookup.identity.container = lookup.container;
+    identity.container = lookup.container;
   }
-  if (auto st = registry_.track(lookup.info, lookup.identity, now); !st.ok()) {
+  if (auto st = registry_.track(lookup.info, identity, now); !st.ok()) {
     spdlog::warn("{}", st.error().message);
   }
+}
+
+void Discovery::finish_late(Lookup& lookup, Clock::time_point now) {
+  const pid_t pid = lookup.info.pid;
+  const bool news = (lookup.needs_fsid && !lookup.result.fsid.empty()) ||
+                    !lookup.container.container.empty() || !lookup.container.pod.empty();
+  if (!news || !registry_.is_tracked(pid, lookup.info.start_time)) {
+    return;  // nothing found, or the process is gone (or its pid reused)
+  }
+  spdlog::warn("pid {} ({}): its lookup returned after {} ms (fsid {}): tracked again with it", pid,
+               lookup.identity.ceph_daemon,
+               std::chrono::duration_cast<std::chrono::milliseconds>(now - lookup.started).count(),
+               lookup.result.fsid.empty() ? "unknown" : lookup.result.fsid);
+  registry_.forget(pid, now);  // the fsid-less target keeps its series for the TTL
+  finish(lookup, now, false);
 }
 
 void Discovery::recheck_due(Clock::time_point now) {
@@ -174,7 +190,18 @@ void Discovery::recheck_due(Clock::time_point now) {
     const bool late = !done && now - l.started >= kLookupTimeout;
     if (done || late) {
       finish(l, now, late);
+      if (late) {
+        late_[it->first] = it->second;
+      }
       it = lookups_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = late_.begin(); it != late_.end();) {
+    if (it->second->done.load(std::memory_order_acquire)) {
+      finish_late(*it->second, now);
+      it = late_.erase(it);
     } else {
       ++it;
     }

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <map>
 #include <thread>
 
 #include "discovery/classify.h"
@@ -262,4 +264,76 @@ TEST_CASE("a host's OSDs found in one scan each get their fsid", "[proc][discove
     CHECK(target.identity.fsid == kFsid);
   }
   CHECK(registry.refusals().empty());  // none tracked for want of a lookup
+}
+
+TEST_CASE("an OSD whose fsid lookup returns after the timeout is tracked again with its fsid",
+          "[proc][discovery]") {
+  // The lookup stands in for a file system that stalls: it waits until the test lets it go,
+  // then reads the OSD's ceph.conf as the daemon does.
+  namespace fs = std::filesystem;
+  std::string tmpl = (fs::temp_directory_path() / "cephscope-late-XXXXXX").string();
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  const fs::path root = tmpl;
+  const pid_t pid = 3000;
+  const fs::path dir = root / std::to_string(pid);
+  fs::create_directories(dir / "root/etc/ceph");
+  std::ofstream(dir / "stat") << pid << " (ceph-osd) S 1 " << pid << " " << pid
+                              << " 0 -1 4194560 0 0 0 0 0 0 0 0 0 0 0 0 5000 0 0 0 0 0 0 0 0 0 0\n";
+  std::ofstream(dir / "cmdline") << "/usr/bin/ceph-osd" << '\0' << "-i" << '\0' << 7 << '\0';
+  std::ofstream(dir / "maps") << "55d0c0000000-55d0c0001000 r--p 00000000 fd:00 1 /usr/bin/x\n";
+  fs::create_symlink("/usr/bin/ceph-osd", dir / "exe");
+  std::ofstream(dir / "root/etc/ceph/ceph.conf") << "[global]\nfsid = " << kFsid << "\n";
+
+  auto stalled = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = stalled->get_future().share();
+  auto stalling_lookup = [released](const ProcReader& proc, pid_t p, const OsdArgs& args,
+                                    const CgroupFacts& cgroup) {
+    released.wait();
+    return find_fsid(proc, p, args, cgroup);
+  };
+  TargetRegistry registry({}, std::chrono::seconds(10), 100);
+  Discovery discovery(ProcReader(root.string()), registry, stalling_lookup);
+  const auto start = Clock::now();
+  discovery.scan(start);
+  discovery.recheck_due(start + Discovery::kLookupTimeout / 2);
+  CHECK(registry.tracked_processes() == 0);  // its lookup is under way
+
+  discovery.recheck_due(start + Discovery::kLookupTimeout);  // timed out: tracked without
+  auto targets = registry.snapshot();
+  REQUIRE(targets.size() == 1);
+  CHECK(targets[0].identity.ceph_daemon == "osd.7");
+  CHECK(targets[0].identity.fsid.empty());
+  CHECK(targets[0].pids == std::vector<pid_t>{pid});
+  const std::uint32_t fsid_less = targets[0].id;
+  CHECK(registry.refusals() == std::map<std::string, std::uint64_t>{{"timeout", 1}});
+
+  stalled->set_value();  // the file system answers
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  auto tracked_fsid = [&] {
+    for (const auto& t : registry.snapshot()) {
+      if (!t.pids.empty() && !t.identity.fsid.empty()) {
+        return t.identity.fsid;
+      }
+    }
+    return std::string();
+  };
+  while (tracked_fsid().empty() && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    discovery.recheck_due(Clock::now());
+  }
+  targets = registry.snapshot();
+  fs::remove_all(root);
+  REQUIRE(targets.size() == 2);  // the fsid-less target stays, with no process, for the TTL
+  for (const auto& t : targets) {
+    INFO("target " << t.id << " fsid '" << t.identity.fsid << "'");
+    if (t.id == fsid_less) {
+      CHECK(t.pids.empty());
+      CHECK(t.identity.fsid.empty());
+    } else {
+      CHECK(t.identity.fsid == kFsid);
+      CHECK(t.identity.ceph_daemon == "osd.7");
+      CHECK(t.pids == std::vector<pid_t>{pid});
+    }
+  }
+  CHECK(registry.is_tracked(pid, 5000));
 }
