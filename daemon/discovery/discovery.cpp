@@ -207,11 +207,12 @@ void Discovery::recheck_due(Clock::time_point now) {
     }
   }
   // Targets waiting for a lookup: started as lookups return, tracked without one when they
-  // waited too long (start_lookup()).
+  // waited too long (start_lookup()). Only as many as there are free lookups, and those that
+  // waited too long: each is a reading of its /proc entries on the daemon loop.
   std::vector<pid_t> waiting;
-  waiting.reserve(waiting_.size());
+  int slots = kMaxLookups - running_->load();
   for (const auto& [pid, wait] : waiting_) {
-    if (running_->load() < kMaxLookups || now - wait.since >= kLookupTimeout) {
+    if (now - wait.since >= kLookupTimeout || slots-- > 0) {
       waiting.push_back(pid);
     }
   }
