@@ -5,17 +5,26 @@
 // case the daemon keeps discovering, answers SIGHUP and SIGTERM at once, and says what it
 // refused. The chrooted OSDs have their own root, as a container's do.
 #include <fcntl.h>
+#include <linux/auto_fs.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "core/unique_fd.h"
 #include "profile/elf_file.h"
@@ -60,6 +69,78 @@ std::string quiet_config() {
 bool log_has(const Daemon& d, const std::string& text, std::chrono::milliseconds timeout) {
   return eventually([&] { return d.log().find(text) != std::string::npos; }, timeout);
 }
+
+// A file system that stalls until the test answers: an autofs mount (indirect, protocol 5)
+// whose automounter is this process. The kernel holds any process outside this one's process
+// group that walks into it, as a hung NFS or FUSE mount holds a reader, until the automounter
+// mounts what was asked for and says so; this process sees the directory as it is.
+class StalledMount {
+ public:
+  explicit StalledMount(std::string dir) : dir_(std::move(dir)) {
+    fs::create_directories(dir_);
+    int p[2];
+    REQUIRE(pipe2(p, O_CLOEXEC) == 0);
+    requests_.reset(p[0]);
+    const cephscope::UniqueFd write_end(p[1]);  // the mount keeps its own reference
+    const std::string options = "fd=" + std::to_string(p[1]) +
+                                ",pgrp=" + std::to_string(getpgrp()) +
+                                ",minproto=5,maxproto=5,indirect";
+    REQUIRE(mount("cephscope-test", dir_.c_str(), "autofs", 0, options.c_str()) == 0);
+    mounted_ = true;
+    control_.reset(open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    REQUIRE(control_.valid());
+  }
+  StalledMount(const StalledMount&) = delete;
+  StalledMount& operator=(const StalledMount&) = delete;
+  StalledMount(StalledMount&&) = delete;
+  StalledMount& operator=(StalledMount&&) = delete;
+  ~StalledMount() {
+    if (control_.valid()) {
+      ioctl(control_.get(), AUTOFS_IOC_CATATONIC, 0);  // whoever still waits gets an error
+    }
+    for (const auto& key : answered_) {
+      umount2((dir_ + "/" + key).c_str(), MNT_DETACH);
+    }
+    control_.reset(-1);
+    if (mounted_) {
+      umount2(dir_.c_str(), MNT_DETACH);
+    }
+  }
+
+  struct Request {
+    std::uint32_t token = 0;
+    std::string key;
+  };
+  // The next lookup the kernel holds, or nullopt when none came within TIMEOUT.
+  std::optional<Request> wait_request(std::chrono::milliseconds timeout) {
+    pollfd pfd{requests_.get(), POLLIN, 0};
+    if (poll(&pfd, 1, static_cast<int>(timeout.count())) != 1) {
+      return std::nullopt;
+    }
+    autofs_v5_packet packet{};
+    if (read(requests_.get(), &packet, sizeof packet) != static_cast<ssize_t>(sizeof packet) ||
+        packet.hdr.type != autofs_ptype_missing_indirect) {
+      return std::nullopt;
+    }
+    return Request{packet.wait_queue_token, std::string(packet.name, packet.len)};
+  }
+  // Mounts a file system holding FILE with TEXT at the key asked for, and lets the lookup go on.
+  void answer(const Request& request, const std::string& file, const std::string& text) {
+    const std::string at = dir_ + "/" + request.key;
+    REQUIRE(mkdir(at.c_str(), 0755) == 0);
+    REQUIRE(mount("tmpfs", at.c_str(), "tmpfs", 0, "size=1m") == 0);
+    answered_.push_back(request.key);
+    std::ofstream(at + "/" + file) << text;
+    REQUIRE(ioctl(control_.get(), AUTOFS_IOC_READY, request.token) == 0);
+  }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+  cephscope::UniqueFd requests_;
+  cephscope::UniqueFd control_;
+  std::vector<std::string> answered_;
+};
 
 }  // namespace
 
@@ -248,4 +329,53 @@ TEST_CASE("--check names each OSD's build and what to install when no profile fi
   CHECK(line.find("profile=none") != std::string::npos);
   CHECK(line.find("no_debuginfo") != std::string::npos);
   CHECK(line.find("Install ceph-osd-dbg for build-id") != std::string::npos);
+}
+
+TEST_CASE("an OSD whose files stall past the lookup timeout gets its fsid once they answer",
+          "[kernel][discovery][hostile][userspace]") {
+  // The OSD's ceph.conf lies under a file system that does not answer: the daemon (in a
+  // session of its own, so that autofs holds it) tracks the OSD without its fsid after 2 s,
+  // and once the file system answers, tracks it again with the fsid the file names, and the
+  // OSD collector attaches it anew under that target.
+  const std::string dir = test_dir(std::string(CEPHSCOPE_BUILD_DIR) + "/kernel-tests");
+  StalledMount stalled(dir + "/stalled");
+  fs::remove_all(dir + "/stall-cache");
+  Daemon daemon(dir,
+                "collectors:\n  osd: {enabled: true, detail: never}\nprofiles:\n  cache_dir: " +
+                    dir + "/stall-cache\n  shipped_dirs: []\ndiscovery:\n  scan_interval: 1s\n",
+                {"/usr/bin/setsid"});
+  DaemonLogOnFailure log_on_failure(daemon);
+  REQUIRE(daemon.wait_ready());
+  auto osd = std::make_unique<Subprocess>(std::vector<std::string>{
+      copy_fake_osd(dir + "/osd-77"), "-i", "77", "-c", dir + "/stalled/conf/ceph.conf"});
+
+  const auto request = stalled.wait_request(std::chrono::seconds(15));
+  REQUIRE(request.has_value());
+  CHECK(request->key == "conf");
+  const auto held = std::chrono::steady_clock::now();
+  // Tracked without its fsid once the lookup has taken 2 s; the timeout counted.
+  REQUIRE(eventually([&] { return tracked_fsid(daemon, 77, osd->pid()).empty(); }));
+  CHECK(daemon.scrape().sum("cephscope_discovery_refusals_total", {{"reason", "timeout"}}) == 1);
+  std::printf("tracked without its fsid %.2f s after its lookup was held\n",
+              Seconds(std::chrono::steady_clock::now() - held).count());
+
+  stalled.answer(*request, "ceph.conf", std::string("[global]\nfsid = ") + kHostFsid + "\n");
+  REQUIRE(eventually([&] { return tracked_fsid(daemon, 77, osd->pid()) == kHostFsid; }));
+  CHECK(log_has(daemon, "its lookup returned after", std::chrono::seconds(2)));
+  // One process, one target: no series of osd.77 for this pid without the fsid any more.
+  CHECK(daemon.scrape()
+            .find("cephscope_target_info",
+                  {{"ceph_daemon", "osd.77"}, {"pid", std::to_string(osd->pid())}})
+            .size() == 1);
+  // The OSD collector released the process and attached it again under the new target: its
+  // stage statuses (which fake_osd's build reports unavailable) carry the fsid.
+  CHECK(eventually([&] {
+    const auto stages =
+        daemon.scrape().find("cephscope_osd_stage_available", {{"ceph_daemon", "osd.77"}});
+    return !stages.empty() && std::all_of(stages.begin(), stages.end(), [](const auto& s) {
+      const auto fsid = s.labels.find("fsid");
+      return fsid != s.labels.end() && fsid->second == kHostFsid;
+    });
+  }));
+  CHECK(daemon.stop() == std::optional<int>(0));
 }
