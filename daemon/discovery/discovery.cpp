@@ -179,7 +179,8 @@ void Discovery::finish_late(Lookup& lookup, Clock::time_point now) {
                lookup.identity.ceph_daemon,
                std::chrono::duration_cast<std::chrono::milliseconds>(now - lookup.started).count(),
                lookup.result.fsid.empty() ? "unknown" : lookup.result.fsid);
-  registry_.forget(pid, now);  // the fsid-less target keeps its series for the TTL
+  // The fsid-less target keeps its series for the TTL, as an exited OSD's.
+  registry_.forget(pid, now, "leaves it for the target its lookup found");
   finish(lookup, now, false);
 }
 

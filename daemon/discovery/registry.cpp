@@ -150,7 +150,7 @@ const TargetRegistry::Target* TargetRegistry::live_holder(const TargetIdentity& 
   return nullptr;
 }
 
-void TargetRegistry::forget_locked(pid_t pid, Clock::time_point now) {
+void TargetRegistry::forget_locked(pid_t pid, Clock::time_point now, std::string_view why) {
   contested_.erase(pid);
   auto it = processes_.find(pid);
   if (it == processes_.end()) {
@@ -173,17 +173,18 @@ void TargetRegistry::forget_locked(pid_t pid, Clock::time_point now) {
     if (target.id == id) {
       target.pids.erase(pid);
       target.last_alive = now;
-      spdlog::info("pid {} of {} exited", pid,
+      spdlog::info("pid {} of {} {}", pid,
                    target.identity.ceph_daemon.empty() ? target.identity.process
-                                                       : target.identity.ceph_daemon);
+                                                       : target.identity.ceph_daemon,
+                   why);
       break;
     }
   }
 }
 
-void TargetRegistry::forget(pid_t pid, Clock::time_point now) {
+void TargetRegistry::forget(pid_t pid, Clock::time_point now, std::string_view why) {
   std::lock_guard lock(mu_);
-  forget_locked(pid, now);
+  forget_locked(pid, now, why);
 }
 
 void TargetRegistry::reconcile(const std::unordered_set<pid_t>& alive, Clock::time_point now) {

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -47,8 +48,9 @@ class TargetRegistry {
 
   // Starts tracking a process; idempotent for a process already tracked.
   Status track(const ProcessInfo& info, const TargetIdentity& identity, Clock::time_point now);
-  // The process exited (the BPF side has already dropped it from the filter map).
-  void forget(pid_t pid, Clock::time_point now);
+  // The process exited (the BPF side has already dropped it from the filter map), or WHY
+  // else it leaves its target (logged).
+  void forget(pid_t pid, Clock::time_point now, std::string_view why = "exited");
   // After a full /proc scan: forgets tracked processes that are no longer there.
   void reconcile(const std::unordered_set<pid_t>& alive, Clock::time_point now);
   // Drops targets whose processes all exited more than the TTL ago.
@@ -88,7 +90,7 @@ class TargetRegistry {
     std::string ceph_daemon;
   };
 
-  void forget_locked(pid_t pid, Clock::time_point now);
+  void forget_locked(pid_t pid, Clock::time_point now, std::string_view why = "exited");
   // Rewrites the filter slot of pid from the tracked processes that map to it.
   Status sync_slot_locked(pid_t pid) const;
   // The live target that a claim of identity contests (nullptr: none): the same osd.N of
