@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +26,29 @@ ProcessInfo must_read(const ProcReader& proc, pid_t pid) {
   INFO("pid " << pid);
   REQUIRE(r.ok());
   return *r;
+}
+
+// A fresh proc tree in a temporary directory (removed by the test).
+std::filesystem::path temp_proc_root(const std::string& name) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / (name + "-XXXXXX")).string();
+  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+
+// A ceph-osd -i ID -c /etc/ceph/ceph.conf at PID in the proc tree ROOT, started at START_TIME,
+// whose ceph.conf in its root names kFsid.
+void add_osd(const std::filesystem::path& root, pid_t pid, int id, std::uint64_t start_time) {
+  namespace fs = std::filesystem;
+  const fs::path dir = root / std::to_string(pid);
+  fs::create_directories(dir / "root/etc/ceph");
+  std::ofstream(dir / "stat") << pid << " (ceph-osd) S 1 " << pid << " " << pid
+                              << " 0 -1 4194560 0 0 0 0 0 0 0 0 0 0 0 0 " << start_time
+                              << " 0 0 0 0 0 0 0 0 0 0\n";
+  std::ofstream(dir / "cmdline") << "/usr/bin/ceph-osd" << '\0' << "-i" << '\0' << id << '\0'
+                                 << "-c" << '\0' << "/etc/ceph/ceph.conf" << '\0';
+  std::ofstream(dir / "maps") << "55d0c0000000-55d0c0001000 r--p 00000000 fd:00 1 /usr/bin/x\n";
+  fs::create_symlink("/usr/bin/ceph-osd", dir / "exe");
+  std::ofstream(dir / "root/etc/ceph/ceph.conf") << "[global]\nfsid = " << kFsid << "\n";
 }
 
 }  // namespace
@@ -232,21 +256,9 @@ TEST_CASE("a host's OSDs found in one scan each get their fsid", "[proc][discove
   // that may run at once (Discovery::kMaxLookups), as on a dense host when the daemon starts.
   namespace fs = std::filesystem;
   constexpr int kOsds = 40;
-  std::string tmpl = (fs::temp_directory_path() / "cephscope-osds-XXXXXX").string();
-  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-  const fs::path root = tmpl;
+  const fs::path root = temp_proc_root("cephscope-osds");
   for (int i = 0; i < kOsds; ++i) {
-    const pid_t pid = 2000 + i;
-    const fs::path dir = root / std::to_string(pid);
-    fs::create_directories(dir / "root/etc/ceph");
-    std::ofstream(dir / "stat") << pid << " (ceph-osd) S 1 " << pid << " " << pid
-                                << " 0 -1 4194560 0 0 0 0 0 0 0 0 0 0 0 0 " << 1000 + i
-                                << " 0 0 0 0 0 0 0 0 0 0\n";
-    std::ofstream(dir / "cmdline") << "/usr/bin/ceph-osd" << '\0' << "-i" << '\0' << i << '\0'
-                                   << "-c" << '\0' << "/etc/ceph/ceph.conf" << '\0';
-    std::ofstream(dir / "maps") << "55d0c0000000-55d0c0001000 r--p 00000000 fd:00 1 /usr/bin/x\n";
-    fs::create_symlink("/usr/bin/ceph-osd", dir / "exe");
-    std::ofstream(dir / "root/etc/ceph/ceph.conf") << "[global]\nfsid = " << kFsid << "\n";
+    add_osd(root, 2000 + i, i, 1000 + i);
   }
   TargetRegistry registry({}, std::chrono::seconds(10), 100);
   Discovery discovery(ProcReader(root.string()), registry);
@@ -271,18 +283,9 @@ TEST_CASE("an OSD whose fsid lookup returns after the timeout is tracked again w
   // The lookup stands in for a file system that stalls: it waits until the test lets it go,
   // then reads the OSD's ceph.conf as the daemon does.
   namespace fs = std::filesystem;
-  std::string tmpl = (fs::temp_directory_path() / "cephscope-late-XXXXXX").string();
-  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-  const fs::path root = tmpl;
+  const fs::path root = temp_proc_root("cephscope-late");
   const pid_t pid = 3000;
-  const fs::path dir = root / std::to_string(pid);
-  fs::create_directories(dir / "root/etc/ceph");
-  std::ofstream(dir / "stat") << pid << " (ceph-osd) S 1 " << pid << " " << pid
-                              << " 0 -1 4194560 0 0 0 0 0 0 0 0 0 0 0 0 5000 0 0 0 0 0 0 0 0 0 0\n";
-  std::ofstream(dir / "cmdline") << "/usr/bin/ceph-osd" << '\0' << "-i" << '\0' << 7 << '\0';
-  std::ofstream(dir / "maps") << "55d0c0000000-55d0c0001000 r--p 00000000 fd:00 1 /usr/bin/x\n";
-  fs::create_symlink("/usr/bin/ceph-osd", dir / "exe");
-  std::ofstream(dir / "root/etc/ceph/ceph.conf") << "[global]\nfsid = " << kFsid << "\n";
+  add_osd(root, pid, 7, 5000);
 
   auto stalled = std::make_shared<std::promise<void>>();
   std::shared_future<void> released = stalled->get_future().share();
