@@ -315,31 +315,41 @@ TEST_CASE("detail: auto follows the slow OSD by its p99, for as long as it stays
       std::this_thread::sleep_for(200ms);
     }
   });
-  // slow (0.8 s in dispatch) from 4 s into a 66 s write bench until the victim's second window
-  // has opened, for at most 56 s; the bench is stopped when it recovers, so that no other OSD's
-  // own ops run loaded for long after it. The first window opens once the slow ops are over 1% of
-  // the OSD's ops since the daemon started (the fast ones before the delay included), then runs 8
-  // s, and the second follows at the first check after it: 21-39 s of slowness here, more than 36 s
-  // on a loaded CI host, where a fixed 28 s held only one window. The bound (600 ms: a p99 in the
-  // histogram's bucket over 524 ms) sits well below the victim's ops and above what the others' own
-  // ops reach on a loaded CI host (with 300 ms and a 0.4 s delay, a non-victim opened windows there
-  // beside a TCG guest and two builds: by its own sub-ops, the only path left while its replication
-  // waited for the victim).
+  // A fast baseline first: a 2 s write bench, whose ops all end before the delay is set, after
+  // the daemon's first sample of the OSDs' totals (it takes one every 5 s, and a window's p99
+  // spans the ops since the oldest). Then slow (0.8 s in dispatch) through a 66 s write bench
+  // until the victim's second window has opened, for at most 56 s; the bench is stopped when it
+  // recovers, so that no other OSD's own ops run loaded for long after it. The first window opens
+  // once the slow ops are over 1% of the OSD's ops in that span (8 of the baseline's 700 here),
+  // then runs 8 s, and the second follows at its end. Without the baseline in the span, the
+  // window waits for 20 ops (the least a p99 is taken of), at the victim's pace of one slow op
+  // in 1.5-2 s: its first window came 29-41 s into the slowness beside two busy loops here, and
+  // the second not within 56 s on a loaded CI host. The bound (600 ms: a p99 in the histogram's
+  // bucket over 524 ms) sits well below the victim's ops and above what the others' own ops
+  // reach on a loaded CI host (with 300 ms and a 0.4 s delay, a non-victim opened windows there
+  // beside a TCG guest and two builds: by its own sub-ops, the only path left while its
+  // replication waited for the victim).
+  std::this_thread::sleep_for(6s);
+  bench(cluster, BenchMode::kWrite, 2);
+  REQUIRE(set_dispatch_delay(cluster, victim, 0.8).empty());
+  const auto slow_since = Clock::now();
+  auto slow_for = [&] { return std::chrono::duration<double>(Clock::now() - slow_since).count(); };
   BenchOptions writes;
   writes.seconds = 66;
   auto argv = rados_bench_argv(cluster, writes);
   argv[0] = which(argv[0]);
   Subprocess bencher(argv, cluster.dir + "/slow-osd-bench.log");
-  std::this_thread::sleep_for(4s);
-  REQUIRE(set_dispatch_delay(cluster, victim, 0.8).empty());
-  const auto slow_since = Clock::now();
+  std::optional<double> first_window;  // seconds into the slowness
   Metrics while_slow = daemon.scrape();
   while (latency_windows(while_slow, victim) < 2 && Clock::now() - slow_since < 56s) {
     std::this_thread::sleep_for(200ms);
     while_slow = daemon.scrape();
+    if (!first_window && latency_windows(while_slow, victim) >= 1) {
+      first_window = slow_for();
+    }
   }
-  std::printf("  osd.%d slow for %.1f s\n", victim,
-              std::chrono::duration<double>(Clock::now() - slow_since).count());
+  std::printf("  osd.%d slow for %.1f s, its first window opened after %.1f s\n", victim,
+              slow_for(), first_window.value_or(-1));
   REQUIRE(set_dispatch_delay(cluster, victim, 0).empty());
   recovered = Clock::now().time_since_epoch().count();
   bencher.signal(SIGKILL);  // its objects stay without a record of the run: cleanup finds them
