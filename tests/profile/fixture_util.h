@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "../support/temp_dir.h"
+
 namespace cephscope::profile::test {
 
 // Runs CMD through the shell; returns its stdout. STATUS gets the exit status.
@@ -18,20 +20,7 @@ std::string run(const std::string& cmd, int* status = nullptr);
 nlohmann::json oracle(const std::string& fixture);
 
 // A fresh directory under /tmp, removed with everything in it.
-class TempDir {
- public:
-  TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir();
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-  [[nodiscard]] std::string operator/(const std::string& name) const {
-    return (path_ / name).string();
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using TempDir = cephscope::test::TempDir;
 
 // VADDR's file offset in the ELF file at PATH, read with libelf directly (independent of
 // ElfFile); ~0 when no PT_LOAD maps it.

@@ -5,8 +5,10 @@
 #include <fstream>
 
 #include "discovery/containers.h"
+#include "support/temp_dir.h"
 
 using namespace cephscope;
+using cephscope::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
@@ -14,18 +16,6 @@ namespace {
 const std::string kId = "4f1c2a9e0b7d4c3a8e6f5d2c1b0a99887766554433221100ffeeddccbbaa9988";
 const std::string kFsid = "8a3e4f6c-1b2d-4c5e-9f70-1a2b3c4d5e6f";
 const std::string kPod = "0f3e9a1c-5b7d-4e2f-8a6b-9c0d1e2f3a4b";
-
-// A directory of its own under the build's temp dir, removed at the end.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "cephscope-containers-XXXXXX").string();
-    path = mkdtemp(tmpl.data());
-  }
-  ~TempDir() { fs::remove_all(path); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-};
 
 }  // namespace
 
@@ -95,34 +85,34 @@ TEST_CASE("a cgroup names the container, the pod and the cephadm unit", "[contai
 }
 
 TEST_CASE("containers are named from the runtime's own records", "[containers]") {
-  TempDir tmp;
-  ContainerStateDirs dirs{(tmp.path / "podman").string(), (tmp.path / "docker").string(),
-                          (tmp.path / "pods").string()};
+  const TempDir tmp("cephscope-containers");
+  ContainerStateDirs dirs{(tmp.path() / "podman").string(), (tmp.path() / "docker").string(),
+                          (tmp.path() / "pods").string()};
   CgroupFacts f;
   f.id = kId;
 
   SECTION("podman's containers.json") {
     f.runtime = "podman";
     CHECK(container_labels(f, dirs).container == kId.substr(0, 12));  // no record: short id
-    fs::create_directories(tmp.path / "podman/overlay-containers");
-    std::ofstream(tmp.path / "podman/overlay-containers/containers.json")
+    fs::create_directories(tmp.path() / "podman/overlay-containers");
+    std::ofstream(tmp.path() / "podman/overlay-containers/containers.json")
         << R"([{"id":"other","names":["x"]},{"id":")" << kId << R"(","names":["ceph-)" << kFsid
         << R"(-osd-3"]}])";
     CHECK(container_labels(f, dirs).container == "ceph-" + kFsid + "-osd-3");
   }
   SECTION("a malformed or oversized record leaves the short id") {
     f.runtime = "podman";
-    fs::create_directories(tmp.path / "podman/overlay-containers");
-    std::ofstream(tmp.path / "podman/overlay-containers/containers.json") << "[{\"id\": ";
+    fs::create_directories(tmp.path() / "podman/overlay-containers");
+    std::ofstream(tmp.path() / "podman/overlay-containers/containers.json") << "[{\"id\": ";
     CHECK(container_labels(f, dirs).container == kId.substr(0, 12));
-    fs::resize_file(tmp.path / "podman/overlay-containers/containers.json",
+    fs::resize_file(tmp.path() / "podman/overlay-containers/containers.json",
                     kMaxPodmanContainersJson + 1);
     CHECK(container_labels(f, dirs).container == kId.substr(0, 12));
   }
   SECTION("docker's config.v2.json; a name is made a valid label value") {
     f.runtime = "docker";
-    fs::create_directories(tmp.path / "docker/containers" / kId);
-    std::ofstream(tmp.path / "docker/containers" / kId / "config.v2.json")
+    fs::create_directories(tmp.path() / "docker/containers" / kId);
+    std::ofstream(tmp.path() / "docker/containers" / kId / "config.v2.json")
         << R"({"Name":"/osd\u0000\"3\n"})";
     const auto name = container_labels(f, dirs).container;
     CHECK(name.starts_with("osd"));
@@ -132,8 +122,8 @@ TEST_CASE("containers are named from the runtime's own records", "[containers]")
   SECTION("the kubelet's pod log directory names the pod and its namespace") {
     f.runtime = "containerd";
     f.pod_uid = kPod;
-    fs::create_directories(tmp.path / "pods" / ("rook-ceph_other-pod_" + kFsid));
-    fs::create_directories(tmp.path / "pods" /
+    fs::create_directories(tmp.path() / "pods" / ("rook-ceph_other-pod_" + kFsid));
+    fs::create_directories(tmp.path() / "pods" /
                            ("rook-ceph_rook-ceph-osd-3-5d9f7c6b8-x2x9q_" + kPod));
     const auto labels = container_labels(f, dirs);
     CHECK(labels.pod == "rook-ceph-osd-3-5d9f7c6b8-x2x9q");

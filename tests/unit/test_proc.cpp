@@ -13,6 +13,7 @@
 #include "discovery/classify.h"
 #include "discovery/discovery.h"
 #include "discovery/proc.h"
+#include "support/temp_dir.h"
 
 using namespace cephscope;
 
@@ -26,13 +27,6 @@ ProcessInfo must_read(const ProcReader& proc, pid_t pid) {
   INFO("pid " << pid);
   REQUIRE(r.ok());
   return *r;
-}
-
-// A fresh proc tree in a temporary directory (removed by the test).
-std::filesystem::path temp_proc_root(const std::string& name) {
-  std::string tmpl = (std::filesystem::temp_directory_path() / (name + "-XXXXXX")).string();
-  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-  return tmpl;
 }
 
 // A ceph-osd -i ID -c /etc/ceph/ceph.conf at PID in the proc tree ROOT, started at START_TIME,
@@ -256,7 +250,8 @@ TEST_CASE("a host's OSDs found in one scan each get their fsid", "[proc][discove
   // that may run at once (Discovery::kMaxLookups), as on a dense host when the daemon starts.
   namespace fs = std::filesystem;
   constexpr int kOsds = 40;
-  const fs::path root = temp_proc_root("cephscope-osds");
+  const test::TempDir tmp("cephscope-osds");
+  const fs::path& root = tmp.path();
   for (int i = 0; i < kOsds; ++i) {
     add_osd(root, 2000 + i, i, 1000 + i);
   }
@@ -269,7 +264,6 @@ TEST_CASE("a host's OSDs found in one scan each get their fsid", "[proc][discove
     discovery.recheck_due(Clock::now());
   }
   const auto targets = registry.snapshot();
-  fs::remove_all(root);
   REQUIRE(targets.size() == kOsds);
   for (const auto& target : targets) {
     INFO(target.identity.ceph_daemon);
@@ -283,7 +277,8 @@ TEST_CASE("an OSD whose fsid lookup returns after the timeout is tracked again w
   // The lookup stands in for a file system that stalls: it waits until the test lets it go,
   // then reads the OSD's ceph.conf as the daemon does.
   namespace fs = std::filesystem;
-  const fs::path root = temp_proc_root("cephscope-late");
+  const test::TempDir tmp("cephscope-late");
+  const fs::path& root = tmp.path();
   const pid_t pid = 3000;
   add_osd(root, pid, 7, 5000);
 
@@ -325,7 +320,6 @@ TEST_CASE("an OSD whose fsid lookup returns after the timeout is tracked again w
     discovery.recheck_due(Clock::now());
   }
   targets = registry.snapshot();
-  fs::remove_all(root);
   REQUIRE(targets.size() == 2);  // the fsid-less target stays, with no process, for the TTL
   for (const auto& t : targets) {
     INFO("target " << t.id << " fsid '" << t.identity.fsid << "'");
